@@ -1,0 +1,58 @@
+"""Decoding settings, validated once for every entry point (CLI, app, API, benchmarks).
+
+The UI's slider ranges are not trusted: the server-side limits below apply to every request.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from .errors import BadInput
+
+TREE_METHODS = ("opt-tree", "chain", "binary", "eagle-static", "eagle-dynamic")
+METHODS = TREE_METHODS + ("ar",)
+LIMITS = {"nodes": (1, 500), "max_depth": (1, 20), "threshold": (0.0, 1e6),
+          "temperature": (0.0, 2.0), "max_new_tokens": (1, 2048), "top_p": (0.0, 1.0),
+          "top_k": (0, 100000), "eagle_top_k": (1, 64)}
+
+
+@dataclass
+class DecodeConfig:
+    method: str = "opt-tree"
+    nodes: int = 60
+    threshold: float = 0.5
+    max_depth: int = 10
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 128
+    seed: int = 0
+    eagle_top_k: int = 10
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise BadInput(f"unknown method {self.method!r}: choose one of {', '.join(METHODS)}.")
+        for name, (lo, hi) in LIMITS.items():
+            value = getattr(self, name)
+            want_int = isinstance(getattr(DecodeConfig, name, 0), int) and name != "threshold"
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise BadInput(f"{name} must be a number, got {value!r}.") from None
+            if not math.isfinite(number) or number < lo or number > hi:
+                raise BadInput(f"{name} must be between {lo:g} and {hi:g}, got {value!r}.")
+            if want_int and number != int(number):
+                raise BadInput(f"{name} must be a whole number, got {value!r}.")
+            setattr(self, name, int(number) if want_int else number)
+        try:
+            self.seed = int(self.seed)
+        except (TypeError, ValueError):
+            raise BadInput(f"seed must be an integer, got {self.seed!r}.") from None
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,39 @@
+"""The target's next-token rule: argmax at temperature 0, else a sample from the warped distribution
+(temperature, then top-k, then top-p — the order transformers applies them)."""
+
+from __future__ import annotations
+
+import torch
+
+
+def warp(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """Probabilities after temperature / top-k / top-p; `logits` is (..., vocab)."""
+    logits = logits.float() / temperature
+    if top_k and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)
+    if top_p < 1.0:
+        sorted_p, idx = torch.sort(probs, dim=-1, descending=True)
+        # Drop a token when the mass before it already reaches top_p (the top token always stays).
+        drop = (sorted_p.cumsum(-1) - sorted_p) >= top_p
+        sorted_p = sorted_p.masked_fill(drop, 0.0)
+        probs = torch.zeros_like(probs).scatter(-1, idx, sorted_p)
+        probs = probs / probs.sum(-1, keepdim=True)
+    return probs
+
+
+class TokenPicker:
+    """Holds the run's own RNG so concurrent runs never share random state."""
+
+    def __init__(self, temperature: float, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
+                 device="cpu"):
+        self.temperature, self.top_k, self.top_p = temperature, top_k, top_p
+        self.generator = torch.Generator(device=device)
+        self.generator.manual_seed(seed)
+
+    def __call__(self, logits: torch.Tensor) -> int:
+        if self.temperature == 0.0:
+            return int(torch.argmax(logits))
+        probs = warp(logits, self.temperature, self.top_k, self.top_p)
+        return int(torch.multinomial(probs.to(self.generator.device), 1, generator=self.generator))

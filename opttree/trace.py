@@ -1,0 +1,138 @@
+"""The step trace: the one contract between the engine and everything that shows or checks a run.
+
+A run is a plain JSON object: {"version", "meta", "prompt", "output_ids", "output_text", "steps",
+"summary"}. Each step records the verified draft tree (tokens, texts, parents with -1 = the root,
+depth, q, p_hat, rank), the accepted node indices in order, the bonus token, E(A) and the per-depth
+E(A) values that decided the tree's depth, plus timings. Views, replay, export and tests read only
+this record; `validate_trace` guards every trace that comes from outside (imports are untrusted).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from .errors import BadInput
+
+VERSION = 1
+STEP_LISTS = ("tokens", "texts", "parents", "depth", "q", "p_hat", "rank")
+MAX_STEPS, MAX_NODES, MAX_TRACE_BYTES = 5000, 2000, 64 * 1024 * 1024
+
+
+def step_record(index: int, tree, texts: list[str], accepted: list[int], bonus: int, bonus_text: str,
+                rejected, committed: list[int], committed_text: str, info: dict,
+                draft_ms: float, build_ms: float, verify_ms: float) -> dict:
+    return {
+        "step": index,
+        "tokens": list(tree.tokens), "texts": texts, "parents": list(tree.parents),
+        "depth": list(tree.depth), "q": [round(x, 6) for x in tree.q],
+        "p_hat": [round(x, 8) for x in tree.p_hat], "rank": list(tree.rank),
+        "accepted": accepted, "accept_length": len(accepted),
+        "bonus_token": bonus, "bonus_text": bonus_text, "rejected": rejected,
+        "committed": committed, "committed_text": committed_text,
+        "expected_accept": round(sum(tree.p_hat), 6),
+        "ea_by_depth": [round(x, 6) for x in info.get("ea_by_depth", [])],
+        "stop_reason": info.get("stop_reason", ""),
+        "draft_ms": round(draft_ms, 3), "build_ms": round(build_ms, 3), "verify_ms": round(verify_ms, 3),
+    }
+
+
+def summarize(steps: list[dict], new_tokens: int, wall_s: float) -> dict:
+    n = len(steps)
+    return {
+        "new_tokens": new_tokens, "steps": n,
+        # τ (Spec-Bench/EAGLE convention): committed tokens per target forward, bonus included.
+        "tau": round(new_tokens / n, 4) if n else 0.0,
+        "wall_s": round(wall_s, 4),
+        "tokens_per_s": round(new_tokens / wall_s, 3) if wall_s > 0 else 0.0,
+        "mean_nodes": round(sum(len(s["tokens"]) for s in steps) / n, 2) if n else 0.0,
+        "mean_depth": round(sum(max(s["depth"], default=0) for s in steps) / n, 2) if n else 0.0,
+        "mean_expected_accept": round(sum(s["expected_accept"] for s in steps) / n, 4) if n else 0.0,
+        "mean_accept_length": round(sum(s["accept_length"] for s in steps) / n, 4) if n else 0.0,
+        **{f"mean_{k}": round(sum(s[k] for s in steps) / n, 3) if n else 0.0
+           for k in ("draft_ms", "build_ms", "verify_ms")},
+    }
+
+
+def dumps(trace: dict) -> str:
+    return json.dumps(trace, ensure_ascii=False)
+
+
+def loads(text: str | bytes) -> dict:
+    """Parse and validate an untrusted trace (file upload, API); raises BadInput with the reason."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_TRACE_BYTES:
+            raise BadInput("trace file is too large (limit 64 MB).")
+        text = text.decode("utf-8", errors="replace")
+    if len(text) > MAX_TRACE_BYTES:
+        raise BadInput("trace file is too large (limit 64 MB).")
+    try:
+        trace = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise BadInput(f"not a JSON trace: {str(exc)[:200]}") from None
+    validate_trace(trace)
+    return trace
+
+
+def _need(cond: bool, msg: str) -> None:
+    if not cond:
+        raise BadInput(f"invalid trace: {msg}")
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_num(x) -> bool:
+    return (isinstance(x, (int, float)) and not isinstance(x, bool)) and math.isfinite(x)
+
+
+def validate_trace(trace) -> None:
+    """Check structure, types and tree invariants (p̂ = product of q along parents, the accepted
+    path follows parents). Parents must precede their children, which also rules out cycles."""
+    _need(isinstance(trace, dict), "top level must be an object")
+    for key in ("meta", "steps", "summary", "output_ids", "output_text", "prompt"):
+        _need(key in trace, f"missing field {key!r}")
+    _need(isinstance(trace["meta"], dict), "meta must be an object")
+    _need(isinstance(trace["summary"], dict), "summary must be an object")
+    _need(isinstance(trace["prompt"], str) and isinstance(trace["output_text"], str),
+          "prompt and output_text must be strings")
+    _need(isinstance(trace["output_ids"], list) and all(_is_int(t) for t in trace["output_ids"]),
+          "output_ids must be a list of integers")
+    steps = trace["steps"]
+    _need(isinstance(steps, list) and len(steps) <= MAX_STEPS, f"steps must be a list of at most {MAX_STEPS}")
+    for i, step in enumerate(steps):
+        _validate_step(i, step)
+
+
+def _validate_step(i: int, step) -> None:
+    where = f"step {i}"
+    _need(isinstance(step, dict), f"{where} must be an object")
+    for key in STEP_LISTS + ("accepted", "bonus_token", "expected_accept", "ea_by_depth"):
+        _need(key in step, f"{where} lacks {key!r}")
+    n = len(step["tokens"]) if isinstance(step["tokens"], list) else -1
+    _need(0 <= n <= MAX_NODES, f"{where}: tokens must be a list of at most {MAX_NODES}")
+    for key in STEP_LISTS:
+        _need(isinstance(step[key], list) and len(step[key]) == n, f"{where}: {key} must have {n} entries")
+    _need(all(isinstance(t, str) for t in step["texts"]), f"{where}: texts must be strings")
+    for key in ("tokens", "parents", "depth", "rank"):
+        _need(all(_is_int(x) for x in step[key]), f"{where}: {key} must be integers")
+    for key in ("q", "p_hat"):
+        _need(all(_is_num(x) and 0.0 <= x <= 1.0 for x in step[key]), f"{where}: {key} must be in [0, 1]")
+    _need(_is_int(step["bonus_token"]), f"{where}: bonus_token must be an integer")
+    _need(_is_num(step["expected_accept"]), f"{where}: expected_accept must be a number")
+    _need(isinstance(step["ea_by_depth"], list) and len(step["ea_by_depth"]) <= 1000
+          and all(_is_num(x) for x in step["ea_by_depth"]), f"{where}: ea_by_depth must be numbers")
+    for j, (p, d) in enumerate(zip(step["parents"], step["depth"])):
+        _need(-1 <= p < j, f"{where}: node {j} has parent {p} (parents must precede children)")
+        _need(d == (1 if p == -1 else step["depth"][p] + 1), f"{where}: node {j} has wrong depth {d}")
+        expect = step["q"][j] * (1.0 if p == -1 else step["p_hat"][p])
+        _need(abs(step["p_hat"][j] - expect) <= 1e-4 + 1e-3 * expect, f"{where}: p_hat of node {j} "
+              "is not the product of q along its path")
+    acc = step["accepted"]
+    _need(isinstance(acc, list) and all(_is_int(a) and 0 <= a < n for a in acc),
+          f"{where}: accepted must be node indices")
+    prev = -1
+    for a in acc:
+        _need(step["parents"][a] == prev, f"{where}: accepted path does not follow parents")
+        prev = a

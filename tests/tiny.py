@@ -1,0 +1,55 @@
+"""Tiny random models built in code (no downloads) for fast exact checks."""
+
+from __future__ import annotations
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from opttree.loading import ModelPair
+
+
+class ToyTokenizer:
+    """Just enough tokenizer for the engine: token i decodes to 't{i} '."""
+
+    eos_token_id = None
+    chat_template = None
+
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(f"t{int(i)} " for i in ids)
+
+    def __call__(self, text):
+        return {"input_ids": [int(w[1:]) for w in text.split() if w.startswith("t")]}
+
+
+def tiny_llama(seed: int = 0, vocab: int = 64, layers: int = 2, hidden: int = 32, eos: int | None = None,
+               attn: str = "sdpa", scale: float = 1.0) -> LlamaForCausalLM:
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden,
+                      num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=512, tie_word_embeddings=False,
+                      eos_token_id=eos, bos_token_id=None, pad_token_id=None)
+    cfg._attn_implementation = attn
+    model = LlamaForCausalLM(cfg).eval()
+    with torch.no_grad():  # sharper logits -> non-trivial, confident distributions
+        model.lm_head.weight.mul_(scale)
+    model.generation_config.eos_token_id = eos
+    model.generation_config.pad_token_id = eos if eos is not None else 0
+    return model.requires_grad_(False)
+
+
+def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, vocab: int = 64,
+              eos: int | None = None, draft_is_target: bool = False, scale: float = 4.0) -> ModelPair:
+    target = tiny_llama(seed, vocab, eos=eos, scale=scale)
+    pair = ModelPair(target, ToyTokenizer(), "tiny-target", device=torch.device("cpu"))
+    if drafter == "classic":
+        pair.drafter_kind = "classic"
+        pair.draft_model = target if draft_is_target else tiny_llama(draft_seed, vocab, layers=1, scale=scale)
+        pair.draft_name = "tiny-draft"
+    elif drafter == "eagle":
+        from opttree.feature_head import FeatureHead, head_config_from_target
+
+        torch.manual_seed(draft_seed)
+        pair.drafter_kind = "eagle"
+        pair.draft_model = FeatureHead(head_config_from_target(target.config)).eval().requires_grad_(False)
+        pair.draft_name = "random-head"
+    return pair
