@@ -52,7 +52,7 @@ class DraftTree:
     def max_depth(self) -> int:
         return max(self.depth, default=0)
 
-    def best_subtree(self, n: int) -> "DraftTree":
+    def best_subtree(self, n: int) -> DraftTree:
         """The n nodes with the largest p̂, re-indexed in breadth-first order.
 
         Always a connected tree: q <= 1 makes p̂ non-increasing along a path, and ties are broken
@@ -61,7 +61,7 @@ class DraftTree:
         order = sorted(range(len(self)), key=lambda i: (-self.p_hat[i], self.depth[i], i))[: max(n, 0)]
         return self.subset(order)
 
-    def subset(self, keep: list[int]) -> "DraftTree":
+    def subset(self, keep: list[int]) -> DraftTree:
         keep = sorted(set(keep), key=lambda i: (self.depth[i], i))
         new_id = {old: new for new, old in enumerate(keep)}
         out = DraftTree()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from .drafter import Drafter
 from .draft_tree import DraftTree
+from .drafter import Drafter
 from .kv_cache import compact, new_cache
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from .drafter import Drafter
 from .draft_tree import ROOT, DraftTree
+from .drafter import Drafter
 from .errors import BadInput
 from .kv_cache import new_cache, truncate
 

@@ -51,6 +51,13 @@ def model_folder(spec: str) -> str:
     return spec
 
 
+def _quiet_transformers() -> None:
+    """Weight-loading progress bars flood the CLI and test logs; our own phases report progress."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 def load_tokenizer(spec: str, trust_remote_code: bool = False):
     from transformers import AutoTokenizer
 
@@ -65,6 +72,7 @@ def load_causal_lm(spec: str, device: torch.device, dtype: torch.dtype,
                    device_map: str | None = None, trust_remote_code: bool = False):
     from transformers import AutoModelForCausalLM
 
+    _quiet_transformers()
     folder = model_folder(spec)
     kwargs = dict(dtype=dtype, attn_implementation=ATTN_IMPL, trust_remote_code=trust_remote_code)
     if device_map:

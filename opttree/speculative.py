@@ -87,7 +87,7 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
 def run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,
         prompt_ids: list[int] | None = None) -> dict:
     trace = None
-    for trace in stream_run(pair, prompt, cfg, cancel, chat, prompt_ids):
+    for trace in stream_run(pair, prompt, cfg, cancel, chat, prompt_ids):  # noqa: B007 (keep the last)
         pass
     return trace
 

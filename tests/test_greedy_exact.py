@@ -1,0 +1,90 @@
+"""Greedy output of every method and both drafters equals the target's own greedy decoding."""
+
+import pytest
+import torch
+from tiny import tiny_pair
+
+from opttree.config import METHODS, DecodeConfig
+from opttree.speculative import run
+
+PROMPTS = [[3, 5, 7, 11, 13], [1, 2], [40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50]]
+
+
+def reference(model, prompt, n):
+    ids = torch.tensor([prompt])
+    # An explicit mask: otherwise generate() masks prompt tokens equal to the pad id.
+    out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False)
+    return out[0, len(prompt):].tolist()
+
+
+@pytest.mark.parametrize("drafter", ["classic", "eagle"])
+@pytest.mark.parametrize("method", METHODS)
+def test_tiny_models_match_generate(drafter, method):
+    pair = tiny_pair(drafter, eos=9)
+    for prompt in PROMPTS:
+        ref = reference(pair.target, prompt, 30)
+        cfg = DecodeConfig(method=method, nodes=24, threshold=0.05, max_depth=6, max_new_tokens=30)
+        trace = run(pair, "", cfg, prompt_ids=prompt)
+        assert trace["output_ids"] == ref
+        assert trace["summary"]["new_tokens"] == len(ref)
+
+
+def test_eos_stops_like_generate():
+    pair = tiny_pair("classic")
+    # Choose as EOS a token the target really emits, so some runs must stop early.
+    eos = reference(pair.target, [0, 1], 12)[5]
+    pair.target.generation_config.eos_token_id = eos
+    hits = 0
+    for start in range(20):
+        prompt = [start, start + 1]
+        ref = reference(pair.target, prompt, 40)
+        trace = run(pair, "", DecodeConfig(max_new_tokens=40, nodes=10), prompt_ids=prompt)
+        assert trace["output_ids"] == ref
+        hits += eos in ref
+    assert hits > 0, "no prompt reached EOS: the check would be vacuous"
+
+
+@pytest.mark.parametrize("method", ["chain", "binary", "eagle-static", "opt-tree"])
+def test_draft_equal_to_target_accepts_full_depth(method):
+    pair = tiny_pair("classic", draft_is_target=True)
+    cfg = DecodeConfig(method=method, nodes=30, threshold=0.0, max_depth=5, max_new_tokens=60)
+    trace = run(pair, "", cfg, prompt_ids=[4, 8, 15, 16, 23, 42])
+    for step in trace["steps"][:-1]:  # the last step may be cut by max_new_tokens
+        greedy_chain = [i for i, r in enumerate(step["rank"]) if r == 0 and all(
+            step["rank"][a] == 0 for a in _path(step, i))]
+        deepest = max(step["depth"][i] for i in greedy_chain)
+        assert step["accept_length"] == deepest
+        assert all(step["rank"][a] == 0 for a in step["accepted"])
+    if method != "opt-tree":
+        assert all(s["accept_length"] == max(s["depth"]) for s in trace["steps"][:-1])
+        assert trace["summary"]["tau"] > 0.9 * (max(trace["steps"][0]["depth"]) + 1)
+
+
+def _path(step, node):
+    out = []
+    while node != -1:
+        out.append(node)
+        node = step["parents"][node]
+    return out
+
+
+BUNDLED_PROMPTS = ["Explain photosynthesis.", "Write a haiku about the sea.", "What is 17 * 23?"]
+
+
+@pytest.mark.parametrize("prompt", BUNDLED_PROMPTS)
+def test_bundled_smollm_matches_generate(smollm, prompt):
+    """The real model: tree decoding (random head, and the target as its own classic draft)."""
+    from opttree.draft_assets import RANDOM_HEAD, load_feature_head
+    from opttree.loading import ModelPair
+    from opttree.prompts import encode_prompt
+
+    ids = encode_prompt(smollm.tokenizer, prompt)
+    ref = reference(smollm.target, ids, 24)
+    head = ModelPair(smollm.target, smollm.tokenizer, "smollm", "eagle",
+                     load_feature_head(RANDOM_HEAD, smollm.target), "random")
+    self_draft = ModelPair(smollm.target, smollm.tokenizer, "smollm", "classic", smollm.target, "self")
+    for pair, method in [(head, "opt-tree"), (self_draft, "opt-tree"), (self_draft, "eagle-static"),
+                         (smollm, "ar")]:
+        cfg = DecodeConfig(method=method, nodes=20, max_depth=6, max_new_tokens=24)
+        trace = run(pair, prompt, cfg)
+        assert trace["output_ids"] == ref, (method, pair.draft_name)

@@ -1,0 +1,98 @@
+"""Speculative sampling is lossless: the first tokens are distributed exactly like the target's."""
+
+import pytest
+import torch
+from scipy.stats import chisquare
+from tiny import tiny_pair
+
+from opttree.config import DecodeConfig
+from opttree.sampling import warp
+from opttree.speculative import run
+
+V = 6
+PROMPT = [1, 2, 3]
+
+
+def exact_two_token_distribution(model, temperature, top_k, top_p):
+    """P(t1, t2 | prompt) under the target's warped sampling, by enumeration."""
+    with torch.no_grad():
+        p1 = warp(model(input_ids=torch.tensor([PROMPT])).logits[0, -1], temperature, top_k, top_p)
+        rows = torch.tensor([PROMPT + [t] for t in range(V)])
+        p2 = warp(model(input_ids=rows).logits[:, -1], temperature, top_k, top_p)
+    return (p1[:, None] * p2).flatten()
+
+
+def chi_square_p(counts: torch.Tensor, expected: torch.Tensor) -> float:
+    """p-value of observed counts against expected probabilities (rare cells pooled to >= 5)."""
+    n = counts.sum()
+    support = expected > 0
+    assert counts[~support].sum() == 0, "sampled an outcome the target gives probability 0"
+    exp, obs = expected[support] * n, counts[support]
+    rare = exp < 5
+    if rare.any():
+        exp = torch.cat([exp[~rare], exp[rare].sum()[None]])
+        obs = torch.cat([obs[~rare], obs[rare].sum()[None]])
+    return float(chisquare(obs.numpy(), exp.numpy() * float(obs.sum() / exp.sum())).pvalue)
+
+
+def test_end_to_end_first_two_tokens_match_target():
+    """Real models and the whole loop: OPT-Tree with a classic draft, T=1."""
+    pair = tiny_pair("classic", vocab=V, scale=2.0)
+    expected = exact_two_token_distribution(pair.target, 1.0, 0, 1.0)
+    counts, accepted = torch.zeros(V * V), 0
+    for seed in range(1500):
+        cfg = DecodeConfig(method="opt-tree", nodes=8, threshold=0.0, max_depth=3, temperature=1.0,
+                           max_new_tokens=2, seed=seed)
+        trace = run(pair, "", cfg, prompt_ids=PROMPT)
+        t1, t2 = trace["output_ids"]
+        counts[t1 * V + t2] += 1
+        accepted += trace["steps"][0]["accept_length"]
+    assert accepted > 300, "drafts were (almost) never accepted: the tree would not be exercised"
+    assert chi_square_p(counts, expected) > 1e-3
+
+
+def synthetic_logits(context: tuple[int, ...]) -> torch.Tensor:
+    g = torch.Generator().manual_seed(hash(context) % (2**31))
+    return torch.randn(V, generator=g) * 1.5
+
+
+@pytest.mark.parametrize("temperature,top_k,top_p", [(1.0, 0, 1.0), (0.7, 0, 0.8), (1.5, 3, 1.0)])
+@pytest.mark.parametrize("shape", ["wide", "deep"])
+def test_acceptance_rule_is_lossless(temperature, top_k, top_p, shape):
+    """The verifier's walk alone, many samples: committed tokens follow the target exactly,
+    whichever tree the draft proposed (a rejected first token continues from a fresh root)."""
+    from opttree.draft_tree import ROOT, DraftTree
+    from opttree.sampling import TokenPicker
+    from opttree.verify import accept
+
+    tree = DraftTree()
+    if shape == "wide":  # three root children, one with two children of its own
+        for t in (0, 1, 2):
+            tree.add(ROOT, t, 0.3, t)
+        tree.add(0, 3, 0.5, 0)
+        tree.add(0, 1, 0.4, 1)
+    else:  # a single chain of three
+        tree.add(ROOT, 2, 0.6, 0)
+        tree.add(0, 2, 0.6, 0)
+        tree.add(1, 5, 0.6, 0)
+    logits = torch.stack([synthetic_logits(())] + [
+        synthetic_logits(tuple(tree.tokens[a] for a in tree.path(i))) for i in range(len(tree))])
+    pick = TokenPicker(temperature, top_k, top_p, seed=1)
+    counts = torch.zeros(V * V)
+    for _ in range(20000):
+        path, bonus, _ = accept(tree, logits, pick)
+        out = [tree.tokens[a] for a in path] + [bonus]
+        if len(out) == 1:  # the next step would start from the bonus token as its root
+            out.append(pick(synthetic_logits((out[0],))))
+        counts[out[0] * V + out[1]] += 1
+    p1 = warp(synthetic_logits(()), temperature, top_k, top_p)
+    p2 = torch.stack([warp(synthetic_logits((t,)), temperature, top_k, top_p) for t in range(V)])
+    assert chi_square_p(counts, (p1[:, None] * p2).flatten()) > 1e-3
+
+
+def test_same_seed_same_output_and_greedy_ignores_seed():
+    pair = tiny_pair("classic", vocab=32, scale=2.0)
+    a = run(pair, "", DecodeConfig(temperature=1.0, seed=5, max_new_tokens=20), prompt_ids=PROMPT)
+    b = run(pair, "", DecodeConfig(temperature=1.0, seed=5, max_new_tokens=20), prompt_ids=PROMPT)
+    c = run(pair, "", DecodeConfig(temperature=1.0, seed=6, max_new_tokens=20), prompt_ids=PROMPT)
+    assert a["output_ids"] == b["output_ids"] and a["output_ids"] != c["output_ids"]

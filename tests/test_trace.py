@@ -1,0 +1,76 @@
+"""Traces validate, and hostile or malformed traces are rejected with a clear message."""
+
+import copy
+import json
+
+import pytest
+from tiny import tiny_pair
+
+from opttree.config import DecodeConfig
+from opttree.errors import BadInput
+from opttree.speculative import run
+from opttree.trace import dumps, loads, validate_trace
+
+STEP_FIELDS = {"tokens", "texts", "parents", "depth", "q", "p_hat", "accepted", "bonus_token",
+               "expected_accept", "ea_by_depth", "draft_ms", "build_ms", "verify_ms", "rank",
+               "accept_length", "committed", "stop_reason", "rejected"}
+META_FIELDS = {"target", "draft", "drafter", "method", "nodes", "threshold", "max_depth", "temperature",
+               "device", "dtype", "seed"}
+SUMMARY_FIELDS = {"new_tokens", "steps", "tau", "wall_s", "tokens_per_s"}
+
+
+@pytest.fixture(scope="module")
+def trace():
+    pair = tiny_pair("eagle")
+    return run(pair, "", DecodeConfig(method="opt-tree", nodes=15, threshold=0.01, max_new_tokens=25),
+               prompt_ids=[5, 6, 7])
+
+
+def test_trace_fields_and_invariants(trace):
+    assert META_FIELDS <= set(trace["meta"]) and SUMMARY_FIELDS <= set(trace["summary"])
+    json.loads(dumps(trace))  # plain JSON
+    validate_trace(trace)
+    assert sum(len(s["committed"]) for s in trace["steps"]) == len(trace["output_ids"])
+    assert trace["summary"]["tau"] == pytest.approx(len(trace["output_ids"]) / len(trace["steps"]), abs=1e-3)
+    for s in trace["steps"]:
+        assert STEP_FIELDS <= set(s)
+        for i, p in enumerate(s["parents"]):
+            want = s["q"][i] * (1.0 if p == -1 else s["p_hat"][p])
+            assert s["p_hat"][i] == pytest.approx(want, rel=1e-4, abs=1e-7)
+        prev = -1
+        for a in s["accepted"]:
+            assert s["parents"][a] == prev
+            prev = a
+        assert s["committed"][: len(s["accepted"])] == [s["tokens"][a] for a in s["accepted"]]
+        assert s["expected_accept"] == pytest.approx(sum(s["p_hat"]), abs=1e-4)
+
+
+def test_roundtrip(trace):
+    assert loads(dumps(trace)) == json.loads(dumps(trace))
+
+
+def broken(trace, mutate):
+    bad = copy.deepcopy(trace)
+    mutate(bad)
+    return dumps(bad)
+
+
+@pytest.mark.parametrize("mutate,needle", [
+    (lambda t: t["steps"][0]["parents"].__setitem__(0, 0), "parents must precede"),
+    (lambda t: t["steps"][0].__setitem__("tokens", "abc"), "tokens"),
+    (lambda t: t["steps"][0]["q"].__setitem__(0, 7.5), "q must be"),
+    (lambda t: t["steps"][0]["p_hat"].__setitem__(0, 0.123456), "p_hat"),
+    (lambda t: t.__setitem__("steps", [{}]), "lacks"),
+    (lambda t: t.pop("meta"), "missing field"),
+    (lambda t: t["steps"][0].__setitem__("accepted", [10**9]), "accepted"),
+    (lambda t: t["steps"][0].__setitem__("tokens", list(range(10**5))), "at most"),
+])
+def test_bad_traces_rejected(trace, mutate, needle):
+    with pytest.raises(BadInput, match=needle):
+        loads(broken(trace, mutate))
+
+
+@pytest.mark.parametrize("text", ["", "not json", "[1, 2]", "null", "{" * 100000, b"\xff\xfe\x00"])
+def test_garbage_rejected(text):
+    with pytest.raises(BadInput):
+        loads(text)
