@@ -12,7 +12,7 @@ def clean_prompt(text) -> str:
     if not isinstance(text, str):
         raise BadInput("the prompt must be text.")
     # Lone surrogates (invalid UTF-8 that reached a str) become U+FFFD instead of crashing later.
-    text = text.encode("utf-8", errors="replace").decode("utf-8")
+    text = text.encode("utf-8", errors="surrogatepass").decode("utf-8", errors="replace")
     text = "".join(c for c in text if c in "\n\t" or c.isprintable() or ord(c) > 127)
     if not text.strip():
         raise BadInput("the prompt is empty: type a question or instruction.")
