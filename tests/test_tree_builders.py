@@ -69,7 +69,7 @@ def test_opt_tree_equals_brute_force(nodes, sharp, threshold):
     # it stopped exactly by the δ rule
     gains = [b - a for a, b in zip(info["ea_by_depth"], info["ea_by_depth"][1:])]
     assert all(g > threshold for g in gains[:-1])
-    assert gains[-1] <= threshold or depth_reached == max_depth
+    assert gains[-1] <= threshold or depth_reached == max_depth or "can have a child" in info["stop_reason"]
 
 
 def test_delta_rule_controls_depth():
@@ -79,11 +79,19 @@ def test_delta_rule_controls_depth():
     assert len(info_shallow["ea_by_depth"]) - 1 < 6 and "δ" in info_shallow["stop_reason"]
 
 
-def test_opt_tree_expands_each_layer_once():
+def test_opt_tree_expands_each_layer_once_and_only_useful_nodes():
     calls = []
-    tree, info = build_opt_tree(make_expand(2.0, calls), 8, 0.0, 3)
-    assert len(calls) == 3 and calls[0] == [ROOT]
-    assert all(len(c) <= 8 for c in calls)
+
+    def recording(tree, nodes, k):
+        calls.append([tree.p_hat_of(n) for n in nodes])
+        bar = sorted(tree.p_hat, reverse=True)[7] if len(tree) >= 8 else 0.0
+        # every forwarded node could still place a child among the best 8 (the bar only rises)
+        assert all(p > bar for p in calls[-1])
+        return make_expand(2.0)(tree, nodes, k)
+
+    tree, info = build_opt_tree(recording, 8, 0.0, 3)
+    assert len(calls) == 3 and calls[0] == [1.0]
+    assert all(len(c) <= 8 for c in calls) and len(calls[2]) < 8
 
 
 def widths(tree):
