@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from tiny import tiny_pair
+from tiny import DEVICES, tiny_pair
 
 from opttree.config import METHODS, DecodeConfig
 from opttree.speculative import run
@@ -11,16 +11,18 @@ PROMPTS = [[3, 5, 7, 11, 13], [1, 2], [40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 5
 
 
 def reference(model, prompt, n):
-    ids = torch.tensor([prompt])
+    ids = torch.tensor([prompt], device=model.device)
     # An explicit mask: otherwise generate() masks prompt tokens equal to the pad id.
     out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False)
     return out[0, len(prompt):].tolist()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("drafter", ["classic", "eagle"])
 @pytest.mark.parametrize("method", METHODS)
-def test_tiny_models_match_generate(drafter, method):
-    pair = tiny_pair(drafter, eos=9)
+def test_tiny_models_match_generate(drafter, method, device):
+    """On CUDA (when present) as well: run with a GPU and the same checks cover it."""
+    pair = tiny_pair(drafter, eos=9, device=device)
     for prompt in PROMPTS:
         ref = reference(pair.target, prompt, 30)
         cfg = DecodeConfig(method=method, nodes=24, threshold=0.05, max_depth=6, max_new_tokens=30)

@@ -4,7 +4,7 @@ import random
 
 import pytest
 import torch
-from tiny import tiny_llama
+from tiny import DEVICES, tiny_llama
 
 from opttree.draft_tree import ROOT, DraftTree
 from opttree.kv_cache import new_cache
@@ -23,21 +23,22 @@ def random_tree(rng: random.Random, n: int, vocab: int) -> DraftTree:
 
 def sequential_logits(model, ids: list[int]) -> torch.Tensor:
     with torch.no_grad():
-        return model(input_ids=torch.tensor([ids])).logits[0, -1]
+        return model(input_ids=torch.tensor([ids], device=model.device)).logits[0, -1]
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
-def test_tree_logits_equal_sequential_over_steps(attn):
+def test_tree_logits_equal_sequential_over_steps(attn, device):
     rng = random.Random(0)
-    model = tiny_llama(seed=3, vocab=50, layers=2, attn=attn)
+    model = tiny_llama(seed=3, vocab=50, layers=2, attn=attn).to(device)
     committed = [rng.randrange(50) for _ in range(7)]
     cache = new_cache(model)
     with torch.no_grad():
-        model(input_ids=torch.tensor([committed[:-1]]), past_key_values=cache, use_cache=True)
+        model(input_ids=torch.tensor([committed[:-1]], device=device), past_key_values=cache, use_cache=True)
     for step in range(4):  # several steps: checks compaction as well as the mask
         tree = random_tree(rng, rng.randint(3, 25), 50)
         prefix = cache.get_seq_length()
-        logits, _ = verify_tree(model, cache, committed[-1], tree, torch.device("cpu"), False)
+        logits, _ = verify_tree(model, cache, committed[-1], tree, torch.device(device), False)
         assert torch.allclose(logits[0], sequential_logits(model, committed), atol=1e-5)
         for i in range(len(tree)):
             path = [tree.tokens[a] for a in tree.path(i)]

@@ -37,10 +37,14 @@ def tiny_llama(seed: int = 0, vocab: int = 64, layers: int = 2, hidden: int = 32
     return model.requires_grad_(False)
 
 
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
 def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, vocab: int = 64,
-              eos: int | None = None, draft_is_target: bool = False, scale: float = 4.0) -> ModelPair:
+              eos: int | None = None, draft_is_target: bool = False, scale: float = 4.0,
+              device: str = "cpu") -> ModelPair:
     target = tiny_llama(seed, vocab, eos=eos, scale=scale)
-    pair = ModelPair(target, ToyTokenizer(), "tiny-target", device=torch.device("cpu"))
+    pair = ModelPair(target, ToyTokenizer(), "tiny-target", device=torch.device(device))
     if drafter == "classic":
         pair.drafter_kind = "classic"
         pair.draft_model = target if draft_is_target else tiny_llama(draft_seed, vocab, layers=1, scale=scale)
@@ -52,4 +56,7 @@ def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, voca
         pair.drafter_kind = "eagle"
         pair.draft_model = FeatureHead(head_config_from_target(target.config)).eval().requires_grad_(False)
         pair.draft_name = "random-head"
+    pair.target.to(device)
+    if pair.draft_model is not None:
+        pair.draft_model.to(device)
     return pair
