@@ -1,0 +1,178 @@
+"""Benchmarks, sweeps and the eval command on tiny random models (fast, no timing thresholds)."""
+
+import copy
+import json
+
+import pytest
+import torch
+from tiny import tiny_pair
+
+from opttree.bench import BENCH_METHODS, parse_methods, pearson
+from opttree.bench_cli import bench_to_files, sweep_to_files
+from opttree.bench_prompts import parse_prompts, read_prompts
+from opttree.config import DecodeConfig
+from opttree.errors import BadInput
+
+MT = ('{"question_id": 1, "category": "math", "turns": ["t1 t2 t3", "t4"]}\n'
+      '{"question_id": 2, "category": "writing", "turns": ["t5 t6 t7 t8"]}\n')
+AGG_FIELDS = {"prompts", "new_tokens", "steps", "tau", "tokens_per_s", "speedup", "speedup_median", "exact_match",
+              "mean_draft_ms", "mean_build_ms", "mean_verify_ms", "mean_nodes", "mean_depth",
+              "mean_expected_accept", "mean_accept_length", "ea_a_pearson_r", "ea_a_steps"}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # Tiny models on a shared 2-core machine: one thread avoids thread-sync stalls under load.
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    # The draft is the target itself: trees get accepted, so τ > 1 and exactness is really tested.
+    return tiny_pair("classic", draft_is_target=True)
+
+
+def test_prompt_reader_accepts_both_forms(tmp_path):
+    f = tmp_path / "p.jsonl"
+    f.write_text(MT + '\n{"prompt": "t9 t10"}\n{"prompt": "t3", "id": "x", "category": "misc"}\n')
+    got = read_prompts(f)
+    assert [q.prompt for q in got] == ["t1 t2 t3", "t5 t6 t7 t8", "t9 t10", "t3"]
+    assert [q.category for q in got] == ["math", "writing", "all", "misc"]
+    assert [q.id for q in got] == ["1", "2", "3", "x"]
+    assert [q.category for q in read_prompts(f, limit=2)] == ["math", "writing"]
+    assert [q.id for q in read_prompts(f, categories=["misc"])] == ["x"]
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("", "no prompts"),
+    ("not json\n", "line 1: not valid JSON"),
+    ('{"prompt": "ok"}\n[1, 2]\n', "line 2: each line must be a JSON object"),
+    ('{"question": "hi"}\n', "expected MT-bench form"),
+    ('{"turns": []}\n', "'turns' must be a non-empty list"),
+    ('{"prompt": 5}\n', "'prompt' must be a string"),
+    ('{"prompt": "   "}\n', "prompt is empty"),
+])
+def test_prompt_reader_rejects_bad_files(tmp_path, text, needle):
+    f = tmp_path / "bad.jsonl"
+    f.write_text(text)
+    with pytest.raises(BadInput, match="bad.jsonl") as exc:
+        read_prompts(f)
+    assert needle in str(exc.value)
+
+
+def test_prompt_reader_missing_file_and_bad_limit(tmp_path):
+    with pytest.raises(BadInput, match="not found"):
+        read_prompts(tmp_path / "nope.jsonl")
+    f = tmp_path / "p.jsonl"
+    f.write_text(MT)
+    with pytest.raises(BadInput, match="--limit"):
+        read_prompts(f, limit=0)
+
+
+def test_method_list_validation():
+    assert parse_methods("opt-tree,chain")[0] == "ar"  # the reference is always run
+    assert parse_methods(",".join(BENCH_METHODS)) == list(BENCH_METHODS)
+    with pytest.raises(BadInput, match="unknown method"):
+        parse_methods("opt-tree,medusa")
+
+
+def test_pearson():
+    assert pearson([1, 2, 3, 4], [2, 4, 6, 8]) == 1.0
+    assert pearson([1, 2], [1, 2]) is None
+    assert pearson([1, 1, 1], [1, 2, 3]) is None
+
+
+def test_bench_writes_documented_json(tmp_path, pair):
+    prompts = parse_prompts(MT)
+    cfg = DecodeConfig(method="ar", nodes=12, max_depth=4, max_new_tokens=12)
+    out, png = tmp_path / "r.json", tmp_path / "r.png"
+    methods = ["ar", "hf-assisted", "opt-tree", "binary", "eagle-dynamic"]
+    assistant = copy.deepcopy(pair.target)  # a separate module: the forward hook counts target calls only
+    bench_to_files(pair, prompts, methods, cfg, assistant=assistant, out=out, plot=png, chat=False,
+                   log=lambda m: None)
+    r = json.loads(out.read_text())
+    assert png.stat().st_size > 1000
+    assert set(r) == {"meta", "methods", "by_category", "runs", "ea_a"}
+    assert set(r["methods"]) == set(methods)
+    for m, agg in r["methods"].items():
+        assert AGG_FIELDS <= set(agg), m
+        assert agg["prompts"] == 2 and agg["new_tokens"] == 24
+    for m in ("opt-tree", "binary", "eagle-dynamic", "hf-assisted"):
+        assert r["methods"][m]["exact_match"] == 1.0, m  # greedy fp32: identical to ar
+    assert r["methods"]["ar"]["tau"] == 1.0 and r["methods"]["ar"]["speedup"] == 1.0
+    assert r["methods"]["opt-tree"]["tau"] > 1.5  # draft == target: long acceptances
+    assert r["methods"]["hf-assisted"]["tau"] > 1.5  # forwards counted by hook, not assumed
+    assert set(r["by_category"]) == {"math", "writing"}
+    assert len(r["runs"]) == 2 * len(methods)
+    assert {"machine", "config", "hf_assisted_config"} <= set(r["meta"])
+    m = r["meta"]["machine"]
+    assert {"cpu", "torch_threads", "torch", "transformers", "date_utc", "noise"} <= set(m)
+    assert r["meta"]["hf_assisted_config"]["num_assistant_tokens"] == 20
+    assert assistant.generation_config.num_assistant_tokens == 20  # set where 5.x reads it
+    assert len(r["ea_a"]["opt-tree"]) == r["methods"]["opt-tree"]["steps"]
+
+
+def test_sweep_writes_curves(tmp_path, pair):
+    prompts = parse_prompts(MT)[:1]
+    cfg = DecodeConfig(method="ar", nodes=8, max_depth=4, max_new_tokens=8)
+    out, plots = tmp_path / "s.json", tmp_path / "plots"
+    r = sweep_to_files(pair, prompts, cfg, ["opt-tree", "eagle-static"], [4, 30], thresholds=[0.5, 2.0],
+                       threshold_nodes=4, cost_sizes=[1, 4, 16], cost_reps=1, out=out, plot_dir=plots,
+                       warmup=0, chat=False, log=lambda m: None)
+    saved = json.loads(out.read_text())
+    assert saved["nodes"]["curves"].keys() == {"opt-tree", "eagle-static"}
+    for pts in saved["nodes"]["curves"].values():
+        assert [p["nodes"] for p in pts] == [4, 30]
+        assert all(p["tau"] >= 1.0 and p["exact_match"] == 1.0 for p in pts)
+        assert all("predicted_speedup" in p for p in pts)
+    assert [p["threshold"] for p in saved["threshold"]["points"]] == [0.5, 2.0]
+    assert [p["tokens"] for p in saved["verify_cost"]["points"]] == [1, 4, 16]
+    assert saved["best_budget"]["nodes"] in (4, 30)
+    assert saved["ea_a_pooled"]["steps"] > 0
+    assert r["ea_a_summary"]["steps"] == saved["ea_a_summary"]["steps"]
+    for name in ("sweep_tau_vs_nodes.png", "sweep_speedup_vs_nodes.png", "sweep_threshold.png",
+                 "ea_vs_a.png", "verify_cost.png"):
+        assert (plots / name).stat().st_size > 1000, name
+
+
+def test_eval_writes_one_answer_per_question(tmp_path, pair):
+    from opttree.eval import build_parser, read_questions, run_eval
+
+    qf = tmp_path / "question.jsonl"
+    qf.write_text(MT + '{"prompt": "t2 t2"}\n')
+    questions = read_questions(qf)
+    assert [len(q["turns"]) for q in questions] == [2, 1, 1]
+    cfg = DecodeConfig(method="opt-tree", nodes=6, max_depth=3, max_new_tokens=6)
+    ans = tmp_path / "out" / "answers.jsonl"
+    assert run_eval(pair, questions, cfg, ans, "tiny", log=lambda m: None) == 3
+    lines = [json.loads(x) for x in ans.read_text().splitlines()]
+    assert [x["question_id"] for x in lines] == [1, 2, 3]
+    assert len(lines[0]["choices"][0]["turns"]) == 2 and all(x["model_id"] == "tiny" for x in lines)
+    # The reference repo's flags parse.
+    args = build_parser().parse_args(["--base-model-path", "b", "--draft-model-path", "d", "--ea-model-path", "e",
+                                      "--bench-name", "mt_bench", "--answer-file", "a.jsonl", "--temperature", "0",
+                                      "--nodes", "50", "--threshold", "0.7", "--max_depth", "10"])
+    assert (args.nodes, args.threshold, args.max_depth, args.max_new_tokens) == (50, 0.7, 10, 128)
+
+
+def test_eval_cli_bad_question_file(tmp_path, capsys):
+    from opttree.eval import main
+
+    qf = tmp_path / "q.jsonl"
+    qf.write_text("{oops\n")
+    assert main(["--question-file", str(qf)]) == 2
+    assert "line 1: not valid JSON" in capsys.readouterr().err
+
+
+def test_bench_cli_rejects_bad_prompts_before_loading(tmp_path, capsys):
+    from opttree.cli import main
+
+    qf = tmp_path / "q.jsonl"
+    qf.write_text('{"question": 1}\n')
+    assert main(["bench", "--prompts", str(qf), "--methods", "ar,opt-tree"]) == 2
+    assert "expected MT-bench form" in capsys.readouterr().err
+    assert main(["sweep", "--prompts", str(qf), "--budgets", "10,x"]) == 2
+    assert "--budgets" in capsys.readouterr().err
