@@ -1,0 +1,68 @@
+"""Teaching text and one-click presets for the Learn tab (plain data; the app wires it up).
+
+Each preset is chosen to show one distinct lesson, and carries the settings that make it visible
+even with a small CPU model and a short run.
+"""
+
+from __future__ import annotations
+
+LEARN_TEXT = """
+### Speculative decoding in one picture
+A big **target** model writes one token per forward pass. A small **draft** guesses several tokens
+ahead; the target then checks all the guesses in **one** forward pass and keeps the longest prefix
+it agrees with, plus one token of its own (the **bonus token**, orange). The output is exactly what
+the target alone would write; only the number of slow target passes changes.
+
+### Why a tree?
+The draft is unsure: after “The cat”, maybe *sat*, maybe *is*. A **tree** of guesses hedges:
+several branches are checked at once. **Tree attention** lets every node see only its own ancestors,
+so the whole tree fits in one forward pass.
+
+### p̂ and E(A)
+Each node has the draft's probability **q** of its token given its parent. Multiplying q along the
+path from the root gives **p̂**, the chance the whole path is accepted (node colour). The expected
+number of accepted tokens is **E(A) = Σ p̂** over the tree's nodes.
+
+### OPT-Tree and δ
+With a budget of **n** nodes, OPT-Tree grows the tree layer by layer, keeping the n nodes with the
+largest p̂ (the tree that maximises E(A)). Each extra layer costs a draft pass, so it only goes
+deeper while a layer raises E(A) by more than **δ** (the dashed line in *Why this shape*) and the
+depth is below the maximum. Confident drafts grow deep chains; unsure ones grow wide, bushy trees.
+
+**Read the tree:** depth runs left to right from the root (the last committed token). Red diamonds
+are the accepted path, the grey X is the draft's first guess the target refused, the orange star is
+the target's bonus token. Hover a node for its token, q, p̂, depth and rank.
+"""
+
+PRESETS = [
+    {"name": "Confident: deep chain",
+     "lesson": "A predictable continuation: p̂ stays high along one path, so OPT-Tree spends its "
+               "budget on depth and many tokens are accepted per step.",
+     "prompt": "Count from one to twenty in words: one, two, three,",
+     "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2, "temperature": 0.0,
+     "max_new_tokens": 24},
+    {"name": "Open-ended: wide tree",
+     "lesson": "An open question: the draft is unsure about the next word, p̂ drops fast with depth, "
+               "and OPT-Tree spreads the same budget sideways.",
+     "prompt": "Write a short poem about autumn.",
+     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
+     "max_new_tokens": 24},
+    {"name": "High δ: shallow trees",
+     "lesson": "With δ = 0.9 a layer must add almost a whole expected token to be worth drafting: "
+               "trees stop after a layer or two.",
+     "prompt": "Explain photosynthesis in two sentences.",
+     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.9, "temperature": 0.0,
+     "max_new_tokens": 24},
+    {"name": "Low δ: deep trees",
+     "lesson": "With δ = 0.02 almost any gain justifies another layer: trees reach the maximum depth, "
+               "spending draft time on unlikely branches.",
+     "prompt": "Explain photosynthesis in two sentences.",
+     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.02, "temperature": 0.0,
+     "max_new_tokens": 24},
+    {"name": "Static binary tree",
+     "lesson": "The same budget as a fixed binary tree: every step has the same shape whatever the draft "
+               "believes. Compare its accepted lengths with OPT-Tree's.",
+     "prompt": "Explain photosynthesis in two sentences.",
+     "method": "binary", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
+     "max_new_tokens": 24},
+]

@@ -1,0 +1,73 @@
+"""Numbers beside the pictures: one step's metrics, a run's summary, and the Compare table."""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+
+
+def step_metrics(trace: dict | None, index: int | None) -> str:
+    """Markdown table of one step: E(A), accepted length, nodes, depth, timings, stop reason."""
+    steps = (trace or {}).get("steps", [])
+    if not steps or index is None:
+        return "_No step yet._"
+    s = steps[index]
+    rows = [("E(A) = Σ p̂ (expected accepted)", f"{s['expected_accept']:.2f}"),
+            ("accepted draft tokens", f"{s['accept_length']} (+1 bonus)"),
+            ("nodes in the tree", str(len(s["tokens"]))),
+            ("tree depth", str(max(s["depth"], default=0))),
+            ("draft / build / verify ms", f"{s.get('draft_ms', 0):.0f} / {s.get('build_ms', 0):.0f} / "
+                                           f"{s.get('verify_ms', 0):.0f}"),
+            ("why it stopped growing", html.escape(str(s.get("stop_reason", "")))) ]
+    body = "\n".join(f"| {k} | {v} |" for k, v in rows)
+    return f"**Step {index + 1} of {len(steps)}**\n\n| metric | value |\n|---|---|\n{body}\n\n" + run_summary(trace)
+
+
+def run_summary(trace: dict | None) -> str:
+    if not trace or not trace.get("steps"):
+        return ""
+    s, m = trace["summary"], trace["meta"]
+    return (f"Run: **{html.escape(str(m.get('method')))}**, {s['new_tokens']} tokens in {s['steps']} steps · "
+            f"τ = **{s['tau']:.2f}** tokens/step · {s['tokens_per_s']:.1f} tokens/s · "
+            f"mean E(A) {s.get('mean_expected_accept', 0):.2f} vs mean accepted "
+            f"{s.get('mean_accept_length', 0):.2f}")
+
+
+COMPARE_COLUMNS = ["method", "τ (tokens/step)", "tokens/s", "speedup vs AR", "mean nodes", "mean depth",
+                   "same output as AR"]
+
+
+def compare_rows(traces: dict[str, dict]) -> list[list]:
+    """One row per method; speedup is tokens/s over the AR run's tokens/s (same prompt and models)."""
+    ar = traces.get("ar")
+    ar_speed = ar["summary"]["tokens_per_s"] if ar else 0.0
+    rows = []
+    for method, tr in traces.items():
+        s = tr["summary"]
+        speedup = f"{s['tokens_per_s'] / ar_speed:.2f}×" if ar_speed else "—"
+        if not ar:
+            same = "—"
+        elif tr["meta"].get("temperature", 0) > 0:
+            same = "n/a (sampling)"
+        else:
+            same = "yes" if tr["output_ids"] == ar["output_ids"] else "NO"
+        rows.append([method, round(s["tau"], 2), round(s["tokens_per_s"], 1), speedup,
+                     s.get("mean_nodes", 0), s.get("mean_depth", 0), same])
+    return rows
+
+
+def compare_chart(traces: dict[str, dict]) -> go.Figure:
+    methods = list(traces)
+    ar = traces.get("ar")
+    ar_speed = ar["summary"]["tokens_per_s"] if ar else 0.0
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=methods, y=[traces[m]["summary"]["tau"] for m in methods], name="τ (tokens per step)",
+                         marker=dict(color="#4c78a8")))
+    if ar_speed:
+        fig.add_trace(go.Bar(x=methods, y=[traces[m]["summary"]["tokens_per_s"] / ar_speed for m in methods],
+                             name="speedup over AR (tokens/s ratio)", marker=dict(color="#f58518")))
+    fig.update_layout(template="plotly_white", barmode="group", height=320,
+                      margin=dict(l=50, r=10, t=40, b=40), legend=dict(orientation="h", y=1.12),
+                      title=dict(text="Same prompt, same node budget", x=0.01, font=dict(size=14)))
+    return fig

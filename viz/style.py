@@ -1,0 +1,37 @@
+"""Shared visual conventions, so every panel and every step reads the same way.
+
+The p̂ colour scale is fixed to [0, 1] (never rescaled per step): a class comparing two steps or two
+panels must be able to trust that the same colour means the same probability.
+"""
+
+from __future__ import annotations
+
+import html
+
+P_HAT_COLORSCALE = "Viridis"
+P_HAT_RANGE = (0.0, 1.0)
+P_HAT_TITLE = "p̂ (chance the<br>path is accepted)"
+
+ACCEPTED = "#d62728"       # accepted path: red, thick, diamonds
+REJECTED = "#7f7f7f"       # the draft's top guess that the target refused
+BONUS = "#ff7f0e"          # the token the target adds itself
+EDGE = "#b8b8b8"
+ROOT = "#333333"
+DRAFT_TEXT_BG = ("#d8ecff", "#bcdcff")   # accepted draft tokens, alternating by step
+BONUS_TEXT_BG = ("#ffe0bf", "#ffd09e")   # bonus tokens from the target, alternating by step
+
+
+def coloraxis() -> dict:
+    return dict(colorscale=P_HAT_COLORSCALE, cmin=P_HAT_RANGE[0], cmax=P_HAT_RANGE[1],
+                colorbar=dict(title=dict(text=P_HAT_TITLE, side="right"), thickness=14, len=0.9,
+                              tickvals=[0, 0.25, 0.5, 0.75, 1.0]))
+
+
+def visible(text: str) -> str:
+    """A token as a reader can see it: spaces, newlines and tabs drawn as symbols."""
+    return (text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥").replace("\r", "␍")) or "∅"
+
+
+def hover_safe(text: str) -> str:
+    """Token text for Plotly hover/labels: visible whitespace and no markup Plotly would interpret."""
+    return html.escape(visible(text), quote=False)
