@@ -247,12 +247,12 @@ def build_app(service: RunService) -> gr.Blocks:
         run_outputs = [trace_st, step_sl, *views, status, history_st, ea_plot, ea_md, learn_status]
 
         # ------------------------------------------------------------ model work (the lane)
-        def run_explore(model_id, text, meth, n, depth, delta, temp, new_tokens, history,
-                        request: gr.Request = None):
-            settings = _settings(meth, n, depth, delta, temp, new_tokens)
+        def run_explore(model, prompt, method, nodes, max_depth, threshold, temperature, max_new_tokens,
+                        history, request: gr.Request = None):
+            settings = _settings(method, nodes, max_depth, threshold, temperature, max_new_tokens)
             trace = None
             try:
-                for up in service.stream(model_id, text, settings, session=_session(request)):
+                for up in service.stream(model, prompt, settings, session=_session(request)):
                     if up.state == "queued":
                         msg = f"⏳ Waiting for the model: position **{up.position}** in the queue…"
                         yield {status: msg, learn_status: msg}
@@ -280,15 +280,15 @@ def build_app(service: RunService) -> gr.Blocks:
                                 **dict(zip(views, step_views(exc.trace, i)))})
                 yield out
 
-        def run_compare(model_id, text, n, depth, delta, temp, new_tokens, chosen, history,
+        def run_compare(model, prompt, nodes, max_depth, threshold, temperature, max_new_tokens, chosen, history,
                         request: gr.Request = None):
             chosen = [m for m in (chosen or []) if m in dict((v, k) for k, v in STATIC_CHOICES)]
             methods = ["ar", "opt-tree", *chosen]
             traces: dict[str, dict] = {}
             for meth in methods:
-                settings = _settings(meth, n, depth, delta, temp, new_tokens)
+                settings = _settings(meth, nodes, max_depth, threshold, temperature, max_new_tokens)
                 try:
-                    for up in service.stream(model_id, text, settings, session=_session(request)):
+                    for up in service.stream(model, prompt, settings, session=_session(request)):
                         if up.state == "queued":
                             yield {cmp_status: f"⏳ {meth}: waiting for the model, position **{up.position}**…"}
                         elif up.state == "running":
@@ -317,7 +317,7 @@ def build_app(service: RunService) -> gr.Blocks:
             return "Stopping…" if n else "Nothing is running."
 
         lane = dict(concurrency_id="model", concurrency_limit=service.lane_slots + WAITING_RUNS)
-        run_evt = run_btn.click(run_explore, run_inputs + [history_st], run_outputs, api_name="run", **lane)
+        run_btn.click(run_explore, run_inputs + [history_st], run_outputs, api_name="run", **lane)
         stop_btn.click(stop, None, status, queue=False, api_name="stop")
         cmp_inputs = [model, prompt, nodes, max_depth, threshold, temperature, max_new, statics, history_st]
         cmp_outputs = [cmp_st, cmp_status, cmp_table, cmp_chart, cmp_step, cmp_right, cmp_left_plot,
@@ -406,13 +406,13 @@ def build_app(service: RunService) -> gr.Blocks:
         demo.unload(on_unload)
 
         # The programmatic API (gradio_client): one call, one finished trace, or a clear error.
-        def generate(model_id: str, prompt_text: str, method_name: str = "opt-tree", nodes_n: float = 60,
-                     max_depth_n: float = 10, threshold_d: float = 0.5, temperature_t: float = 0.0,
-                     max_new_tokens_n: float = 64) -> dict:
-            """Decode `prompt_text` with an allow-listed model pair; returns the step trace (JSON)."""
+        def generate(model: str, prompt: str, method: str = "opt-tree", nodes: float = 60,
+                     max_depth: float = 10, threshold: float = 0.5, temperature: float = 0.0,
+                     max_new_tokens: float = 64) -> dict:
+            """Decode `prompt` with an allow-listed model pair; returns the step trace (JSON)."""
             try:
-                return service.run(model_id, prompt_text, _settings(method_name, nodes_n, max_depth_n,
-                                                                     threshold_d, temperature_t, max_new_tokens_n))
+                return service.run(model, prompt, _settings(method, nodes, max_depth, threshold, temperature,
+                                                            max_new_tokens))
             except RunError as exc:
                 raise gr.Error(exc.message, print_exception=False) from None
 

@@ -90,7 +90,10 @@ def ea_scatter(runs: list[dict]) -> tuple[go.Figure, float | None]:
     xs = [v for r in runs for v in r["ea"]]
     ys = [v for r in runs for v in r["a"]]
     r = pearson(xs, ys)
-    head = f"Pearson r = {r:.3f} over {len(xs)} steps" if r is not None else f"{len(xs)} steps (need ≥ 2 varied points for r)"
+    if r is not None:
+        head = f"Pearson r = {r:.3f} over {len(xs)} steps"
+    else:
+        head = f"{len(xs)} steps (need ≥ 2 varied points for r)"
     fig = _base(460, f"Expected vs actual accepted length · {head}")
     for run in runs:
         fig.add_trace(go.Scatter(x=run["ea"], y=run["a"], mode="markers", name=run["label"], opacity=0.7,

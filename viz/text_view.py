@@ -47,10 +47,10 @@ def text_html(trace: dict | None, current: int | None = None) -> str:
     for i, step in enumerate(steps):
         for text, bonus in token_pieces(step):
             parts.append(_span(text, i, bonus, i == current))
-    legend = ('<div class="gen-legend"><span class="tok draft" style="background:%s">accepted draft token</span> '
-              '<span class="tok bonus" style="background:%s">bonus token (target)</span> '
-              '<span class="hint">shading alternates by step · click a token to see its step</span></div>'
-              % (style.DRAFT_TEXT_BG[0], style.BONUS_TEXT_BG[0]))
+    legend = (f'<div class="gen-legend"><span class="tok draft" style="background:{style.DRAFT_TEXT_BG[0]}">'
+              'accepted draft token</span> '
+              f'<span class="tok bonus" style="background:{style.BONUS_TEXT_BG[0]}">bonus token (target)</span> '
+              '<span class="hint">shading alternates by step · click a token to see its step</span></div>')
     return legend + '<div class="gen-text">' + "".join(parts) + "</div>"
 
 

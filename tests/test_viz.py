@@ -1,0 +1,191 @@
+"""The pure view builders in viz/, on stored traces (a tiny-model run and hand-made steps)."""
+
+import json
+
+import pytest
+from tiny import tiny_pair
+
+from opttree.config import DecodeConfig
+from opttree.speculative import run
+from opttree.trace import dumps, loads
+from viz import style
+from viz.metrics import compare_chart, compare_rows, step_metrics
+from viz.step_charts import accept_bars, ea_points, ea_scatter, pearson, why_shape
+from viz.text_view import text_html, token_pieces
+from viz.tree_figure import figure_height, tree_figure
+from viz.tree_layout import tidy_layout
+
+
+@pytest.fixture(scope="module")
+def trace():
+    # The target drafting for itself: confident, multi-token acceptance and non-trivial trees.
+    pair = tiny_pair("classic", draft_is_target=True)
+    return run(pair, "", DecodeConfig(method="opt-tree", nodes=12, threshold=0.01, max_depth=4,
+                                      max_new_tokens=10), prompt_ids=[5, 6, 7])
+
+
+def make_step(parents, p_hat, texts=None, accepted=(), rejected=None):
+    """A hand-made trace step (q derived so that p̂ = product of q along the path)."""
+    n = len(parents)
+    depth, q = [], []
+    for i, p in enumerate(parents):
+        depth.append(1 if p == -1 else depth[p] + 1)
+        q.append(p_hat[i] / (1.0 if p == -1 else p_hat[p]))
+    return {"tokens": list(range(n)), "texts": texts or [f"w{i}" for i in range(n)], "parents": parents,
+            "depth": depth, "q": q, "p_hat": p_hat, "rank": [0] * n, "accepted": list(accepted),
+            "accept_length": len(accepted), "bonus_token": 99, "bonus_text": " end", "rejected": rejected,
+            "committed": [*accepted, 99], "expected_accept": sum(p_hat), "ea_by_depth": [0.0, 1.0],
+            "stop_reason": "test", "draft_ms": 1.0, "build_ms": 1.0, "verify_ms": 1.0}
+
+
+def by_name(fig, prefix):
+    hits = [t for t in fig.data if (t.name or "").startswith(prefix)]
+    return hits[0] if hits else None
+
+
+# ---------------------------------------------------------------- layout
+
+def test_layout_depth_rows_and_straight_chain():
+    parents = [-1, -1, -1, 0, 0, 3, 1]
+    p_hat = [0.6, 0.2, 0.1, 0.4, 0.1, 0.3, 0.1]
+    x, y, root_y, rows = tidy_layout(parents, p_hat)
+    assert x == [1, 1, 1, 2, 2, 3, 2]
+    leaves = [i for i in range(len(parents)) if i not in parents]
+    assert sorted(y[i] for i in leaves) == list(range(rows))        # one row per leaf, no overlaps
+    assert root_y == y[0] == y[3] == y[5]                            # the likeliest chain is straight
+    for node in range(-1, len(parents)):                             # parents sit within their children
+        kids = [i for i, p in enumerate(parents) if p == node]
+        if kids:
+            here = root_y if node == -1 else y[node]
+            assert min(y[k] for k in kids) <= here <= max(y[k] for k in kids)
+
+
+def test_layout_handles_empty_and_deep_chains():
+    assert tidy_layout([], []) == ([], [], 0.0, 1)
+    n = 3000  # far deeper than the recursion limit
+    x, y, _, rows = tidy_layout([i - 1 for i in range(n)], [0.9] * n)
+    assert x[-1] == n and set(y) == {0.0} and rows == 1
+
+
+# ---------------------------------------------------------------- tree figure
+
+def test_tree_figure_traces_from_a_real_trace(trace):
+    for step in trace["steps"]:
+        fig = tree_figure(step, "t")
+        names = [t.name for t in fig.data]
+        assert names[:2] == ["draft edges", "draft nodes"]
+        edges, nodes = fig.data[0], fig.data[1]
+        n = len(step["tokens"])
+        assert len(edges.x) == 3 * n and list(edges.x[2::3]) == [None] * n   # one trace, None-separated
+        assert list(nodes.marker.color) == step["p_hat"]
+        acc = by_name(fig, "accepted path")
+        assert acc is not None and len(acc.x) == 1 + len(step["accepted"])   # root + accepted nodes
+        assert list(acc.marker.symbol[1:]) == ["diamond"] * len(step["accepted"])
+        assert acc.line.width > edges.line.width
+        assert (by_name(fig, "first rejected") is not None) == (step["rejected"] is not None)
+        assert by_name(fig, "bonus token") is not None
+
+
+def test_colour_scale_is_fixed_and_titled(trace):
+    axes = [tree_figure(s).layout.coloraxis for s in trace["steps"]] + [tree_figure(None).layout.coloraxis]
+    first = axes[0].to_plotly_json()
+    assert (first["cmin"], first["cmax"]) == style.P_HAT_RANGE
+    assert "p̂" in first["colorbar"]["title"]["text"]
+    assert all(a.to_plotly_json() == first for a in axes)
+
+
+def test_hover_shows_whitespace_and_escapes_markup():
+    step = make_step([-1, 0], [0.5, 0.25], texts=[" a\n", "<b>x</b>"], accepted=[0])
+    fig = tree_figure(step)
+    hover = " ".join(fig.data[1].hovertext)
+    assert "␣a↵" in hover and "&lt;b&gt;x&lt;/b&gt;" in hover
+    assert "q = " in hover and "p̂ = " in hover and "depth" in hover and "rank" in hover
+
+
+def test_height_grows_with_leaves_and_500_nodes_build():
+    wide = make_step([-1] * 400, [0.001] * 400)
+    small = make_step([-1, 0], [0.5, 0.25])
+    assert tree_figure(wide).layout.height > tree_figure(small).layout.height
+    assert figure_height(400) > figure_height(40) >= figure_height(1)
+    parents = [-1] * 20 + [i // 24 for i in range(480)]
+    p_hat = [0.04] * 20 + [0.001] * 480
+    fig = tree_figure(make_step(parents, p_hat, accepted=[0]))
+    assert len(fig.data[1].x) == 500 and fig.data[1].text is None     # labels dropped when crowded
+    json.loads(fig.to_json())
+
+
+def test_empty_tree_and_placeholder():
+    assert tree_figure(None).layout.annotations
+    fig = tree_figure(make_step([], []))
+    assert by_name(fig, "bonus token") is not None
+
+
+# ---------------------------------------------------------------- text
+
+def test_text_is_escaped_coloured_and_clickable():
+    step = make_step([-1, 0], [0.9, 0.8], texts=["<script>", "alert(1)"], accepted=[0, 1])
+    html = text_html({"steps": [step, step]}, current=1)
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert html.count('data-step="0"') == 3 and html.count('data-step="1"') == 3
+    assert html.count("tok bonus") == 2 + 1           # two bonus tokens + the legend
+    assert "current" in html
+
+
+def test_token_pieces_follow_committed_tokens(trace):
+    for step in trace["steps"]:
+        pieces = token_pieces(step)
+        assert len(pieces) == len(step["committed"])
+        assert "".join(t for t, _ in pieces) == "".join(step["texts"][a] for a in step["accepted"]) + (
+            step["bonus_text"] if len(step["committed"]) > len(step["accepted"]) else "")
+    eos_step = make_step([-1, 0], [0.9, 0.8], accepted=[0, 1])
+    eos_step["committed"] = [0]                   # stopped at EOS after the first accepted token
+    assert token_pieces(eos_step) == [("w0", False)]
+
+
+def test_text_placeholder():
+    assert "appears here" in text_html(None)
+
+
+# ---------------------------------------------------------------- charts and metrics
+
+def test_accept_bars_and_why_shape(trace):
+    bars = accept_bars(trace, 1)
+    assert list(bars.data[0].y) == [s["accept_length"] for s in trace["steps"]]
+    assert list(bars.data[0].marker.line.width).index(3) == 1
+    why = why_shape(trace["steps"][0], trace["meta"])
+    assert list(why.data[0].y) == trace["steps"][0]["ea_by_depth"]
+    shapes = why.layout.shapes
+    assert any(s.y0 == trace["meta"]["threshold"] for s in shapes)          # the δ line
+    assert any(s.x0 == trace["meta"]["max_depth"] for s in shapes)          # the max-depth line
+    assert why_shape(None, None).data == ()
+
+
+def test_pearson_and_scatter(trace):
+    assert pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+    assert pearson([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    assert pearson([1, 1], [1, 2]) is None and pearson([1], [1]) is None
+    points = ea_points(trace)
+    fig, r = ea_scatter([points, points])
+    assert len(fig.data) == 3 and len(fig.data[0].x) == len(trace["steps"])
+    assert fig.layout.title.text.startswith("Expected vs actual")
+    assert ea_scatter([])[1] is None
+
+
+def test_metrics_and_compare(trace):
+    md = step_metrics(trace, 0)
+    assert "E(A)" in md and f"Step 1 of {len(trace['steps'])}" in md and "τ" in md
+    assert step_metrics(None, None).startswith("_No step")
+    other = json.loads(dumps(trace))
+    other["output_ids"] = other["output_ids"][:-1] + [other["output_ids"][-1] + 1]
+    rows = compare_rows({"ar": trace, "opt-tree": trace, "binary": other})
+    assert [r[0] for r in rows] == ["ar", "opt-tree", "binary"]
+    assert rows[0][3] == "1.00×" and rows[1][-1] == "yes" and rows[2][-1] == "NO"
+    assert compare_rows({"opt-tree": trace})[0][3] == "—"
+    assert len(compare_chart({"ar": trace, "opt-tree": trace}).data) == 2
+
+
+def test_exported_trace_replays_views(trace):
+    again = loads(dumps(trace))
+    for i, step in enumerate(again["steps"]):
+        assert tree_figure(step).to_plotly_json() == tree_figure(trace["steps"][i]).to_plotly_json()
+    assert text_html(again, 0) == text_html(trace, 0)
