@@ -1,0 +1,77 @@
+"""Launch the real `app.py` on a free loopback port for the API and browser tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "assets" / "models.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fast_model_id() -> str:
+    """The quickest allow-listed pair that still drafts: the trained head once it is installed,
+    otherwise the untrained head (cheap to run; the self-drafting stand-in is slow on a CPU)."""
+    data = json.loads(MODELS.read_text())
+    head = next(m for m in data["models"] if m["id"] == "smollm2-eagle")
+    return "smollm2-eagle" if (MODELS.parent / head["draft"]).exists() else "smollm2-random"
+
+
+def write_models_file(folder: Path) -> Path:
+    """The shipped allow-list with the fast pair as default (draft paths made absolute)."""
+    data = json.loads(MODELS.read_text())
+    for m in data["models"]:
+        if m.get("draft") and m["draft"] != "random":
+            m["draft"] = str((MODELS.parent / m["draft"]).resolve())
+    data["default"] = fast_model_id()
+    path = folder / "models.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@contextmanager
+def launched_app(folder: Path, startup_s: float = 180.0):
+    port = free_port()
+    env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
+               GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1",
+               OPTTREE_MODELS=str(write_models_file(folder)), PYTHONPATH=str(ROOT))
+    log_path = folder / "app.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env, stdout=log,
+                                stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + startup_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"app exited early:\n{log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"app did not start in {startup_s:.0f} s:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url, log_path
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,71 @@
+"""The launched app through gradio_client: a run over the API, the streaming UI endpoint, and clear
+errors (never tracebacks) for bad input. Small runs only: the machine is a shared 2-core CPU."""
+
+import pytest
+from app_server import fast_model_id, launched_app
+
+from opttree.trace import validate_trace
+
+gradio_client = pytest.importorskip("gradio_client")
+from gradio_client.exceptions import AppError  # noqa: E402
+
+PROMPT = "Name three colours of the rainbow."
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    with launched_app(tmp_path_factory.mktemp("api")) as (url, _):
+        yield gradio_client.Client(url, verbose=False)
+
+
+def generate(client, **kw):
+    args = dict(model=fast_model_id(), prompt=PROMPT, method="opt-tree", nodes=20, max_depth=4,
+                threshold=0.1, temperature=0.0, max_new_tokens=12)
+    args.update(kw)
+    return client.predict(*args.values(), api_name="/generate")
+
+
+def test_generate_returns_a_valid_trace(client):
+    trace = generate(client)
+    validate_trace(trace)
+    assert trace["meta"]["method"] == "opt-tree" and trace["meta"]["nodes"] == 20
+    assert 1 <= trace["summary"]["new_tokens"] <= 12 and trace["steps"]
+    assert all(len(s["tokens"]) <= 20 and max(s["depth"], default=0) <= 4 for s in trace["steps"])
+
+
+def test_greedy_tree_output_equals_autoregressive(client):
+    ar = generate(client, method="ar")
+    tree = generate(client, method="opt-tree")
+    assert tree["output_ids"] == ar["output_ids"] and tree["output_text"] == ar["output_text"]
+
+
+@pytest.mark.parametrize("kw,needle", [
+    (dict(model="HuggingFaceTB/evil-remote-code"), "unknown model"),
+    (dict(prompt="   \n\t "), "prompt is empty"),
+    (dict(nodes=1000), "nodes must be between"),
+    (dict(max_depth=0), "max_depth must be between"),
+    (dict(threshold=-1), "threshold must be between"),
+    (dict(nodes="lots"), "nodes must be a number"),
+    (dict(method="beam-search"), "unknown method"),
+])
+def test_bad_input_gives_a_clear_message(client, kw, needle):
+    with pytest.raises(AppError) as err:
+        generate(client, **kw)
+    assert needle in str(err.value) and "Traceback" not in str(err.value)
+
+
+def test_ui_run_endpoint_streams_steps(client):
+    job = client.submit(fast_model_id(), PROMPT, "opt-tree", 16, 4, 0.1, 0.0, 8, api_name="/run")
+    final = job.result(timeout=300)
+    outputs = job.outputs()
+    assert len(outputs) >= 2                           # one update per decoded step
+    status = final[7]
+    assert status.startswith("Done") or "Done:" in status
+    step = final[0]
+    assert step is not None
+
+
+def test_server_still_serves_after_errors(client):
+    with pytest.raises(AppError):
+        generate(client, prompt="")
+    assert generate(client, max_new_tokens=3)["summary"]["new_tokens"] >= 1
