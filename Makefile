@@ -32,3 +32,9 @@ test: setup browser
 
 lint: setup
 	$(BIN)/ruff check opttree viz tests app.py
+
+# Regenerate the committed benchmark report in benchmarks/ (bench + sweep + README; knobs in
+# benchmarks/run.sh, e.g. `make bench LIMIT=4 DEVICE=cuda`).
+.PHONY: bench
+bench: setup
+	LIMIT=$(LIMIT) TOKENS=$(TOKENS) DEVICE=$(DEVICE) THREADS=$(THREADS) benchmarks/run.sh

@@ -65,6 +65,10 @@ class MethodRunner:
     """Runs one method on one prompt and returns a flat row (engine methods and hf-assisted alike)."""
 
     def __init__(self, pair, base: DecodeConfig, assistant=None, hf_knobs=None, chat: bool = True):
+        if assistant is not None and assistant is pair.target:
+            import copy
+
+            assistant = copy.deepcopy(assistant)  # the forward hook must count target calls only
         self.pair, self.base, self.assistant, self.chat = pair, base, assistant, chat
         self.hf_config = configure_assistant(assistant, hf_knobs) if assistant is not None else None
 

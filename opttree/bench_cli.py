@@ -118,23 +118,14 @@ def sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds=(), threshol
                    cost_reps: int = 5, pool=(), out=None, plot_dir=None, warmup: int = 1, chat: bool = True,
                    log=None) -> dict:
     from .bench_plot import plot_ea_vs_a, plot_node_sweep, plot_threshold_sweep, plot_verify_cost
-    from .sweep import ea_a_stats, run_sweep
+    from .bench_pool import pool_ea_a
+    from .sweep import run_sweep
     from .sweep_cost import verify_cost_curve
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     cost = verify_cost_curve(pair, tuple(cost_sizes), reps=cost_reps, log=log) if cost_sizes else None
     result = run_sweep(pair, prompts, cfg, methods, budgets, thresholds, threshold_nodes, warmup, chat, cost, log)
-    pooled = {m: list(v) for m, v in result["ea_a"].items()}
-    for path in pool:
-        try:
-            extra = json.loads(Path(path).read_text(encoding="utf-8")).get("ea_a", {})
-        except (OSError, json.JSONDecodeError) as exc:
-            from .errors import BadInput
-
-            raise BadInput(f"--pool {path}: cannot read a bench result ({exc}).") from None
-        for m, pts in extra.items():
-            pooled.setdefault(m, []).extend(pts)
-    result["ea_a_pooled"] = {**ea_a_stats(pooled), "sources": ["this sweep", *map(str, pool)]}
+    pooled = pool_ea_a(result, pool)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")

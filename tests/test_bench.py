@@ -113,6 +113,10 @@ def test_bench_writes_documented_json(tmp_path, pair):
     assert r["meta"]["hf_assisted_config"]["num_assistant_tokens"] == 20
     assert assistant.generation_config.num_assistant_tokens == 20  # set where 5.x reads it
     assert len(r["ea_a"]["opt-tree"]) == r["methods"]["opt-tree"]["steps"]
+    from opttree.bench_report import write_report
+
+    text = write_report(r, None, tmp_path / "README.md", label="tiny", command="make bench")
+    assert "| opt-tree | " in text and "exact match with AR = 100 %" in text and "make bench" in text
 
 
 def test_sweep_writes_curves(tmp_path, pair):
@@ -133,6 +137,10 @@ def test_sweep_writes_curves(tmp_path, pair):
     assert saved["best_budget"]["nodes"] in (4, 30)
     assert saved["ea_a_pooled"]["steps"] > 0
     assert r["ea_a_summary"]["steps"] == saved["ea_a_summary"]["steps"]
+    from opttree.bench_report import write_report
+
+    text = write_report(None, saved, tmp_path / "README.md")
+    assert "Verify cost on this device" in text and "Best OPT-Tree budget" in text and "Pearson r" in text
     for name in ("sweep_tau_vs_nodes.png", "sweep_speedup_vs_nodes.png", "sweep_threshold.png",
                  "ea_vs_a.png", "verify_cost.png"):
         assert (plots / name).stat().st_size > 1000, name
