@@ -37,4 +37,4 @@ lint: setup
 # benchmarks/run.sh, e.g. `make bench LIMIT=4 DEVICE=cuda`).
 .PHONY: bench
 bench: setup
-	LIMIT=$(LIMIT) TOKENS=$(TOKENS) DEVICE=$(DEVICE) THREADS=$(THREADS) benchmarks/run.sh
+	benchmarks/run.sh  # make's command-line variables (LIMIT=..., DEVICE=...) reach it as environment

@@ -4,6 +4,8 @@
 # Knobs (environment): DEVICE=cpu|cuda  THREADS=1  LIMIT=12  TOKENS=128  NODES=<bench budget>
 #   SWEEP_LIMIT=2  SWEEP_TOKENS=64  BUDGETS=10,25,60,150,300,500  THRESHOLDS=0,0.2,0.5,1,2
 #   DRAFTER=eagle  EA=<head file>  CLASSIC=<classic draft file>  OUT=benchmarks  LABEL=<banner>
+#   BENCH_MINUTES / SWEEP_MINUTES: time budgets (stop after the prompt that crosses them)
+#   EXTRA=opt-tree@8,...  extra bench methods at their own budgets (e.g. the best budget for this CPU)
 #   PARALLEL=1 runs bench and sweep side by side (one process per core; ratios stay fair within each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +23,8 @@ COMMON=(--device "$DEVICE" --threads "$THREADS" --drafter "$DRAFTER" "${EA_ARGS[
 bench() {
   PYTHONPATH=. "$PY" -m opttree bench --prompts assets/prompts/eval.jsonl --limit "$LIMIT" \
     --max-new-tokens "$TOKENS" --nodes "$NODES" "${COMMON[@]}" "${CL_ARGS[@]}" \
-    --methods ar,hf-assisted,chain,binary,eagle-static,eagle-dynamic,opt-tree \
+    --methods "ar,hf-assisted,chain,binary,eagle-static,eagle-dynamic,opt-tree${EXTRA:+,$EXTRA}" \
+    ${BENCH_MINUTES:+--max-minutes "$BENCH_MINUTES"} \
     --out "$OUT/bench.json" --plot "$OUT/bench.png" 2>&1 | tee "$OUT/bench.log"
 }
 sweep() {
@@ -29,6 +32,7 @@ sweep() {
   PYTHONPATH=. "$PY" -m opttree sweep --prompts assets/prompts/eval.jsonl --limit "$SWEEP_LIMIT" \
     --max-new-tokens "$SWEEP_TOKENS" --nodes "$NODES" "${COMMON[@]}" --budgets "$BUDGETS" \
     --methods opt-tree,eagle-dynamic,eagle-static,binary --thresholds "$THRESHOLDS" \
+    ${SWEEP_MINUTES:+--max-minutes "$SWEEP_MINUTES"} \
     "${pool[@]}" --out "$OUT/sweep.json" --plot-dir "$OUT" 2>&1 | tee "$OUT/sweep.log"
 }
 if [ "$PARALLEL" = 1 ]; then
@@ -39,4 +43,4 @@ else
 fi
 PYTHONPATH=. "$PY" -m opttree.bench_report --bench "$OUT/bench.json" --sweep "$OUT/sweep.json" \
   --notes "$OUT/NOTES.md" --label "${LABEL:-}" --out "$OUT/README.md" \
-  --command "make bench   # = benchmarks/run.sh; knobs: LIMIT=$LIMIT TOKENS=$TOKENS NODES=$NODES THREADS=$THREADS SWEEP_LIMIT=$SWEEP_LIMIT SWEEP_TOKENS=$SWEEP_TOKENS PARALLEL=$PARALLEL"
+  --command "make bench   # = benchmarks/run.sh; knobs: LIMIT=$LIMIT TOKENS=$TOKENS NODES=$NODES EXTRA=${EXTRA:-} BUDGETS=$BUDGETS THREADS=$THREADS SWEEP_LIMIT=$SWEEP_LIMIT SWEEP_TOKENS=$SWEEP_TOKENS PARALLEL=$PARALLEL"

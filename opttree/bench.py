@@ -39,13 +39,29 @@ def parse_methods(text) -> list[str]:
     items = [m.strip() for m in (text.split(",") if isinstance(text, str) else text) if m.strip()]
     if not items:
         raise BadInput("--methods is empty: name at least one of " + ", ".join(BENCH_METHODS) + ".")
-    bad = [m for m in items if m not in METHODS and m != HF_METHOD]
+    bad = [m for m in items if split_method(m)[0] not in METHODS and m != HF_METHOD]
     if bad:
-        raise BadInput(f"unknown method(s) {', '.join(bad)}: choose from {', '.join(BENCH_METHODS)}.")
+        raise BadInput(f"unknown method(s) {', '.join(bad)}: choose from {', '.join(BENCH_METHODS)} "
+                       "(a tree method may carry its own budget, e.g. opt-tree@10).")
     out = list(dict.fromkeys(items))
     if "ar" not in out:
         out.insert(0, "ar")  # the reference for speedup and exact match
     return out
+
+
+def split_method(name: str) -> tuple[str, int | None]:
+    """'opt-tree@10' -> ('opt-tree', 10): a method run at its own node budget; 'binary' -> ('binary', None)."""
+    if "@" not in name:
+        return name, None
+    base, _, n = name.partition("@")
+    try:
+        nodes = int(n)
+    except ValueError:
+        raise BadInput(f"method {name!r}: the budget after '@' must be a whole number.") from None
+    if base in ("ar", HF_METHOD):
+        raise BadInput(f"method {name!r}: only tree methods take a budget.")
+    DecodeConfig(method=base if base in METHODS else "ar", nodes=nodes)  # validates the budget
+    return base, nodes
 
 
 def pearson(xs: list[float], ys: list[float]) -> float | None:
@@ -84,7 +100,8 @@ class MethodRunner:
             row = run_hf_assisted(self.pair, self.assistant, prompt_ids, cfg.max_new_tokens, cfg.temperature,
                                   cfg.top_p, cfg.top_k, cfg.seed)
             return row, []
-        cfg = replace(cfg, method=method)
+        method, nodes = split_method(method)
+        cfg = replace(cfg, method=method, **({"nodes": nodes} if nodes else {}))
         t0 = time.perf_counter()
         trace = run(self.pair, prompt, cfg, chat=self.chat, prompt_ids=prompt_ids)
         wall = time.perf_counter() - t0
@@ -143,7 +160,7 @@ def summarize_runs(rows: list[dict], methods: list[str], ea_a: dict, greedy: boo
 
 
 def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=None, hf_knobs=None,
-              warmup: int = 1, chat: bool = True, log=None) -> dict:
+              warmup: int = 1, chat: bool = True, log=None, max_minutes: float | None = None) -> dict:
     """Run the benchmark; returns the result dict (see the module docstring)."""
     from .bench_env import machine_info, note_load
 
@@ -174,6 +191,12 @@ def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=N
         done = [r for r in rows if r["prompt_id"] == q.id]
         log(f"prompt {i + 1}/{len(encoded)} [{q.category}] " + "  ".join(
             f"{r['method']}: τ={r['tau']:.2f} {r['tokens_per_s']:.1f}t/s" for r in done))
+        if max_minutes and time.perf_counter() - t_start > 60 * max_minutes and i + 1 < len(encoded):
+            meta["stopped_early"] = (f"time budget of {max_minutes:g} min reached: {i + 1} of {len(encoded)} "
+                                     "prompts run (every method on each of them)")
+            meta["prompts"] = i + 1
+            log(meta["stopped_early"])
+            break
     by_method, by_cat = summarize_runs(rows, methods, ea_a, base.greedy)
     meta["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
     note_load(meta["machine"])

@@ -23,6 +23,8 @@ def _common(p: argparse.ArgumentParser, limit: int | None) -> None:
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
     p.add_argument("--out", default=None, help="write the result JSON here")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="time budget: after the prompt that crosses it, stop (all methods ran on every prompt)")
 
 
 def register(sub) -> None:
@@ -85,10 +87,10 @@ def load_assistant(args, pair):
 
 
 def bench_to_files(pair, prompts, methods, cfg, assistant=None, hf_knobs=None, out=None, plot=None,
-                   warmup: int = 1, chat: bool = True, log=None) -> dict:
+                   warmup: int = 1, chat: bool = True, log=None, max_minutes=None) -> dict:
     from .bench import format_table, run_bench
 
-    result = run_bench(pair, prompts, methods, cfg, assistant, hf_knobs, warmup, chat, log)
+    result = run_bench(pair, prompts, methods, cfg, assistant, hf_knobs, warmup, chat, log, max_minutes)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
@@ -110,13 +112,13 @@ def cmd_bench(args) -> int:
     knobs = {"num_assistant_tokens": args.hf_num_assistant_tokens, "num_assistant_tokens_schedule": args.hf_schedule,
              "assistant_confidence_threshold": args.hf_confidence}
     bench_to_files(pair, prompts, methods, cfg, assistant, knobs, args.out, args.plot, args.warmup,
-                   chat=not args.no_chat)
+                   chat=not args.no_chat, max_minutes=args.max_minutes)
     return 0
 
 
 def sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds=(), threshold_nodes=None, cost_sizes=None,
                    cost_reps: int = 5, pool=(), out=None, plot_dir=None, warmup: int = 1, chat: bool = True,
-                   log=None) -> dict:
+                   log=None, max_minutes=None) -> dict:
     from .bench_plot import plot_ea_vs_a, plot_node_sweep, plot_threshold_sweep, plot_verify_cost
     from .bench_pool import pool_ea_a
     from .sweep import run_sweep
@@ -124,7 +126,8 @@ def sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds=(), threshol
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     cost = verify_cost_curve(pair, tuple(cost_sizes), reps=cost_reps, log=log) if cost_sizes else None
-    result = run_sweep(pair, prompts, cfg, methods, budgets, thresholds, threshold_nodes, warmup, chat, cost, log)
+    result = run_sweep(pair, prompts, cfg, methods, budgets, thresholds, threshold_nodes, warmup, chat, cost, log,
+                       max_minutes)
     pooled = pool_ea_a(result, pool)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
@@ -177,5 +180,6 @@ def cmd_sweep(args) -> int:
         raise BadInput("--cost-sizes must be at least 1.")
     cfg, prompts, pair = _setup(args, need_draft=True)
     sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds, args.threshold_nodes, sizes, args.cost_reps,
-                   args.pool, args.out, args.plot_dir, args.warmup, chat=not args.no_chat)
+                   args.pool, args.out, args.plot_dir, args.warmup, chat=not args.no_chat,
+                   max_minutes=args.max_minutes)
     return 0

@@ -34,7 +34,7 @@ def plot_bench(result: dict, path) -> str:
     speed = [result["methods"][m]["speedup"] or 0.0 for m in methods]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     colors = ["#888888" if m == "ar" else "#d98c1f" if m.startswith("hf") else
-              "#2a7ab9" if m == "opt-tree" else "#7fb3d5" for m in methods]
+              "#2a7ab9" if m.startswith("opt-tree") else "#7fb3d5" for m in methods]
     for ax, vals, title, ref in ((axes[0], tau, "τ: tokens per target forward", 1.0),
                                  (axes[1], speed, "speedup over AR (tokens/s ratio, same run)", 1.0)):
         bars = ax.bar(methods, vals, color=colors)

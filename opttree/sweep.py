@@ -56,7 +56,7 @@ def ea_a_stats(ea_a: dict) -> dict:
 
 def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, budgets=DEFAULT_BUDGETS,
               thresholds=(), threshold_nodes: int | None = None, warmup: int = 1, chat: bool = True,
-              verify_cost: dict | None = None, log=None) -> dict:
+              verify_cost: dict | None = None, log=None, max_minutes: float | None = None) -> dict:
     from .bench_env import machine_info, note_load
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -89,6 +89,7 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
             runner(m, q.prompt, ids, max_new_tokens=min(16, base.max_new_tokens), nodes=min(budgets))
     rows: dict = {s: [] for s in settings}
     ar_rows, steps = {}, {s: [] for s in settings}
+    stopped, n_done = None, 0
     t0 = time.perf_counter()
     for i, (q, ids) in enumerate(encoded):
         order = [("ar",)] + settings
@@ -102,7 +103,12 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
             row, st = runner(m, q.prompt, ids, nodes=n, threshold=d)
             rows[s].append({"prompt_id": q.id, "category": q.category, **row})
             steps[s].extend(st)
+        n_done += 1
         log(f"sweep prompt {i + 1}/{len(encoded)} done ({time.perf_counter() - t0:.0f} s)")
+        if max_minutes and time.perf_counter() - t0 > 60 * max_minutes and i + 1 < len(encoded):
+            stopped = f"time budget of {max_minutes:g} min reached: {i + 1} of {len(encoded)} prompts run"
+            log(stopped)
+            break
     agg = {s: aggregate(rows[s], ar_rows, steps[s], base.greedy) for s in settings}
     cost_one = None
     if verify_cost:
@@ -143,9 +149,10 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
     meta = {"machine": note_load(machine_info(pair.device)), "target": pair.target_name,
             "drafter": pair.drafter_kind, "draft": pair.draft_name, "dtype": str(pair.dtype).replace("torch.", ""),
             "config": {k: v for k, v in base.to_dict().items() if k not in ("method", "nodes")},
-            "prompts": len(prompts), "budgets": list(budgets), "methods": list(methods),
+            "prompts": n_done, "budgets": list(budgets), "methods": list(methods),
             "warmup_runs": warmup, "sweep_wall_s": round(time.perf_counter() - t0, 1),
-            "order": "AR and every setting interleaved per prompt, rotated each prompt; warm-up not recorded"}
+            "order": "AR and every setting interleaved per prompt, rotated each prompt; warm-up not recorded",
+            **({"stopped_early": stopped} if stopped else {})}
     return {"meta": meta, "ar": {k: ar_agg[k] for k in ("tau", "tokens_per_s", "new_tokens", "steps")},
             "nodes": {"curves": curves},
             "threshold": {"nodes": threshold_nodes, "points": thr_points},

@@ -77,6 +77,10 @@ def test_method_list_validation():
     assert parse_methods(",".join(BENCH_METHODS)) == list(BENCH_METHODS)
     with pytest.raises(BadInput, match="unknown method"):
         parse_methods("opt-tree,medusa")
+    assert parse_methods("opt-tree@10,opt-tree") == ["ar", "opt-tree@10", "opt-tree"]
+    for bad in ("opt-tree@x", "opt-tree@0", "ar@5"):
+        with pytest.raises(BadInput):
+            parse_methods(bad)
 
 
 def test_pearson():
@@ -89,7 +93,7 @@ def test_bench_writes_documented_json(tmp_path, pair):
     prompts = parse_prompts(MT)
     cfg = DecodeConfig(method="ar", nodes=12, max_depth=4, max_new_tokens=12)
     out, png = tmp_path / "r.json", tmp_path / "r.png"
-    methods = ["ar", "hf-assisted", "opt-tree", "binary", "eagle-dynamic"]
+    methods = ["ar", "hf-assisted", "opt-tree", "binary", "eagle-dynamic", "opt-tree@4"]
     assistant = copy.deepcopy(pair.target)  # a separate module: the forward hook counts target calls only
     bench_to_files(pair, prompts, methods, cfg, assistant=assistant, out=out, plot=png, chat=False,
                    log=lambda m: None)
@@ -100,7 +104,8 @@ def test_bench_writes_documented_json(tmp_path, pair):
     for m, agg in r["methods"].items():
         assert AGG_FIELDS <= set(agg), m
         assert agg["prompts"] == 2 and agg["new_tokens"] == 24
-    for m in ("opt-tree", "binary", "eagle-dynamic", "hf-assisted"):
+    assert r["methods"]["opt-tree@4"]["mean_nodes"] <= 4 < r["methods"]["opt-tree"]["mean_nodes"]
+    for m in ("opt-tree", "binary", "eagle-dynamic", "hf-assisted", "opt-tree@4"):
         assert r["methods"][m]["exact_match"] == 1.0, m  # greedy fp32: identical to ar
     assert r["methods"]["ar"]["tau"] == 1.0 and r["methods"]["ar"]["speedup"] == 1.0
     assert r["methods"]["opt-tree"]["tau"] > 1.5  # draft == target: long acceptances
@@ -184,3 +189,14 @@ def test_bench_cli_rejects_bad_prompts_before_loading(tmp_path, capsys):
     assert "expected MT-bench form" in capsys.readouterr().err
     assert main(["sweep", "--prompts", str(qf), "--budgets", "10,x"]) == 2
     assert "--budgets" in capsys.readouterr().err
+
+
+def test_time_budget_stops_after_a_whole_prompt(pair):
+    from opttree.bench import run_bench
+
+    prompts = parse_prompts(MT)
+    cfg = DecodeConfig(method="ar", nodes=4, max_depth=2, max_new_tokens=4)
+    r = run_bench(pair, prompts, ["ar", "opt-tree"], cfg, warmup=0, chat=False, log=lambda m: None,
+                  max_minutes=1e-9)
+    assert r["meta"]["prompts"] == 1 and "time budget" in r["meta"]["stopped_early"]
+    assert {(x["prompt_id"], x["method"]) for x in r["runs"]} == {("1", "ar"), ("1", "opt-tree")}
