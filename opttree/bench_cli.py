@@ -53,6 +53,9 @@ def register(sub) -> None:
     s.add_argument("--no-verify-cost", action="store_true", help="skip the target forward-time curve")
     s.add_argument("--cost-sizes", default="1,2,4,8,16,32,64,128,256,512")
     s.add_argument("--cost-reps", type=int, default=5)
+    s.add_argument("--cost-only", action="store_true", help="measure only the verify-cost curve (no draft needed)")
+    s.add_argument("--cost-from", default=None, help="reuse the verify-cost curve in this JSON instead of measuring")
+    s.add_argument("--cap", default="", help="skip budgets above a cap per method, e.g. binary=150 (slow trees)")
     s.add_argument("--pool", nargs="*", default=[], help="bench result JSONs whose E(A)/A steps are pooled in")
     s.add_argument("--plot-dir", default=None, help="folder for the PNG curves")
     s.set_defaults(func=cmd_sweep)
@@ -118,16 +121,17 @@ def cmd_bench(args) -> int:
 
 def sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds=(), threshold_nodes=None, cost_sizes=None,
                    cost_reps: int = 5, pool=(), out=None, plot_dir=None, warmup: int = 1, chat: bool = True,
-                   log=None, max_minutes=None) -> dict:
+                   log=None, max_minutes=None, caps=None, cost=None) -> dict:
     from .bench_plot import plot_ea_vs_a, plot_node_sweep, plot_threshold_sweep, plot_verify_cost
     from .bench_pool import pool_ea_a
     from .sweep import run_sweep
     from .sweep_cost import verify_cost_curve
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    cost = verify_cost_curve(pair, tuple(cost_sizes), reps=cost_reps, log=log) if cost_sizes else None
+    if cost is None and cost_sizes:
+        cost = verify_cost_curve(pair, tuple(cost_sizes), reps=cost_reps, log=log)
     result = run_sweep(pair, prompts, cfg, methods, budgets, thresholds, threshold_nodes, warmup, chat, cost, log,
-                       max_minutes)
+                       max_minutes, caps)
     pooled = pool_ea_a(result, pool)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
@@ -178,8 +182,44 @@ def cmd_sweep(args) -> int:
     sizes = None if args.no_verify_cost else parse_numbers(args.cost_sizes, int, "--cost-sizes")
     if sizes and min(sizes) < 1:
         raise BadInput("--cost-sizes must be at least 1.")
+    caps = {}
+    for item in filter(None, (x.strip() for x in args.cap.split(","))):
+        m, _, n = item.partition("=")
+        caps[m.strip()] = parse_numbers(n, int, "--cap")[0]
+    cost = None
+    if args.cost_from:
+        try:
+            cost = json.loads(Path(args.cost_from).read_text(encoding="utf-8"))
+            cost = cost.get("verify_cost", cost)
+            assert cost["points"]
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, AssertionError):
+            raise BadInput(f"--cost-from {args.cost_from}: not a verify-cost JSON.") from None
+    if args.cost_only:
+        from .bench_plot import plot_verify_cost
+        from .sweep_cost import verify_cost_curve
+
+        if not sizes:
+            raise BadInput("--cost-only needs --cost-sizes.")
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
+        from .loading import load_pair
+
+        pair = load_pair(args.target, drafter="none", device=args.device, dtype=args.dtype)
+        cost = verify_cost_curve(pair, tuple(sizes), reps=args.cost_reps,
+                                 log=lambda msg: print(msg, file=sys.stderr, flush=True))
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(cost, indent=1), encoding="utf-8")
+        if args.plot_dir:
+            Path(args.plot_dir).mkdir(parents=True, exist_ok=True)
+            plot_verify_cost(cost, Path(args.plot_dir) / "verify_cost.png")
+        print("\n".join(f"{p['tokens']:>5} tokens: {p['median_ms']:8.1f} ms  ×{p['relative']:.2f}"
+                        for p in cost["points"]))
+        return 0
     cfg, prompts, pair = _setup(args, need_draft=True)
     sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds, args.threshold_nodes, sizes, args.cost_reps,
                    args.pool, args.out, args.plot_dir, args.warmup, chat=not args.no_chat,
-                   max_minutes=args.max_minutes)
+                   max_minutes=args.max_minutes, caps=caps, cost=cost)
     return 0

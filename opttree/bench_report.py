@@ -88,13 +88,18 @@ def sweep_section(s: dict) -> list[str]:
            f"{_f(s['ar']['tokens_per_s'], '.1f')} tokens/s). Run took {meta.get('sweep_wall_s')} s. "
            "`pred.` = τ · t(1) / (t(nodes+1) + draft + build): the speedup the verify-cost curve predicts. "
            "EAGLE-25 (eagle-static) stops at 25 nodes, so larger budgets repeat its n=25 point."
+           + (" Not run above a cap (too slow on this device): " + ", ".join(f"{m} > {n}" for m, n in
+                                                                            meta["caps"].items()) + "."
+              if meta.get("caps") else "")
            + (f" **Stopped early**: {meta['stopped_early']}." if meta.get("stopped_early") else ""), "",
            "| method | " + " | ".join(f"n={n} τ" for n in budgets) + " | " +
            " | ".join(f"n={n} speedup (pred.)" for n in budgets) + " |",
            "|---|" + "---|" * (2 * len(budgets))]
     for m, pts in s["nodes"]["curves"].items():
-        out.append(f"| {m} | " + " | ".join(_f(p["tau"]) for p in pts) + " | " +
-                   " | ".join(f"{_f(p['speedup'])}× ({_f(p.get('predicted_speedup'))})" for p in pts) + " |")
+        at = {p["nodes"]: p for p in pts}
+        out.append(f"| {m} | " + " | ".join(_f(at[n]["tau"]) if n in at else "–" for n in budgets) + " | " +
+                   " | ".join(f"{_f(at[n]['speedup'])}× ({_f(at[n].get('predicted_speedup'))})" if n in at else "–"
+                              for n in budgets) + " |")
     out += ["", "![τ vs nodes](sweep_tau_vs_nodes.png) ![speedup vs nodes](sweep_speedup_vs_nodes.png)", ""]
     thr = s["threshold"]["points"]
     if thr:

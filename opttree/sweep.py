@@ -56,7 +56,8 @@ def ea_a_stats(ea_a: dict) -> dict:
 
 def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, budgets=DEFAULT_BUDGETS,
               thresholds=(), threshold_nodes: int | None = None, warmup: int = 1, chat: bool = True,
-              verify_cost: dict | None = None, log=None, max_minutes: float | None = None) -> dict:
+              verify_cost: dict | None = None, log=None, max_minutes: float | None = None,
+              caps: dict | None = None) -> dict:
     from .bench_env import machine_info, note_load
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -66,8 +67,11 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
     threshold_nodes = threshold_nodes or base.nodes
     # (kind, method, nodes, threshold) settings, deduplicated by the tree they produce.
     settings, same_as, seen = [], {}, {}
+    caps = caps or {}
     for n in budgets:
         for m in methods:
+            if n > caps.get(m, n):
+                continue  # capped: too slow to run at this budget on this device (recorded in meta)
             key = (m, effective_budget(m, n, base.max_depth), base.threshold)
             if key in seen:
                 same_as[("nodes", m, n)] = seen[key]
@@ -127,6 +131,8 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
     curves: dict = {m: [] for m in methods}
     for n in budgets:
         for m in methods:
+            if n > caps.get(m, n):
+                continue
             s = ("nodes", m, n, base.threshold)
             src = same_as.get(("nodes", m, n))
             if src:
@@ -150,7 +156,7 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
             "drafter": pair.drafter_kind, "draft": pair.draft_name, "dtype": str(pair.dtype).replace("torch.", ""),
             "config": {k: v for k, v in base.to_dict().items() if k not in ("method", "nodes")},
             "prompts": n_done, "budgets": list(budgets), "methods": list(methods),
-            "warmup_runs": warmup, "sweep_wall_s": round(time.perf_counter() - t0, 1),
+            "warmup_runs": warmup, "caps": caps, "sweep_wall_s": round(time.perf_counter() - t0, 1),
             "order": "AR and every setting interleaved per prompt, rotated each prompt; warm-up not recorded",
             **({"stopped_early": stopped} if stopped else {})}
     return {"meta": meta, "ar": {k: ar_agg[k] for k in ("tau", "tokens_per_s", "new_tokens", "steps")},

@@ -200,3 +200,15 @@ def test_time_budget_stops_after_a_whole_prompt(pair):
                   max_minutes=1e-9)
     assert r["meta"]["prompts"] == 1 and "time budget" in r["meta"]["stopped_early"]
     assert {(x["prompt_id"], x["method"]) for x in r["runs"]} == {("1", "ar"), ("1", "opt-tree")}
+
+
+def test_sweep_caps_and_reused_cost_curve(pair):
+    from opttree.sweep import run_sweep
+
+    cost = {"meta": {}, "points": [{"tokens": 1, "median_ms": 10.0}, {"tokens": 8, "median_ms": 20.0}]}
+    cfg = DecodeConfig(method="ar", nodes=4, max_depth=2, max_new_tokens=4)
+    r = run_sweep(pair, parse_prompts(MT)[:1], cfg, ["binary", "opt-tree"], [2, 4], warmup=0, chat=False,
+                  verify_cost=cost, log=lambda m: None, caps={"binary": 2})
+    assert [p["nodes"] for p in r["nodes"]["curves"]["binary"]] == [2]
+    assert [p["nodes"] for p in r["nodes"]["curves"]["opt-tree"]] == [2, 4]
+    assert r["meta"]["caps"] == {"binary": 2} and r["nodes"]["curves"]["opt-tree"][0]["predicted_speedup"] > 0
