@@ -75,14 +75,24 @@ def _clamp(trace, step) -> int:
 
 
 def step_views(trace, index: int):
-    """Everything that moves with the scrubber: tree, text, metrics, bars, why-curve, Learn mirror."""
+    """What moves with the scrubber: tree, text, metrics and the why-curve.
+
+    The accepted-length bars and the Learn tab's mirror are redrawn per run (and when the Learn tab
+    opens), not per scrub: every extra Plotly figure adds visible latency to each step."""
     steps = (trace or {}).get("steps", [])
     step = steps[index] if steps else None
     title = step_title(trace, index) if steps else ""
     meta = (trace or {}).get("meta", {})
     return (tree_figure(step, title, uirevision="explore"), text_html(trace, index if steps else None),
-            step_metrics(trace, index if steps else None), accept_bars(trace, index),
-            why_shape(step, meta), tree_figure(step, title, uirevision="learn"))
+            step_metrics(trace, index if steps else None), why_shape(step, meta))
+
+
+def run_views(trace, index: int):
+    """Scrubber views plus the per-run ones: accepted-length bars and the Learn tab's mirror tree."""
+    steps = (trace or {}).get("steps", [])
+    mirror = tree_figure(steps[index] if steps else None, step_title(trace, index) if steps else "",
+                         uirevision="learn")
+    return (*step_views(trace, index), accept_bars(trace, None), mirror)
 
 
 def slider_update(trace, index: int):
@@ -215,7 +225,7 @@ def build_app(service: RunService) -> gr.Blocks:
                 ea_clear = gr.Button("Clear", size="sm")
 
             # ---------------------------------------------------------------- Learn
-            with gr.Tab("Learn", id="learn"):
+            with gr.Tab("Learn", id="learn") as learn_tab:
                 with gr.Row():
                     with gr.Column(scale=2):
                         gr.Markdown(lessons.LEARN_TEXT)
@@ -242,9 +252,10 @@ def build_app(service: RunService) -> gr.Blocks:
                                       elem_id="import-file")
                 import_status = gr.Markdown("")
 
-        views = [tree_plot, text_out, metrics, bars, why_plot, learn_plot]
+        views = [tree_plot, text_out, metrics, why_plot]
+        all_views = [*views, bars, learn_plot]
         run_inputs = [model, prompt, method, nodes, max_depth, threshold, temperature, max_new]
-        run_outputs = [trace_st, step_sl, *views, status, history_st, ea_plot, ea_md, learn_status]
+        run_outputs = [trace_st, step_sl, *all_views, status, history_st, ea_plot, ea_md, learn_status]
 
         # ------------------------------------------------------------ model work (the lane)
         def run_explore(model, prompt, method, nodes, max_depth, threshold, temperature, max_new_tokens,
@@ -265,7 +276,7 @@ def build_app(service: RunService) -> gr.Blocks:
                     msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
                            f"tokens, τ = {s['tau']:.2f}")
                     out = {trace_st: trace, step_sl: slider_update(trace, i), status: msg, learn_status: msg,
-                           **dict(zip(views, step_views(trace, i)))}
+                           **dict(zip(all_views, run_views(trace, i)))}
                     if up.state == "done":
                         history = (history or []) + [ea_points(trace)]
                         fig, r_text = _history_views(history)
@@ -277,7 +288,7 @@ def build_app(service: RunService) -> gr.Blocks:
                 if exc.trace and exc.trace.get("steps"):
                     i = _steps(exc.trace) - 1
                     out.update({trace_st: exc.trace, step_sl: slider_update(exc.trace, i),
-                                **dict(zip(views, step_views(exc.trace, i)))})
+                                **dict(zip(all_views, run_views(exc.trace, i)))})
                 yield out
 
         def run_compare(model, prompt, nodes, max_depth, threshold, temperature, max_new_tokens, chosen, history,
@@ -316,7 +327,9 @@ def build_app(service: RunService) -> gr.Blocks:
             n = service.cancel_session(_session(request))
             return "Stopping…" if n else "Nothing is running."
 
-        lane = dict(concurrency_id="model", concurrency_limit=service.lane_slots + WAITING_RUNS)
+        # "minimal" progress: the tree keeps updating in view while a run streams.
+        lane = dict(concurrency_id="model", concurrency_limit=service.lane_slots + WAITING_RUNS,
+                    show_progress="minimal")
         run_btn.click(run_explore, run_inputs + [history_st], run_outputs, api_name="run", **lane)
         stop_btn.click(stop, None, status, queue=False, api_name="stop")
         cmp_inputs = [model, prompt, nodes, max_depth, threshold, temperature, max_new, statics, history_st]
@@ -380,6 +393,14 @@ def build_app(service: RunService) -> gr.Blocks:
             evt(compare_show, [cmp_st, cmp_right, cmp_step], [cmp_left_plot, cmp_right_plot],
                 trigger_mode="always_last", **private)
 
+        def mirror(trace, step):
+            i = _clamp(trace, step)
+            steps = (trace or {}).get("steps", [])
+            return tree_figure(steps[i] if steps else None, step_title(trace, i) if steps else "",
+                               uirevision="learn")
+
+        learn_tab.select(mirror, [trace_st, step_sl], learn_plot, **private)
+
         ea_clear.click(lambda: ([], *_history_views([])), None, [history_st, ea_plot, ea_md], **private)
 
         export_btn.click(_export, trace_st, export_file, **private)
@@ -392,12 +413,13 @@ def build_app(service: RunService) -> gr.Blocks:
             except OptTreeError as exc:
                 return {import_status: f"⚠️ {exc}"}
             i = 0
-            return {trace_st: trace, step_sl: slider_update(trace, i), **dict(zip(views, step_views(trace, i))),
+            return {trace_st: trace, step_sl: slider_update(trace, i), **dict(zip(all_views, run_views(trace, i))),
                     status: "Replaying an imported trace (no model involved).",
                     import_status: f"Loaded a {trace['meta'].get('method', '?')} run with {_steps(trace)} steps: "
                                    "open Explore to replay it."}
 
-        import_file.upload(do_import, import_file, [trace_st, step_sl, *views, status, import_status], **private)
+        import_file.upload(do_import, import_file, [trace_st, step_sl, *all_views, status, import_status],
+                           **private)
 
         # A closed tab cancels its runs so the lane is free for the next visitor.
         def on_unload(request: gr.Request = None):
@@ -416,7 +438,8 @@ def build_app(service: RunService) -> gr.Blocks:
             except RunError as exc:
                 raise gr.Error(exc.message, print_exception=False) from None
 
-        gr.api(generate, api_name="generate", **lane)
+        gr.api(generate, api_name="generate", concurrency_id=lane["concurrency_id"],
+               concurrency_limit=lane["concurrency_limit"])
     return demo
 
 

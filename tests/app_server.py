@@ -30,24 +30,30 @@ def fast_model_id() -> str:
     return "smollm2-eagle" if (MODELS.parent / head["draft"]).exists() else "smollm2-random"
 
 
-def write_models_file(folder: Path) -> Path:
-    """The shipped allow-list with the fast pair as default (draft paths made absolute)."""
+def drafting_model_id() -> str:
+    """A pair whose drafts get accepted (so accepted paths change from step to step): the trained
+    head once installed, else the target drafting for itself (slower, so keep such runs short)."""
+    return "smollm2-eagle" if fast_model_id() == "smollm2-eagle" else "smollm2-self"
+
+
+def write_models_file(folder: Path, default: str) -> Path:
+    """The shipped allow-list with `default` as the page's default (draft paths made absolute)."""
     data = json.loads(MODELS.read_text())
     for m in data["models"]:
         if m.get("draft") and m["draft"] != "random":
             m["draft"] = str((MODELS.parent / m["draft"]).resolve())
-    data["default"] = fast_model_id()
+    data["default"] = default
     path = folder / "models.json"
     path.write_text(json.dumps(data))
     return path
 
 
 @contextmanager
-def launched_app(folder: Path, startup_s: float = 180.0):
+def launched_app(folder: Path, default: str | None = None, startup_s: float = 180.0):
     port = free_port()
     env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port),
                GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1",
-               OPTTREE_MODELS=str(write_models_file(folder)), PYTHONPATH=str(ROOT))
+               OPTTREE_MODELS=str(write_models_file(folder, default or fast_model_id())), PYTHONPATH=str(ROOT))
     log_path = folder / "app.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env, stdout=log,

@@ -56,7 +56,7 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
     max_depth = meta.get("max_depth")
     if isinstance(max_depth, (int, float)):
         fig.add_vline(x=max_depth, line=dict(color="#555", dash="dot"),
-                      annotation_text=f"max depth {max_depth:g}", annotation_position="top right")
+                      annotation_text=f"max depth {max_depth:g}", annotation_position="top left")
     fig.update_layout(xaxis=dict(title="depth (layers drafted)", dtick=1,
                                  range=[-0.3, max(len(ea), (max_depth or 0) + 1) - 0.5]),
                       yaxis=dict(title="E(A) = Σ p̂ of the best n nodes", rangemode="tozero"),

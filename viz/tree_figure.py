@@ -82,8 +82,10 @@ def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree") ->
         ax.append(x[a])
         ay.append(y[a])
     fig.add_trace(go.Scatter(
-        x=ax, y=ay, mode="lines+markers+text", name=f"accepted path ({len(acc)})",
-        text=[""] + [style.hover_safe(step["texts"][a]) for a in acc], textposition="top center",
+        x=ax, y=ay, mode="lines+markers" if labels else "lines+markers+text", name=f"accepted path ({len(acc)})",
+        # Crowded trees drop node labels; then the accepted path keeps its own so the bet stays readable.
+        text=None if labels else [""] + [style.hover_safe(step["texts"][a]) for a in acc],
+        textposition="top center",
         textfont=dict(size=11, color=style.ACCEPTED),
         hovertext=["root"] + [_hover(step, a) for a in acc], hoverinfo="text",
         line=dict(color=style.ACCEPTED, width=5),

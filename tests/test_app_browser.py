@@ -1,0 +1,205 @@
+"""The page in a real browser (Debian Chromium driven by Playwright): sliders, a preset run, the step
+scrubber, token clicks, Play, and Compare. Screenshots go to tmp/artifacts/ (test artifacts).
+
+Also measures how long one scrubber step takes to redraw a 60-node tree in the browser; the number
+is printed and saved to tmp/artifacts/redraw.json for docs/app.md, never asserted (timing depends
+on the machine and its load)."""
+
+import json
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+from app_server import ROOT, drafting_model_id, launched_app
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+ARTIFACTS = ROOT / "tmp" / "artifacts"
+PLOT = "#tree-plot .js-plotly-plot"
+RUN_TIMEOUT_MS = 240_000
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium not installed (make browser)")
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with launched_app(tmp_path_factory.mktemp("browser"), default=drafting_model_id()) as (url, _):
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+            pg.set_default_timeout(60_000)
+            pg.goto(url)
+            pg.wait_for_selector(PLOT)
+            yield pg
+            browser.close()
+
+
+def shot(pg, name):
+    pg.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def set_slider(pg, elem_id, value):
+    box = pg.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Enter")
+    assert float(box.input_value()) == float(value)
+
+
+STATUS_TEXT = """(sel) => {
+    // Only the Markdown's own text: the element also holds Gradio's progress timer while pending.
+    const el = document.querySelector(sel + ' [data-testid="markdown"]') || document.querySelector(sel + ' .prose')
+        || document.querySelector(sel);
+    return el.innerText;
+}"""
+
+
+def start_and_wait(pg, click_selector, status="#status"):
+    # Wait for a "Done" that differs from the status before the click (an earlier run's "Done"
+    # names other step and token counts); the DOM itself is left alone, Svelte owns it.
+    before = pg.evaluate(STATUS_TEXT, status)
+    pg.click(click_selector)
+    pg.wait_for_function(f"([sel, before]) => {{ const t = ({STATUS_TEXT})(sel);"
+                         " return t !== before && /Done/.test(t); }", arg=[status, before],
+                         timeout=RUN_TIMEOUT_MS)
+
+
+def plot_state(pg, selector=PLOT):
+    """Title, trace names, node points and the accepted-path trace of a Plotly plot, read from the DOM."""
+    return pg.evaluate("""(sel) => {
+        const gd = document.querySelector(sel);
+        const acc = gd.data.find(t => (t.name || '').startsWith('accepted path'));
+        const nodes = gd.data.find(t => t.name === 'draft nodes');
+        return {title: gd.layout.title && gd.layout.title.text, names: gd.data.map(t => t.name),
+                nodes: nodes ? nodes.x.length : 0,
+                depth: nodes ? Math.max(0, ...nodes.x) : 0,
+                points: gd.querySelectorAll('.scatterlayer .point').length,
+                accepted: acc ? JSON.stringify([acc.x, acc.y, acc.text]) : null,
+                tree: nodes ? JSON.stringify([nodes.x, nodes.y, nodes.hovertext]) : null};
+    }""", selector)
+
+
+def step_value(pg) -> int:
+    return int(float(pg.locator("#step input[type=number]").input_value()))
+
+
+def wait_title_change(pg, old):
+    pg.wait_for_function("([sel, old]) => { const gd = document.querySelector(sel);"
+                         " return gd && gd.layout.title && gd.layout.title.text !== old; }", arg=[PLOT, old])
+
+
+def test_explore_preset_scrub_and_click(page):
+    pg = page
+    shot(pg, "01-loaded.png")
+    start_and_wait(pg, "#preset-0")
+    assert pg.locator("#prompt textarea").input_value().startswith("Count from one")
+    last = plot_state(pg)
+    assert last["points"] > 0 and last["accepted"] is not None
+    assert {"draft edges", "draft nodes", "bonus token (from the target)"} <= set(last["names"])
+    shot(pg, "02-preset-run.png")
+    n_steps = step_value(pg)
+    assert n_steps >= 2, "the preset should take several steps"
+
+    # Scrub backwards through every step: the tree and the accepted path follow the step.
+    seen_trees, seen_paths = {last["tree"]}, {last["accepted"]}
+    for _ in range(n_steps - 1):
+        before = plot_state(pg)
+        pg.click("#prev")
+        wait_title_change(pg, before["title"])
+        now = plot_state(pg)
+        assert now["points"] > 0 and now["accepted"] is not None
+        seen_trees.add(now["tree"])
+        seen_paths.add(now["accepted"])
+    assert step_value(pg) == 1
+    assert len(seen_trees) > 1 and len(seen_paths) > 1
+
+    # Next moves forward; the slider's own input moves too.
+    before = plot_state(pg)
+    pg.click("#next")
+    wait_title_change(pg, before["title"])
+    assert step_value(pg) == 2
+    # Clicking a token of the first step's text jumps the scrubber back there.
+    before = plot_state(pg)
+    pg.locator("#gen-text [data-step='0']").first.click()
+    wait_title_change(pg, before["title"])
+    assert step_value(pg) == 1
+    assert pg.locator("#gen-text .tok.current").count() >= 1
+
+
+def test_sliders_run_and_redraw_time(page):
+    pg = page
+    set_slider(pg, "nodes", 60)
+    set_slider(pg, "max-depth", 6)
+    set_slider(pg, "threshold", 0.05)
+    set_slider(pg, "max-new", 16)
+    pg.locator("#prompt textarea").fill("Write a short poem about autumn.")
+    start_and_wait(pg, "#run")
+    state = plot_state(pg)
+    assert 0 < state["nodes"] <= 60 and state["depth"] <= 6
+    shot(pg, "03-sliders-run.png")
+    n_steps = step_value(pg)
+
+    # Redraw time of one scrubber step (click → new figure drawn), for the docs; not asserted.
+    # Walk back to step 1 and forward again to get 2 × (steps − 1) samples.
+    timings = []
+    pg.evaluate("() => window.scrollTo(0, 0)")
+    for button in ["#prev"] * (n_steps - 1) + ["#next"] * (n_steps - 1):
+        timings.append(pg.evaluate("""([sel, button]) => new Promise(resolve => {
+            const gd = document.querySelector(sel);
+            const old = gd.layout.title.text;
+            const t0 = performance.now();
+            document.querySelector(button).click();
+            const poll = () => {
+                if (gd.layout.title.text !== old) {
+                    // resolve on the next frame, once the new figure has been painted
+                    requestAnimationFrame(() => resolve({ms: performance.now() - t0,
+                                                         nodes: gd.data[1].x.length}));
+                } else requestAnimationFrame(poll);
+            };
+            requestAnimationFrame(poll);
+        })""", [PLOT, button]))
+    if timings:
+        ms = [t["ms"] for t in timings]
+        report = {"steps_measured": len(ms), "nodes": [t["nodes"] for t in timings],
+                  "median_ms": round(statistics.median(ms), 1), "max_ms": round(max(ms), 1),
+                  "all_ms": [round(m, 1) for m in ms]}
+        (ARTIFACTS / "redraw.json").write_text(json.dumps(report, indent=1))
+        print("redraw", report)
+
+    # Play advances the scrubber on its own; Pause stops it.
+    set_to = step_value(pg)
+    pg.click("#play")
+    pg.wait_for_function(f"() => +document.querySelector('#step input[type=number]').value !== {set_to}",
+                         timeout=20_000)
+    pg.click("#pause")
+
+
+def test_compare_tab(page):
+    pg = page
+    set_slider(pg, "nodes", 20)
+    set_slider(pg, "max-new", 8)
+    pg.get_by_role("tab", name="Compare").click()
+    # Only the binary tree besides OPT-Tree and AR, to keep the test short.
+    boxes = pg.locator("#statics input[type=checkbox]")
+    for i in range(boxes.count()):
+        label = boxes.nth(i).evaluate("e => e.closest('label').innerText")
+        if boxes.nth(i).is_checked() != ("Binary" in label):
+            boxes.nth(i).click()
+    start_and_wait(pg, "#compare-run", status="#compare-status")
+    table = pg.locator("#compare-table").inner_text()
+    assert "opt-tree" in table and "binary" in table and "ar" in table
+    left = plot_state(pg, "#compare-left .js-plotly-plot")
+    right = plot_state(pg, "#compare-right-plot .js-plotly-plot")
+    assert left["points"] > 0 and right["points"] > 0
+    assert left["title"].startswith("opt-tree") and right["title"].startswith("binary")
+    shot(pg, "04-compare.png")
+    pg.get_by_role("tab", name="E(A) vs A").click()
+    pg.wait_for_selector("#ea-plot .js-plotly-plot")
+    assert "Pearson r" in pg.locator("#ea-r").inner_text()
+    shot(pg, "05-ea-vs-a.png")
+    pg.get_by_role("tab", name="Learn").click()
+    shot(pg, "06-learn.png")
