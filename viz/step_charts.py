@@ -35,33 +35,40 @@ def accept_bars(trace: dict | None, current: int | None = None) -> go.Figure:
 
 
 def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
-    """E(A) after each layer, with the δ rule: growth stops once a layer adds ≤ δ (or at max depth)."""
+    """E(A) after each layer, with the δ rule: growth stops once a layer adds ≤ δ (or at max depth).
+
+    Built from plain dicts without validation: it is redrawn on every scrubber step."""
     meta = meta or {}
-    fig = _base(300, "Why this shape: E(A) by depth")
+    layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=40, b=40), showlegend=False,
+                  title=dict(text="Why this shape: E(A) by depth", x=0.01, font=dict(size=14)))
     if not step or not step.get("ea_by_depth"):
-        return fig
+        return go.Figure(dict(data=[], layout=layout), _validate=False)
     ea = step["ea_by_depth"]
     xs = list(range(len(ea)))
     gains = [0.0] + [ea[i] - ea[i - 1] for i in range(1, len(ea))]
     delta = float(meta.get("threshold", 0.0) or 0.0)
-    fig.add_trace(go.Scatter(x=xs, y=ea, mode="lines+markers", name="E(A)",
-                             customdata=gains, line=dict(color="#4c78a8", width=3),
-                             hovertemplate="depth %{x}: E(A) = %{y:.3f} (gain %{customdata:.3f})<extra></extra>"))
-    fig.add_trace(go.Bar(x=xs[1:], y=gains[1:], name="gain of this layer", marker=dict(color="#9ecae9"),
-                         hovertemplate="layer %{x} added %{y:.3f}<extra></extra>"))
+    data = [dict(type="scatter", x=xs, y=ea, mode="lines+markers", name="E(A)", customdata=gains,
+                 line=dict(color="#4c78a8", width=3),
+                 hovertemplate="depth %{x}: E(A) = %{y:.3f} (gain %{customdata:.3f})<extra></extra>"),
+            dict(type="bar", x=xs[1:], y=gains[1:], name="gain of this layer", marker=dict(color="#9ecae9"),
+                 hovertemplate="layer %{x} added %{y:.3f}<extra></extra>")]
+    shapes, notes = [], []
     if meta.get("method") == "opt-tree":
-        fig.add_hline(y=delta, line=dict(color=style.ACCEPTED, dash="dash"),
-                      annotation_text=f"δ = {delta:g}: deepen only while a layer adds more",
-                      annotation_position="top left")
+        shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=delta, y1=delta,
+                           line=dict(color=style.ACCEPTED, dash="dash")))
+        notes.append(dict(xref="paper", x=0, yref="y", y=delta, xanchor="left", yanchor="bottom",
+                          showarrow=False, text=f"δ = {delta:g}: deepen only while a layer adds more"))
     max_depth = meta.get("max_depth")
     if isinstance(max_depth, (int, float)):
-        fig.add_vline(x=max_depth, line=dict(color="#555", dash="dot"),
-                      annotation_text=f"max depth {max_depth:g}", annotation_position="top left")
-    fig.update_layout(xaxis=dict(title="depth (layers drafted)", dtick=1,
-                                 range=[-0.3, max(len(ea), (max_depth or 0) + 1) - 0.5]),
-                      yaxis=dict(title="E(A) = Σ p̂ of the best n nodes", rangemode="tozero"),
-                      showlegend=True, legend=dict(orientation="h", y=-0.25, x=0))
-    return fig
+        shapes.append(dict(type="line", yref="paper", y0=0, y1=1, xref="x", x0=max_depth, x1=max_depth,
+                           line=dict(color="#555", dash="dot")))
+        notes.append(dict(yref="paper", y=1, xref="x", x=max_depth, xanchor="right", yanchor="top",
+                          showarrow=False, text=f"max depth {max_depth:g}"))
+    layout.update(shapes=shapes, annotations=notes, showlegend=True, legend=dict(orientation="h", y=-0.25, x=0),
+                  xaxis=dict(title=dict(text="depth (layers drafted)"), dtick=1,
+                             range=[-0.3, max(len(ea), (max_depth or 0) + 1) - 0.5]),
+                  yaxis=dict(title=dict(text="E(A) = Σ p̂ of the best n nodes"), rangemode="tozero"))
+    return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 
 def pearson(xs: list[float], ys: list[float]) -> float | None:

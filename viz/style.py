@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import html
 
+import plotly.io as pio
+
+# Unvalidated figures (built from dicts for speed) need the template as a dict, not a name.
+TEMPLATE = pio.templates["plotly_white"].to_plotly_json()
+
 P_HAT_COLORSCALE = "Viridis"
 P_HAT_RANGE = (0.0, 1.0)
 P_HAT_TITLE = "p̂ (chance the<br>path is accepted)"
