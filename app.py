@@ -312,7 +312,7 @@ def build_app(service: RunService) -> gr.Blocks:
                     return
             history = (history or []) + [ea_points(t) for m, t in traces.items() if m != "ar"]
             fig, r_text = _history_views(history)
-            longest = max(_steps(t) for t in traces.values())
+            longest = max(_steps(t) for m, t in traces.items() if m != "ar")
             right = chosen[0] if chosen else "opt-tree"
             left_fig, right_fig = compare_panels(traces, right, 1)
             yield {cmp_st: traces, cmp_status: "Done. Timings share this machine with other visitors.",

@@ -70,9 +70,12 @@ def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree") ->
                              line=dict(color=style.EDGE, width=1), showlegend=False))
 
     labels = n <= LABEL_LIMIT
+    accepted_set = set(step.get("accepted") or [])
     traces.append(dict(type="scatter",
         x=x, y=y, mode="markers+text" if labels else "markers", name="draft nodes",
-        text=[style.hover_safe(t) for t in step["texts"]] if labels else None,
+        # Accepted nodes carry their label on the accepted-path trace (above the thick line).
+        text=[("" if i in accepted_set else style.hover_safe(t)) for i, t in enumerate(step["texts"])]
+        if labels else None,
         textposition="middle right", textfont=dict(size=10, color="#444"),
         hovertext=[_hover(step, i) for i in range(n)], hoverinfo="text",
         marker=dict(color=list(p_hat), coloraxis="coloraxis", size=9 if n <= 150 else 6,
@@ -84,10 +87,8 @@ def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree") ->
         ax.append(x[a])
         ay.append(y[a])
     traces.append(dict(type="scatter",
-        x=ax, y=ay, mode="lines+markers" if labels else "lines+markers+text", name=f"accepted path ({len(acc)})",
-        # Crowded trees drop node labels; then the accepted path keeps its own so the bet stays readable.
-        text=None if labels else [""] + [style.hover_safe(step["texts"][a]) for a in acc],
-        textposition="top center",
+        x=ax, y=ay, mode="lines+markers+text", name=f"accepted path ({len(acc)})",
+        text=[""] + [style.hover_safe(step["texts"][a]) for a in acc], textposition="top center",
         textfont=dict(size=11, color=style.ACCEPTED),
         hovertext=["root"] + [_hover(step, a) for a in acc], hoverinfo="text",
         line=dict(color=style.ACCEPTED, width=5),
