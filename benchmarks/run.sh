@@ -1,46 +1,52 @@
 #!/usr/bin/env bash
-# Regenerate benchmarks/: bench (all methods, interleaved per prompt), sweep (node budgets, δ,
-# verify-cost curve, E(A) vs A pooled with the bench's steps) and the README.
-# Knobs (environment): DEVICE=cpu|cuda  THREADS=1  LIMIT=12  TOKENS=128  NODES=<bench budget>
-#   SWEEP_LIMIT=2  SWEEP_TOKENS=64  BUDGETS=10,25,60,150,300,500  THRESHOLDS=0,0.2,0.5,1,2
-#   DRAFTER=eagle  EA=<head file>  CLASSIC=<classic draft file>  OUT=benchmarks  LABEL=<banner>
+# Regenerate benchmarks/: the verify-cost curve, the sweep (node budgets, δ, E(A) vs A), the bench
+# (all methods interleaved per prompt) and the README. `make bench` runs every step; STEP=cost|sweep|
+# bench|report runs one (the committed report ran them one at a time as the drafts landed).
+# Knobs (environment):
+#   DEVICE=auto|cpu|cuda  THREADS=1 (on the shared 2-core CPU one thread per process is far faster)
+#   LIMIT=8 TOKENS=128 NODES=25 EXTRA=opt-tree@8  (bench; EXTRA = extra methods at their own budget)
 #   BENCH_MINUTES / SWEEP_MINUTES: time budgets (stop after the prompt that crosses them)
-#   EXTRA=opt-tree@8,...  extra bench methods at their own budgets (e.g. the best budget for this CPU)
-#   PARALLEL=1 runs bench and sweep side by side (one process per core; ratios stay fair within each).
+#   SWEEP_LIMIT=3 SWEEP_TOKENS=64 BUDGETS=4,10,25,60,150,300,500 THRESHOLDS=0,0.2,0.5,1,2 CAP=binary=150
+#   SWEEP_NICE=0..19 (run the sweep at low priority beside other jobs: τ is unaffected, timings are noisier)
+#   DRAFTER=eagle  EA=<head file>  CLASSIC=<classic draft file>  OUT=benchmarks  LABEL=<banner line>
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-DEVICE=${DEVICE:-auto}; THREADS=${THREADS:-1}; LIMIT=${LIMIT:-12}; TOKENS=${TOKENS:-128}
-NODES=${NODES:-25}; THRESHOLD=${THRESHOLD:-0.5}; DEPTH=${DEPTH:-10}
-SWEEP_LIMIT=${SWEEP_LIMIT:-2}; SWEEP_TOKENS=${SWEEP_TOKENS:-64}
-BUDGETS=${BUDGETS:-10,25,60,150,300,500}; THRESHOLDS=${THRESHOLDS:-0,0.2,0.5,1,2}
-DRAFTER=${DRAFTER:-eagle}; OUT=${OUT:-benchmarks}; PARALLEL=${PARALLEL:-0}
+DEVICE=${DEVICE:-auto}; THREADS=${THREADS:-1}; LIMIT=${LIMIT:-8}; TOKENS=${TOKENS:-128}
+NODES=${NODES:-25}; THRESHOLD=${THRESHOLD:-0.5}; DEPTH=${DEPTH:-10}; EXTRA=${EXTRA-opt-tree@8}
+SWEEP_LIMIT=${SWEEP_LIMIT:-3}; SWEEP_TOKENS=${SWEEP_TOKENS:-64}; CAP=${CAP-binary=150}
+BUDGETS=${BUDGETS:-4,10,25,60,150,300,500}; THRESHOLDS=${THRESHOLDS:-0,0.2,0.5,1,2}
+DRAFTER=${DRAFTER:-eagle}; OUT=${OUT:-benchmarks}; STEP=${STEP:-all}; SWEEP_NICE=${SWEEP_NICE:-0}
 EA_ARGS=(); [ -n "${EA:-}" ] && EA_ARGS=(--ea-model-path "$EA")
 CL_ARGS=(); [ -n "${CLASSIC:-}" ] && CL_ARGS=(--assistant-model-path "$CLASSIC")
 mkdir -p "$OUT"
+export PYTHONPATH=.
 COMMON=(--device "$DEVICE" --threads "$THREADS" --drafter "$DRAFTER" "${EA_ARGS[@]}"
         --threshold "$THRESHOLD" --max-depth "$DEPTH" --temperature 0)
-bench() {
-  PYTHONPATH=. "$PY" -m opttree bench --prompts assets/prompts/eval.jsonl --limit "$LIMIT" \
+step() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
+
+if step cost; then
+  "$PY" -m opttree sweep --cost-only --device "$DEVICE" --threads "$THREADS" --cost-reps 5 \
+    --out "$OUT/verify_cost.json" --plot-dir "$OUT" 2>&1 | tee "$OUT/cost.log"
+fi
+if step sweep; then
+  nice -n "$SWEEP_NICE" "$PY" -m opttree sweep --prompts assets/prompts/eval.jsonl --limit "$SWEEP_LIMIT" \
+    --max-new-tokens "$SWEEP_TOKENS" --nodes "$NODES" "${COMMON[@]}" --budgets "$BUDGETS" \
+    --methods opt-tree,eagle-dynamic,eagle-static,binary --thresholds "$THRESHOLDS" --threshold-nodes "$NODES" \
+    ${CAP:+--cap "$CAP"} --cost-from "$OUT/verify_cost.json" ${SWEEP_MINUTES:+--max-minutes "$SWEEP_MINUTES"} \
+    --out "$OUT/sweep.json" --plot-dir "$OUT" 2>&1 | tee "$OUT/sweep.log"
+fi
+if step bench; then
+  "$PY" -m opttree bench --prompts assets/prompts/eval.jsonl --limit "$LIMIT" \
     --max-new-tokens "$TOKENS" --nodes "$NODES" "${COMMON[@]}" "${CL_ARGS[@]}" \
     --methods "ar,hf-assisted,chain,binary,eagle-static,eagle-dynamic,opt-tree${EXTRA:+,$EXTRA}" \
     ${BENCH_MINUTES:+--max-minutes "$BENCH_MINUTES"} \
     --out "$OUT/bench.json" --plot "$OUT/bench.png" 2>&1 | tee "$OUT/bench.log"
-}
-sweep() {
-  local pool=(); [ "$PARALLEL" = 1 ] || pool=(--pool "$OUT/bench.json")
-  PYTHONPATH=. "$PY" -m opttree sweep --prompts assets/prompts/eval.jsonl --limit "$SWEEP_LIMIT" \
-    --max-new-tokens "$SWEEP_TOKENS" --nodes "$NODES" "${COMMON[@]}" --budgets "$BUDGETS" \
-    --methods opt-tree,eagle-dynamic,eagle-static,binary --thresholds "$THRESHOLDS" \
-    ${SWEEP_MINUTES:+--max-minutes "$SWEEP_MINUTES"} \
-    "${pool[@]}" --out "$OUT/sweep.json" --plot-dir "$OUT" 2>&1 | tee "$OUT/sweep.log"
-}
-if [ "$PARALLEL" = 1 ]; then
-  bench & B=$!; sweep & S=$!; wait $B; wait $S
-  PYTHONPATH=. "$PY" -m opttree.bench_pool "$OUT/sweep.json" "$OUT/bench.json" --plot-dir "$OUT"
-else
-  bench; sweep
 fi
-PYTHONPATH=. "$PY" -m opttree.bench_report --bench "$OUT/bench.json" --sweep "$OUT/sweep.json" \
-  --notes "$OUT/NOTES.md" --label "${LABEL:-}" --out "$OUT/README.md" \
-  --command "make bench   # = benchmarks/run.sh; knobs: LIMIT=$LIMIT TOKENS=$TOKENS NODES=$NODES EXTRA=${EXTRA:-} BUDGETS=$BUDGETS THREADS=$THREADS SWEEP_LIMIT=$SWEEP_LIMIT SWEEP_TOKENS=$SWEEP_TOKENS PARALLEL=$PARALLEL"
+if step report; then
+  # E(A) vs A: pool the bench's verification steps with the sweep's (≥ 1000 steps).
+  "$PY" -m opttree.bench_pool "$OUT/sweep.json" "$OUT/bench.json" --plot-dir "$OUT"
+  "$PY" -m opttree.bench_report --bench "$OUT/bench.json" --sweep "$OUT/sweep.json" \
+    --notes "$OUT/NOTES.md" --label "${LABEL:-}" --out "$OUT/README.md" \
+    --command "make bench   # = benchmarks/run.sh (all steps); defaults: LIMIT=$LIMIT TOKENS=$TOKENS NODES=$NODES EXTRA=$EXTRA THREADS=$THREADS SWEEP_LIMIT=$SWEEP_LIMIT SWEEP_TOKENS=$SWEEP_TOKENS BUDGETS=$BUDGETS CAP=$CAP"
+fi
