@@ -1,0 +1,145 @@
+"""The serving layer behind the app (opttree/service.py) and the model allow-list, on tiny models."""
+
+import json
+import threading
+
+import pytest
+from tiny import tiny_pair
+
+import opttree.speculative as speculative
+from opttree.config import DecodeConfig
+from opttree.errors import BadInput
+from opttree.model_registry import DRAFTERS, ModelEntry, Registry, load_registry
+from opttree.service import Lane, RunError, RunService
+
+SETTINGS = dict(method="opt-tree", nodes=6, max_depth=3, threshold=0.01, max_new_tokens=4)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_pair("classic", draft_is_target=True)
+
+
+@pytest.fixture()
+def service(pair):
+    registry = Registry([ModelEntry("tiny", "tiny pair", "t", "self"),
+                         ModelEntry("needs-file", "missing draft", "t", "eagle",
+                                    draft="/nonexistent/head.safetensors")],
+                        default="tiny", fallback="tiny")
+    return RunService(registry=registry, pair_factory=lambda entry: pair)
+
+
+def test_shipped_allow_list_is_valid_and_safe():
+    reg = load_registry()
+    assert reg.default in reg.entries and reg.fallback in reg.entries
+    assert all(e.drafter in DRAFTERS and not e.trust_remote_code for e in reg.entries.values())
+    with pytest.raises(BadInput, match="unknown model"):
+        reg.get("meta-llama/Llama-2-7b-hf")
+    with pytest.raises(BadInput, match="unknown model"):
+        reg.get(["not", "a", "string"])
+
+
+def test_allow_list_from_env(tmp_path, monkeypatch):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"default": "a", "models": [{"id": "a", "target": "x", "drafter": "none",
+                                                            "trust_remote_code": "yes"}]}))
+    monkeypatch.setenv("OPTTREE_MODELS", str(path))
+    reg = load_registry()
+    assert list(reg.entries) == ["a"] and reg.entries["a"].trust_remote_code is False  # only literal true
+    path.write_text("{not json")
+    with pytest.raises(BadInput, match="not valid JSON"):
+        load_registry()
+
+
+def test_missing_draft_falls_back_with_a_notice(service):
+    entry, notice = service.registry.resolve("needs-file")
+    assert entry.id == "tiny" and "not installed" in notice
+    updates = list(service.stream("needs-file", "t1 t2", SETTINGS))
+    assert updates[-1].state == "done" and "not installed" in updates[-1].notice
+
+
+def test_run_matches_the_engine_and_streams_each_step(service, pair):
+    updates = list(service.stream("tiny", "t1 t2 t3", SETTINGS))
+    assert [u.state for u in updates][-1] == "done"
+    assert sum(u.state == "running" for u in updates) == len(updates[-1].trace["steps"])
+    direct = speculative.run(pair, "t1 t2 t3", DecodeConfig(**SETTINGS))
+    assert updates[-1].trace["output_ids"] == direct["output_ids"]
+
+
+@pytest.mark.parametrize("settings,needle", [
+    (dict(SETTINGS, nodes=0), "nodes must be between"),
+    (dict(SETTINGS, max_new_tokens="many"), "must be a number"),
+    (dict(SETTINGS, trust_remote_code=True), "unknown setting"),
+    ("nodes=5", "settings must be an object"),
+])
+def test_bad_settings(service, settings, needle):
+    with pytest.raises(RunError) as err:
+        service.run("tiny", "t1", settings)
+    assert err.value.kind == "bad_input" and needle in err.value.message
+
+
+@pytest.mark.parametrize("prompt", ["", "   ", None, "x" * 100_000])
+def test_bad_prompts(service, prompt):
+    with pytest.raises(RunError) as err:
+        service.run("tiny", prompt, SETTINGS)
+    assert err.value.kind == "bad_input"
+
+
+def test_cancel_mid_run_keeps_the_partial_trace_and_frees_the_lane(service):
+    flag = threading.Event()
+    got = []
+    with pytest.raises(RunError) as err:
+        for up in service.stream("tiny", "t1 t2", dict(SETTINGS, max_new_tokens=40, nodes=2, max_depth=1),
+                                 cancel=flag, session="tab-1"):
+            got.append(up)
+            if up.state == "running":
+                assert service.cancel_session("tab-1") == 1     # what closing the tab does
+    assert err.value.kind == "cancelled" and err.value.trace["steps"]
+    assert service.lane.active == 0 and service.lane.queued == 0
+    assert service.cancel_session("tab-1") == 0
+
+
+def test_time_limit(service):
+    service.time_limit_s = 0.0
+    with pytest.raises(RunError) as err:
+        service.run("tiny", "t1", SETTINGS)
+    assert err.value.kind == "timeout"
+
+
+@pytest.mark.parametrize("exc,kind", [(MemoryError(), "oom"),
+                                      (RuntimeError("CUDA out of memory. Tried to allocate"), "oom"),
+                                      (ZeroDivisionError("boom"), "internal")])
+def test_failures_are_contained(service, monkeypatch, exc, kind):
+    def broken(*args, **kwargs):
+        raise exc
+        yield  # pragma: no cover (makes this a generator like the real one)
+
+    monkeypatch.setattr(speculative, "stream_run", broken)
+    with pytest.raises(RunError) as err:
+        service.run("tiny", "t1", SETTINGS)
+    assert err.value.kind == kind and "Traceback" not in err.value.message and "boom" not in err.value.message
+    monkeypatch.undo()
+    assert service.run("tiny", "t1", SETTINGS)["steps"]       # the next request works
+    assert service.lane.active == 0
+
+
+def test_lane_is_fifo_with_positions():
+    lane = Lane(slots=1)
+    a, b, c = lane.enter(), lane.enter(), lane.enter()
+    assert lane.position(a) == 0                 # a holds the slot
+    assert lane.position(b) == 1 and lane.position(c) == 2
+    lane.leave(c, held=False)                    # c gave up while waiting
+    lane.leave(a, held=True)
+    assert lane.position(b) == 0 and lane.active == 1
+    lane.leave(b, held=True)
+    assert lane.active == 0 and lane.queued == 0
+
+
+def test_waiting_run_reports_its_position(service):
+    holder = service.lane.enter()
+    assert service.lane.position(holder) == 0
+    gen = service.stream("tiny", "t1", SETTINGS)
+    first = next(gen)
+    assert first.state == "queued" and first.position == 1
+    service.lane.leave(holder, held=True)
+    assert list(gen)[-1].state == "done"
