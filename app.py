@@ -250,7 +250,7 @@ def build_app(service: RunService) -> gr.Blocks:
                     export_file = gr.File(label="Trace JSON", interactive=False, elem_id="export-file")
                 import_file = gr.File(label="Import a trace (.json)", file_types=[".json"], type="binary",
                                       elem_id="import-file")
-                import_status = gr.Markdown("")
+                import_status = gr.Markdown("", elem_id="import-status")
 
         views = [tree_plot, text_out, metrics, why_plot]
         all_views = [*views, bars, learn_plot]
@@ -406,19 +406,21 @@ def build_app(service: RunService) -> gr.Blocks:
         export_btn.click(_export, trace_st, export_file, **private)
 
         def do_import(data):
+            # The upload box is emptied after each attempt so the next file can be dropped right away.
             if data is None:
-                return {import_status: ""}
+                return {import_status: "", import_file: None}
             try:
                 trace = loads(bytes(data))
             except OptTreeError as exc:
-                return {import_status: f"⚠️ {exc}"}
+                return {import_status: f"⚠️ {exc}", import_file: None}
             i = 0
-            return {trace_st: trace, step_sl: slider_update(trace, i), **dict(zip(all_views, run_views(trace, i))),
+            return {import_file: None, trace_st: trace, step_sl: slider_update(trace, i),
+                    **dict(zip(all_views, run_views(trace, i))),
                     status: "Replaying an imported trace (no model involved).",
                     import_status: f"Loaded a {trace['meta'].get('method', '?')} run with {_steps(trace)} steps: "
                                    "open Explore to replay it."}
 
-        import_file.upload(do_import, import_file, [trace_st, step_sl, *all_views, status, import_status],
+        import_file.upload(do_import, import_file, [import_file, trace_st, step_sl, *all_views, status, import_status],
                            **private)
 
         # A closed tab cancels its runs so the lane is free for the next visitor.

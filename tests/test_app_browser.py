@@ -203,3 +203,44 @@ def test_compare_tab(page):
     shot(pg, "05-ea-vs-a.png")
     pg.get_by_role("tab", name="Learn").click()
     shot(pg, "06-learn.png")
+
+
+def test_stop_export_and_import(page, tmp_path):
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.speculative import run
+    from opttree.trace import dumps
+
+    pg = page
+    pg.get_by_role("tab", name="Explore").click()
+    set_slider(pg, "max-new", 200)
+    pg.click("#run")
+    pg.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
+    pg.click("#stop")
+    pg.wait_for_function(f"() => /Stopped/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
+    stopped_at = step_value(pg)
+    assert stopped_at >= 1 and plot_state(pg)["points"] > 0     # the partial run stays on screen
+
+    pg.get_by_role("tab", name="Export / Import").click()
+    pg.click("#export")
+    pg.wait_for_selector("#export-file a")
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"meta": {}, "summary": {}, "prompt": "", "output_text": "", "output_ids": [],
+                               "steps": [{"tokens": [1], "texts": ["a"], "parents": [0], "depth": [1],
+                                          "q": [1], "p_hat": [1], "rank": [0], "accepted": [],
+                                          "bonus_token": 1, "expected_accept": 1, "ea_by_depth": []}]}))
+    pg.locator("#import-file input[type=file]").set_input_files(str(bad))
+    pg.wait_for_function(f"() => /invalid trace/.test(({STATUS_TEXT})('#import-status'))")
+
+    trace = run(tiny_pair("classic", draft_is_target=True), "", DecodeConfig(method="binary", nodes=6, max_depth=3,
+                                                                             max_new_tokens=6), prompt_ids=[5, 6])
+    good = tmp_path / "good.json"
+    good.write_text(dumps(trace))
+    pg.locator("#import-file input[type=file]").set_input_files(str(good))
+    pg.wait_for_function(f"() => /Loaded a binary run/.test(({STATUS_TEXT})('#import-status'))")
+    pg.get_by_role("tab", name="Explore").click()
+    state = plot_state(pg)
+    assert state["title"].startswith("binary") and state["points"] > 0
+    shot(pg, "07-imported.png")

@@ -22,12 +22,16 @@ def accept_bars(trace: dict | None, current: int | None = None) -> go.Figure:
     fig = _base(260, "Tokens committed per step")
     steps = (trace or {}).get("steps", [])
     xs = list(range(1, len(steps) + 1))
-    acc = [s["accept_length"] for s in steps]
+    # A step cut short by EOS or the token limit commits fewer tokens than accepted + bonus.
+    committed = [len(s["committed"]) if isinstance(s.get("committed"), list) else s["accept_length"] + 1
+                 for s in steps]
+    acc = [min(s["accept_length"], c) for s, c in zip(steps, committed)]
+    bonus = [1 if c > a else 0 for a, c in zip(acc, committed)]
     line = [3 if i == current else 0 for i in range(len(steps))]
     fig.add_trace(go.Bar(x=xs, y=acc, name="accepted draft tokens", marker=dict(
         color="#4c78a8", line=dict(width=line, color="#000")),
         hovertemplate="step %{x}: %{y} accepted<extra></extra>"))
-    fig.add_trace(go.Bar(x=xs, y=[1] * len(steps), name="bonus token", marker=dict(color=style.BONUS),
+    fig.add_trace(go.Bar(x=xs, y=bonus, name="bonus token", marker=dict(color=style.BONUS),
                          hovertemplate="step %{x}: +1 bonus<extra></extra>"))
     fig.update_layout(barmode="stack", showlegend=True, legend=dict(orientation="h", y=1.15, x=0.4),
                       xaxis=dict(title="step"), yaxis=dict(title="tokens", rangemode="tozero"))
