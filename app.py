@@ -221,7 +221,7 @@ def build_app(service: RunService) -> gr.Blocks:
                             "E(A) = Σ p̂ (known before verifying) against what the target actually accepted. "
                             "A strong correlation is why maximising E(A) is a good way to pick the tree.")
                 ea_md = gr.Markdown(_history_views([])[1], elem_id="ea-r")
-                ea_plot = gr.Plot(_history_views([])[0], elem_id="ea-plot")
+                ea_plot = gr.Plot(_history_views([])[0], label="E(A) vs A", elem_id="ea-plot")
                 ea_clear = gr.Button("Clear", size="sm")
 
             # ---------------------------------------------------------------- Learn

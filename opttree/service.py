@@ -116,6 +116,11 @@ def _free_memory() -> None:
         pass
 
 
+def _public_name(draft: str) -> str:
+    """The draft's file name only: traces are shown and exported, server paths stay private."""
+    return os.path.basename(draft) or draft
+
+
 @dataclass
 class RunService:
     registry: Registry = field(default_factory=load_registry)
@@ -155,10 +160,10 @@ class RunService:
             # The target proposes its own continuations: acceptance is perfect at T=0, speed is not.
             pair.drafter_kind, pair.draft_model, pair.draft_name = "classic", base.target, "self"
         elif entry.drafter == "eagle":
-            pair.drafter_kind, pair.draft_name = "eagle", entry.draft
+            pair.drafter_kind, pair.draft_name = "eagle", _public_name(entry.draft)
             pair.draft_model = load_feature_head(entry.draft, base.target)
         elif entry.drafter == "classic":
-            pair.drafter_kind, pair.draft_name = "classic", entry.draft
+            pair.drafter_kind, pair.draft_name = "classic", _public_name(entry.draft)
             pair.draft_model = load_classic_draft(entry.draft, base.target, base.device, base.dtype,
                                                   entry.trust_remote_code)
         return pair

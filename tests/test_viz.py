@@ -150,7 +150,8 @@ def test_text_placeholder():
 
 def test_accept_bars_and_why_shape(trace):
     bars = accept_bars(trace, 1)
-    assert list(bars.data[0].y) == [s["accept_length"] for s in trace["steps"]]
+    assert list(bars.data[0].y) == [min(s["accept_length"], len(s["committed"])) for s in trace["steps"]]
+    assert sum(bars.data[0].y) + sum(bars.data[1].y) == len(trace["output_ids"])   # every committed token
     assert list(bars.data[0].marker.line.width).index(3) == 1
     why = why_shape(trace["steps"][0], trace["meta"])
     assert list(why.data[0].y) == trace["steps"][0]["ea_by_depth"]
