@@ -244,3 +244,22 @@ def test_stop_export_and_import(page, tmp_path):
     state = plot_state(pg)
     assert state["title"].startswith("binary") and state["points"] > 0
     shot(pg, "07-imported.png")
+
+
+def test_queue_position_and_closing_a_tab_frees_the_lane(page):
+    pg = page
+    pg.get_by_role("tab", name="Explore").click()
+    other = pg.context.browser.new_page()  # a second visitor (its own Gradio session)
+    other.goto(pg.url)
+    other.wait_for_selector(PLOT)
+    for p in (pg, other):
+        set_slider(p, "max-new", 200)
+    other.click("#run")
+    other.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
+    pg.click("#run")
+    pg.wait_for_function(f"() => /position 1 in the queue/.test(({STATUS_TEXT})('#status'))")
+    shot(pg, "08-queued.png")
+    other.close()                          # the unload event cancels the other visitor's run
+    pg.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
+    pg.click("#stop")
+    pg.wait_for_function(f"() => /Stopped/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
