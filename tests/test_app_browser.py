@@ -96,7 +96,7 @@ def test_explore_preset_scrub_and_click(page):
     pg = page
     shot(pg, "01-loaded.png")
     start_and_wait(pg, "#preset-0")
-    assert pg.locator("#prompt textarea").input_value().startswith("Count from one")
+    assert pg.locator("#prompt textarea").input_value().startswith("Count from 1")
     last = plot_state(pg)
     assert last["points"] > 0 and last["accepted"] is not None
     assert {"draft edges", "draft nodes", "bonus token (from the target)"} <= set(last["names"])

@@ -38,7 +38,7 @@ PRESETS = [
     {"name": "Confident: deep chain",
      "lesson": "A predictable continuation: p̂ stays high along one path, so OPT-Tree spends its "
                "budget on depth and many tokens are accepted per step.",
-     "prompt": "Count from one to twenty in words: one, two, three,",
+     "prompt": "Count from 1 to 30, separated by commas.",
      "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2, "temperature": 0.0,
      "max_new_tokens": 24},
     {"name": "Open-ended: wide tree",
