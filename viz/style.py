@@ -28,8 +28,9 @@ BONUS_TEXT_BG = ("#ffe0bf", "#ffd09e")   # bonus tokens from the target, alterna
 
 def coloraxis() -> dict:
     return dict(colorscale=P_HAT_COLORSCALE, cmin=P_HAT_RANGE[0], cmax=P_HAT_RANGE[1],
-                colorbar=dict(title=dict(text=P_HAT_TITLE, side="right"), thickness=14, len=0.9,
-                              tickvals=[0, 0.25, 0.5, 0.75, 1.0]))
+                # A fixed pixel length pinned to the top: tall 500-node trees keep a compact bar in view.
+                colorbar=dict(title=dict(text=P_HAT_TITLE, side="right"), thickness=14, lenmode="pixels",
+                              len=280, yanchor="top", y=1.0, tickvals=[0, 0.25, 0.5, 0.75, 1.0]))
 
 
 def visible(text: str) -> str:
