@@ -1,0 +1,116 @@
+"""python -m opttree.train --kind head|classic: prompts -> generated data -> training -> assets.
+
+Examples (the bundled drafts were made with these):
+  python -m opttree.train --kind head --tokens 400000
+  python -m opttree.train --kind classic --tokens 400000 --no-generate
+Both kinds share the generated data (data/gen). Every phase resumes (--resume for training).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from . import card as C
+from . import classic as CL
+from . import data as D
+from . import head as H
+from .common import CKPT_DIR
+from .generate import DEFAULT_DIR, gen_stats, run_generation
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m opttree.train", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kind", choices=["head", "classic"], required=True)
+    ap.add_argument("--target", default="smollm2-135m-instruct")
+    ap.add_argument("--data", default=str(DEFAULT_DIR), help="generated shards (shared by both kinds)")
+    ap.add_argument("--tokens", type=int, default=400_000, help="response tokens to generate / train on")
+    ap.add_argument("--no-generate", dest="generate", action="store_false",
+                    help="train on whatever data exists")
+    ap.add_argument("--prompts", default=None, help="jsonl prompt file (default: built-in set)")
+    ap.add_argument("--max-prompts", type=int, default=0)
+    ap.add_argument("--gen-batch", type=int, default=64)
+    ap.add_argument("--max-new", type=int, default=256)
+    ap.add_argument("--topk", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=0, help="training steps (0: use --epochs)")
+    ap.add_argument("--epochs", type=float, default=2.0)
+    ap.add_argument("--minutes", type=float, default=0, help="wall-clock budget for training (0: none)")
+    ap.add_argument("--lr", type=float, default=None)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--batch-tokens", type=int, default=4096)
+    ap.add_argument("--max-len", type=int, default=0, help="truncate sequences (0: no)")
+    ap.add_argument("--layers", type=int, default=None, help="head: 1; classic: 3")
+    ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--heldout", type=float, default=0.04)
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--out", default=None, help="weights file (default: the bundled asset path)")
+    ap.add_argument("--ckpt-dir", default=str(CKPT_DIR))
+    ap.add_argument("--tau-prompts", type=int, default=10, help="eval prompts for τ (0: skip)")
+    ap.add_argument("--export-every-eval", action="store_true")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    H.add_args(ap)
+    CL.add_args(ap)
+    args = ap.parse_args(argv)
+    if args.layers is None:
+        args.layers = 1 if args.kind == "head" else 3
+    if args.lr is None:
+        args.lr = 1e-3 if args.kind == "head" else 3e-4
+    if args.out is None:
+        args.out = str(H.DEFAULT_OUT if args.kind == "head" else CL.DEFAULT_OUT)
+    return args
+
+
+def main(argv=None) -> dict:
+    args = parse(argv)
+    torch.set_num_threads(args.threads)
+    if args.generate:
+        run_generation(argparse.Namespace(
+            target=args.target, out=args.data, prompts=args.prompts, tokens=args.tokens,
+            max_prompts=args.max_prompts, batch=args.gen_batch, max_new=args.max_new, topk=args.topk,
+            threads=args.threads))
+    train, test = D.load_split(args.data, args.heldout, args.tokens)
+    if not train:
+        raise SystemExit(f"no generated data in {args.data}: run without --no-generate.")
+    print(f"data: {D.response_tokens(train)} train / {D.response_tokens(test)} held-out response tokens "
+          f"({len(train)} / {len(test)} sequences)", flush=True)
+    target = C_load_target(args.target)
+    if args.kind == "head":
+        result = H.train_head(args, target, train, test)
+    else:
+        result = CL.train_classic(args, target, train, test)
+    card = {"name": Path(args.out).stem, "target": args.target,
+            "command": "python -m opttree.train " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "data": {"train_response_tokens": D.response_tokens(train),
+                     "heldout_response_tokens": D.response_tokens(test),
+                     "train_sequences": len(train), "heldout_sequences": len(test),
+                     "generation": gen_stats(args.data)},
+            **result}
+    card_path = Path(args.out).with_suffix(".json")
+    C.write_card(card_path, card)
+    if args.tau_prompts:
+        from ..loading import load_pair
+
+        pair = load_pair(args.target, drafter="eagle" if args.kind == "head" else "classic",
+                         draft=args.out, device="cpu")
+        card["tau_eval"] = C.measure_tau(pair, args.tau_prompts)
+        print(f"τ on {card['tau_eval']['n_prompts']} eval prompts: {card['tau_eval']['tau']}", flush=True)
+        C.write_card(card_path, card)
+    print(json.dumps({k: card[k] for k in ("heldout_top1_by_depth", "steps", "train_wall_s")}), flush=True)
+    return card
+
+
+def C_load_target(name):
+    from .common import load_target
+
+    return load_target(name)
+
+
+if __name__ == "__main__":
+    main()

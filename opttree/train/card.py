@@ -1,0 +1,116 @@
+"""The JSON card beside each draft, and τ measured with the real decoding loop on the eval set."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parents[2]
+EVAL_SET = ROOT / "assets" / "prompts" / "eval.jsonl"
+
+
+def eval_questions(path: str | Path = EVAL_SET) -> list[dict]:
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def eval_subset(n: int, path: str | Path = EVAL_SET) -> list[dict]:
+    """`n` first-turn questions, round-robin over categories (so a subset stays balanced)."""
+    qs = eval_questions(path)
+    by_cat: dict[str, list[dict]] = {}
+    for q in qs:
+        by_cat.setdefault(q["category"], []).append(q)
+    out, i = [], 0
+    while len(out) < min(n, len(qs)):
+        for cat in by_cat:
+            if i < len(by_cat[cat]) and len(out) < n:
+                out.append(by_cat[cat][i])
+        i += 1
+    return out
+
+
+def measure_tau(pair, n_prompts: int, decode=None, path: str | Path = EVAL_SET) -> dict:
+    from ..config import DecodeConfig
+    from ..speculative import run
+
+    cfg = decode or DecodeConfig(method="opt-tree", nodes=60, threshold=0.5, max_depth=10,
+                                 max_new_tokens=128, temperature=0.0)
+    per, tokens, steps = [], 0, 0
+    t0 = time.time()
+    for q in tqdm(eval_subset(n_prompts, path), desc=f"tau {pair.drafter_kind}", unit="prompt"):
+        s = run(pair, q["turns"][0], cfg)["summary"]
+        per.append({"question_id": q["question_id"], "category": q["category"], "tau": s["tau"],
+                    "new_tokens": s["new_tokens"], "tokens_per_s": s["tokens_per_s"]})
+        tokens += s["new_tokens"]
+        steps += s["steps"]
+    return {"tau": round(tokens / max(1, steps), 3),
+            "tau_mean_of_prompts": round(sum(p["tau"] for p in per) / max(1, len(per)), 3),
+            "n_prompts": len(per), "new_tokens": tokens, "target_forwards": steps,
+            "wall_s": round(time.time() - t0, 1), "decode": cfg.to_dict(), "per_prompt": per}
+
+
+def machine() -> str:
+    import os
+
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}"
+
+
+def write_card(path: str | Path, card: dict) -> Path:
+    path = Path(path)
+    card = {"machine": machine(), **card}
+    path.write_text(json.dumps(card, indent=1) + "\n")
+    return path
+
+
+def measure_load_seconds(target_name: str = "smollm2-135m-instruct", repeats: int = 3) -> dict:
+    """Seconds that loading the two bundled drafts adds on top of the target (best of `repeats`)."""
+    from ..draft_assets import BUNDLED_CLASSIC, BUNDLED_HEAD, load_bundled_classic, load_feature_head
+    from ..loading import load_pair
+
+    pair = load_pair(target_name, drafter="none", device="cpu")
+    best = {"eagle": 1e9, "classic": 1e9}
+    for _ in range(repeats):
+        t = time.perf_counter()
+        load_feature_head(str(BUNDLED_HEAD), pair.target)
+        best["eagle"] = min(best["eagle"], time.perf_counter() - t)
+        t = time.perf_counter()
+        load_bundled_classic(str(BUNDLED_CLASSIC), pair.target)
+        best["classic"] = min(best["classic"], time.perf_counter() - t)
+    return {k: round(v, 3) for k, v in best.items()}
+
+
+def main(argv=None):
+    """Re-measure τ for a shipped draft and update its card:
+    python -m opttree.train.card --kind head --prompts 10"""
+    import argparse
+
+    from ..draft_assets import BUNDLED_CLASSIC, BUNDLED_HEAD
+    from ..loading import load_pair
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kind", choices=["head", "classic"], required=True)
+    ap.add_argument("--draft", default=None)
+    ap.add_argument("--target", default="smollm2-135m-instruct")
+    ap.add_argument("--prompts", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    draft = Path(args.draft or (BUNDLED_HEAD if args.kind == "head" else BUNDLED_CLASSIC))
+    pair = load_pair(args.target, drafter="eagle" if args.kind == "head" else "classic", draft=str(draft),
+                     device="cpu")
+    result = measure_tau(pair, args.prompts)
+    card_path = draft.with_suffix(".json")
+    card = json.loads(card_path.read_text()) if card_path.exists() else {}
+    card.pop("machine", None)
+    card["tau_eval"] = result
+    write_card(card_path, card)
+    print(json.dumps({k: result[k] for k in ("tau", "tau_mean_of_prompts", "n_prompts", "wall_s")}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""Training the classic (independent) draft LM: a small LlamaForCausalLM distilled from the target.
+
+Initialisation: the target's token embedding (frozen, tied LM head, rebuilt from the target at load
+time instead of stored), `--layers` of the target's decoder layers (by default the first ones) and
+its final norm. Training: soft cross-entropy against the target's top-k probabilities on the
+generated responses, plus a small regression of the draft's final hidden state onto the target's.
+Token-only inputs and its own KV cache: usable as a transformers `assistant_model`.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from ..draft_assets import BUNDLED_CLASSIC
+from . import data as D
+from .common import ThreadTuner, budget_total, Timer, export_fp16, load_checkpoint, lr_at, save_checkpoint
+
+SHARED = {"model.embed_tokens.weight": "model.embed_tokens.weight"}
+
+
+def draft_config(target, layers: int) -> dict:
+    cfg = target.config.to_dict()
+    cfg["num_hidden_layers"] = layers
+    if isinstance(cfg.get("layer_types"), list):
+        cfg["layer_types"] = cfg["layer_types"][:layers]
+    cfg["tie_word_embeddings"] = True
+    for k in ("_name_or_path", "architectures", "transformers_version", "torch_dtype", "dtype",
+              "_attn_implementation_autoset"):
+        cfg.pop(k, None)
+    cfg["architectures"] = ["LlamaForCausalLM"]
+    return cfg
+
+
+def build_draft(target, layers: int, source_layers: list[int] | None = None):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg_dict = draft_config(target, layers)
+    cfg = AutoConfig.for_model(**cfg_dict)
+    cfg._attn_implementation = "sdpa"
+    model = AutoModelForCausalLM.from_config(cfg)
+    src = source_layers or list(range(layers))
+    with torch.no_grad():
+        model.model.embed_tokens.weight.copy_(target.model.embed_tokens.weight)
+        for i, j in enumerate(src):
+            model.model.layers[i].load_state_dict(target.model.layers[j].state_dict())
+        model.model.norm.weight.copy_(target.model.norm.weight)
+    model.tie_weights()
+    model.model.embed_tokens.weight.requires_grad_(False)
+    model.generation_config.eos_token_id = target.generation_config.eos_token_id
+    model.generation_config.pad_token_id = target.generation_config.pad_token_id
+    return model, cfg_dict
+
+
+def classic_losses(model, batch, feat_scale, reg_w, vocab=None):
+    """Soft CE against the target's top-k (over `vocab` = (ids, full_to_draft) when given: a sampled
+    softmax over the frequent tokens, much cheaper than the 49k-way one) + feature regression."""
+    ids, lens = batch["ids"], batch["lens"]
+    B, L = ids.shape
+    pos = torch.arange(L)[None].expand(B, L)
+    hid = model.model(input_ids=ids, position_ids=pos).last_hidden_state  # (B, L, h)
+    valid = batch["tk_p"].sum(-1) > 0
+    h = hid[valid]
+    emb = model.model.embed_tokens.weight
+    tk_ids, tk_p = batch["tk_ids"][valid], batch["tk_p"][valid]
+    if vocab is not None:
+        vocab_ids, full_to_draft = vocab
+        logits = h @ emb[vocab_ids].T
+        idx, w, ok = D.soft_targets(tk_ids, tk_p, full_to_draft)
+        right = vocab_ids[logits.argmax(-1)] == tk_ids[:, 0]
+    else:
+        logits = h @ emb.T
+        idx, w = tk_ids, tk_p / tk_p.sum(-1, keepdim=True)
+        ok = torch.ones(len(idx), dtype=torch.bool)
+        right = logits.argmax(-1) == tk_ids[:, 0]
+    logq = torch.log_softmax(logits.float(), -1)
+    loss = (-(w * logq.gather(-1, idx)).sum(-1) * ok).sum() / ok.sum().clamp(min=1)
+    if reg_w > 0:
+        okr = torch.arange(L)[None] <= (lens[:, None] - 2)
+        tgt = batch["feats"]
+        reg = F.smooth_l1_loss(hid / feat_scale, tgt / feat_scale, reduction="none").mean(-1)
+        loss = loss + reg_w * (reg * okr).sum() / okr.sum().clamp(min=1)
+    return loss, right, valid
+
+
+@torch.no_grad()
+def evaluate(model, seqs, depth: int = 5, tokens_per_batch: int = 2048):
+    """Top-1 agreement (teacher forced, so the same at every depth given a correct prefix) and the
+    cumulative chain agreement: the share of roots whose next d greedy drafts all match."""
+    model.eval()
+    right_all, cum = [], [[0, 0] for _ in range(depth)]
+    for group in D.batches(seqs, tokens_per_batch):
+        batch = D.collate(group)
+        _, right, valid = classic_losses(model, batch, 1.0, 0.0)
+        full = torch.zeros_like(valid)
+        full[valid] = right
+        right_all.append(right)
+        for b in range(valid.shape[0]):
+            v = valid[b].nonzero().flatten()
+            r = full[b, v]
+            ok = torch.ones(len(r), dtype=torch.bool)
+            for d in range(depth):
+                n = len(r) - d
+                if n <= 0:
+                    break
+                ok = ok[:n] & r[d: d + n]
+                cum[d][0] += int(ok.sum())
+                cum[d][1] += n
+    model.train()
+    top1 = float(torch.cat(right_all).float().mean()) if right_all else 0.0
+    return top1, [c[0] / max(1, c[1]) for c in cum]
+
+
+def train_classic(args, target, train, test) -> dict:
+    torch.manual_seed(args.seed)
+    timer = Timer()
+    src = [int(x) for x in args.source_layers.split(",")] if args.source_layers else None
+    model, cfg = build_draft(target, args.layers, src)
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.95))
+    feat_scale = float(torch.cat([s["feats"][:64].float() for s in train[:64]]).std())
+    vocab = None
+    if args.draft_vocab:
+        from .generate import target_eos
+
+        vocab_ids, cover = D.draft_vocab(train, args.draft_vocab, always=target_eos(target, _Tok()))
+        full_to_draft = torch.full((target.config.vocab_size,), -1, dtype=torch.long)
+        full_to_draft[vocab_ids] = torch.arange(vocab_ids.numel())
+        vocab = (vocab_ids, full_to_draft)
+    ckpt_path = Path(args.ckpt_dir) / "classic.pt"
+    epoch_batches = len(D.batches(train, args.batch_tokens))
+    total = args.steps or max(1, int(args.epochs * epoch_batches))
+    step, epoch, history, in_epoch = 0, 0, [], 0
+    if args.resume and (ck := load_checkpoint(ckpt_path)) is not None and ck["config"] == cfg:
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        step, epoch, history, in_epoch = ck["step"], ck["epoch"], ck["history"], ck.get("in_epoch", 0)
+        timer = Timer(ck["elapsed"])
+        total = ck.get("total", total)
+        print(f"resumed classic training at step {step}/{total}", flush=True)
+    if not history:
+        top1, cum = evaluate(model, test)
+        history.append({"step": 0, "heldout_top1": round(top1, 4), "cumulative": [round(c, 4) for c in cum],
+                        "elapsed_s": round(timer.elapsed, 1)})
+        tqdm.write(f"classic init: held-out top-1 {top1:.3f}")
+    tuner = ThreadTuner(args.threads, period=50, probe=1)
+    run_step, run_t0, cap_total = step, time.time(), total
+    bar = tqdm(total=total, initial=step, desc="classic", unit="step", mininterval=5)
+    running = None
+    while step < total:
+        order = D.batches(train, args.batch_tokens, random.Random(args.seed * 1000 + epoch), args.max_len)
+        start = in_epoch if args.resume else 0
+        for bi, group in enumerate(order[start:], start=start):
+            if step >= total:
+                break
+            batch = D.collate(group, args.max_len)
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step, total, args.lr, args.warmup)
+            tuner.start()
+            loss, right, _ = classic_losses(model, batch, feat_scale, args.reg, vocab)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            tuner.stop(batch["ids"].numel())
+            step += 1
+            if args.minutes and step % 10 == 0:
+                total = budget_total(step, cap_total, args.minutes,
+                                     timer.elapsed, run_step, time.time() - run_t0)
+                bar.total = total
+            acc = float(right.float().mean())
+            running = acc if running is None else 0.98 * running + 0.02 * acc
+            bar.update(1)
+            bar.set_postfix(thr=tuner.current, loss=f"{float(loss.detach()):.3f}", top1=f"{running:.3f}")
+            if step % args.eval_every == 0 or step == total:
+                top1, cum = evaluate(model, test)
+                history.append({"step": step, "heldout_top1": round(top1, 4),
+                                "cumulative": [round(c, 4) for c in cum], "elapsed_s": round(timer.elapsed, 1)})
+                tqdm.write(f"step {step}: held-out top-1 {top1:.3f} chain {[round(c, 3) for c in cum]}")
+                save_checkpoint(ckpt_path, model=model.state_dict(), opt=opt.state_dict(), step=step,
+                                epoch=epoch, history=history, elapsed=timer.elapsed, config=cfg,
+                                total=total, in_epoch=bi + 1)
+                if args.export_every_eval:
+                    export_classic(model, args.out, cfg)
+        epoch += 1
+        args.resume = False
+    bar.close()
+    size = export_classic(model, args.out, cfg)
+    last = history[-1]
+    return {"kind": "classic", "steps": step, "epochs": round(step / max(1, epoch_batches), 2),
+            "train_wall_s": round(timer.elapsed, 1),
+            "heldout_top1_by_depth": [last["heldout_top1"]] * 5,
+            "heldout_chain_agreement_by_depth": last["cumulative"],
+            "history": history, "file_bytes": size, "source_layers": src or list(range(args.layers)),
+            "train_softmax_vocab": int(vocab[0].numel()) if vocab else 0,
+            "hparams": {k: getattr(args, k) for k in ("lr", "batch_tokens", "reg", "layers", "seed", "max_len")}}
+
+
+class _Tok:
+    eos_token_id = None
+
+
+def export_classic(model, out, cfg) -> int:
+    state = {k: v for k, v in model.state_dict().items() if k not in SHARED and k != "lm_head.weight"}
+    return export_fp16(Path(out), state, cfg, {"from_target": SHARED})
+
+
+def add_args(ap) -> None:
+    ap.add_argument("--source-layers", default="", help="target layers to start from, e.g. 0,1,2")
+
+
+DEFAULT_OUT = BUNDLED_CLASSIC

@@ -1,0 +1,120 @@
+"""Loading the generated shards for training: held-out split, draft vocabulary, padded batches."""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections import Counter
+
+import torch
+
+from .generate import load_shards
+
+
+def split(seqs: list[dict], heldout_frac: float = 0.04) -> tuple[list[dict], list[dict]]:
+    """Deterministic split by prompt index (a hash), so it is stable as more shards arrive."""
+    train, test = [], []
+    for s in seqs:
+        key = zlib.crc32(str(int(s.get("prompt_index", 0))).encode()) % 10000
+        (test if key < heldout_frac * 10000 else train).append(s)
+    return train, test
+
+
+def load_split(data_dir, heldout_frac: float = 0.04, max_tokens: int = 0):
+    seqs = load_shards(data_dir)
+    if max_tokens:
+        kept, n = [], 0
+        for s in seqs:
+            if n >= max_tokens:
+                break
+            kept.append(s)
+            n += int(s["ids"].numel() - s["plen"])
+        seqs = kept
+    train, test = split(seqs, heldout_frac)
+    if not test and len(train) > 1:  # tiny data (tests): keep one sequence aside anyway
+        test = train[-1:]
+        train = train[:-1]
+    return train, test
+
+
+def response_tokens(seqs: list[dict]) -> int:
+    return sum(int(s["ids"].numel() - s["plen"]) for s in seqs)
+
+
+def draft_vocab(seqs: list[dict], size: int, always: set[int] = frozenset()) -> tuple[torch.Tensor, float]:
+    """The `size` most frequent target tokens (greedy tokens + top-k candidates, weighted).
+
+    Returns sorted ids and the share of greedy response tokens they cover."""
+    counts: Counter = Counter()
+    greedy: Counter = Counter()
+    for s in seqs:
+        resp = s["ids"][s["plen"]:].tolist()
+        greedy.update(resp)
+        counts.update(resp)
+        counts.update(s["ids"][: s["plen"]].tolist())
+        counts.update(s["topk_ids"][:, :4].flatten().tolist())
+    ids = [t for t in always] + [t for t, _ in counts.most_common() if t not in always]
+    ids = sorted(ids[:size])
+    keep = set(ids)
+    total = sum(greedy.values())
+    cover = sum(c for t, c in greedy.items() if t in keep) / max(1, total)
+    return torch.tensor(ids, dtype=torch.long), cover
+
+
+def batches(seqs: list[dict], tokens_per_batch: int, rng: random.Random | None = None,
+            max_len: int = 0) -> list[list[dict]]:
+    """Length-bucketed batches of about `tokens_per_batch` padded tokens, in random order."""
+    order = sorted(seqs, key=lambda s: int(s["ids"].numel()))
+    out, cur = [], []
+    for s in order:
+        L = int(s["ids"].numel()) if not max_len else min(max_len, int(s["ids"].numel()))
+        if cur and (len(cur) + 1) * L > tokens_per_batch:
+            out.append(cur)
+            cur = []
+        cur.append(s)
+    if cur:
+        out.append(cur)
+    if rng is not None:
+        rng.shuffle(out)
+    return out
+
+
+def collate(batch: list[dict], max_len: int = 0) -> dict:
+    """Right-padded tensors. Position j has: ids[j], feats[j] (target feature at j, j <= L-2) and
+    targets for token j+1: tk_ids[j], tk_p[j] (zero probability where no target exists)."""
+    lens = [int(s["ids"].numel()) for s in batch]
+    L = max(lens) if not max_len else min(max_len, max(lens))
+    B = len(batch)
+    h = batch[0]["feats"].shape[-1]
+    k = batch[0]["topk_ids"].shape[-1]
+    ids = torch.zeros(B, L, dtype=torch.long)
+    feats = torch.zeros(B, L, h)
+    tk_ids = torch.zeros(B, L, k, dtype=torch.long)
+    tk_p = torch.zeros(B, L, k)
+    for b, s in enumerate(batch):
+        n = min(lens[b], L)
+        ids[b, :n] = s["ids"][:n].long()
+        f = s["feats"][: n]
+        feats[b, : f.shape[0]] = f.float()
+        P = s["plen"]
+        rows = s["topk_ids"].shape[0]  # positions P-1 .. P-2+rows
+        stop = min(P - 1 + rows, L)
+        if stop > P - 1:
+            tk_ids[b, P - 1: stop] = s["topk_ids"][: stop - P + 1].long()
+            tk_p[b, P - 1: stop] = s["topk_p"][: stop - P + 1].float()
+    return {"ids": ids, "feats": feats, "tk_ids": tk_ids, "tk_p": tk_p, "lens": torch.tensor(lens)}
+
+
+def soft_targets(tk_ids: torch.Tensor, tk_p: torch.Tensor, full_to_draft: torch.Tensor | None):
+    """Map top-k targets into the draft vocabulary (dropping ids outside it) and renormalise.
+
+    Returns (index, weight, valid) with weights summing to 1 on valid rows."""
+    if full_to_draft is not None:
+        idx = full_to_draft[tk_ids]
+        w = torch.where(idx >= 0, tk_p, torch.zeros_like(tk_p))
+        idx = idx.clamp(min=0)
+    else:
+        idx, w = tk_ids, tk_p
+    total = w.sum(-1, keepdim=True)
+    valid = total.squeeze(-1) > 0
+    return idx, w / total.clamp(min=1e-8), valid

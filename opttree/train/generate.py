@@ -1,0 +1,228 @@
+"""Self-distillation data: the target's own greedy responses, its last hidden states and top-k probs.
+
+For each prompt (chat template applied, as at decode time) the target answers greedily with a KV
+cache, in batches (left padding; finished rows are dropped from the batch as it goes). During the
+same loop we keep, per sequence of L tokens:
+  ids        (L,)      int32   prompt + response tokens
+  feats      (L-1, h)  fp16    target last hidden state (post final norm) at positions 0..L-2
+  topk_ids   (R, k)    int32   target top-k tokens at positions P-1..L-2 (R = L-P response tokens)
+  topk_p     (R, k)    fp16    their probabilities (softmax at T=1)
+  plen       int               prompt length P
+One shard per batch (data/gen/shard_00012.pt); existing shards are skipped, so a killed run resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from ..prompts import encode_prompt
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "data" / "gen"
+
+
+def shard_paths(data_dir: str | Path) -> list[Path]:
+    return sorted(Path(data_dir).glob("shard_*.pt"))
+
+
+def load_shards(data_dir: str | Path) -> list[dict]:
+    seqs = []
+    for p in shard_paths(data_dir):
+        seqs += torch.load(p, weights_only=True)
+    return seqs
+
+
+def count_tokens(data_dir: str | Path) -> int:
+    """Response tokens (the ones with targets) stored so far."""
+    total = 0
+    for p in shard_paths(data_dir):
+        total += sum(int(s["ids"].numel() - s["plen"]) for s in torch.load(p, weights_only=True))
+    return total
+
+
+def _keep_rows(cache, rows: torch.Tensor) -> None:
+    for layer in cache.layers:
+        if getattr(layer, "keys", None) is not None and layer.keys.numel():
+            layer.keys = layer.keys.index_select(0, rows)
+            layer.values = layer.values.index_select(0, rows)
+
+
+@torch.inference_mode()
+def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int, eos: set[int],
+                   tuner=None) -> list[dict]:
+    from transformers import DynamicCache
+
+    body, lm_head = model.model, model.lm_head
+    B = len(prompts_ids)
+    L = max(len(p) for p in prompts_ids)
+    ids = torch.zeros(B, L, dtype=torch.long)
+    mask = torch.zeros(B, L, dtype=torch.long)
+    for i, p in enumerate(prompts_ids):
+        ids[i, L - len(p):] = torch.tensor(p)
+        mask[i, L - len(p):] = 1
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    cache = DynamicCache(config=model.config)
+    h = body(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
+             use_cache=True).last_hidden_state
+    rows = list(range(B))  # original index of each live row
+    toks = [list(p) for p in prompts_ids]
+    feats = [[h[i, L - len(p):].to(torch.float16)] for i, p in enumerate(prompts_ids)]
+    tk_ids = [[] for _ in range(B)]
+    tk_p = [[] for _ in range(B)]
+    done = [False] * B
+    last_h = h[:, -1]
+    next_pos = pos[:, -1] + 1
+    for step in range(max_new):
+        if tuner is not None:
+            tuner.start()
+        probs = torch.softmax(lm_head(last_h).float(), -1)
+        top = torch.topk(probs, topk, -1)
+        nxt = top.indices[:, 0]
+        finished = []
+        for r, i in enumerate(rows):
+            t = int(nxt[r])
+            toks[i].append(t)
+            tk_ids[i].append(top.indices[r].to(torch.int32))
+            tk_p[i].append(top.values[r].to(torch.float16))
+            if t in eos or step == max_new - 1:
+                done[i] = True
+                finished.append(r)
+        if len(finished) == len(rows):
+            break
+        if finished and len(finished) * 4 >= len(rows) or len(finished) >= 8:
+            live = torch.tensor([r for r in range(len(rows)) if r not in set(finished)])
+            _keep_rows(cache, live)
+            mask, nxt, next_pos = mask[live], nxt[live], next_pos[live]
+            rows = [rows[r] for r in live.tolist()]
+            finished = []
+        mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=torch.long)], 1)
+        h = body(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos[:, None],
+                 past_key_values=cache, use_cache=True).last_hidden_state
+        for r, i in enumerate(rows):
+            if not done[i]:
+                feats[i].append(h[r].to(torch.float16))
+        last_h = h[:, -1]
+        next_pos = next_pos + 1
+        if tuner is not None:
+            tuner.stop(len(rows))
+        if finished:  # rows that finished but were kept: their extra outputs are ignored
+            pass
+    out = []
+    for i, p in enumerate(prompts_ids):
+        f = torch.cat(feats[i])[: len(toks[i]) - 1]
+        out.append({"ids": torch.tensor(toks[i], dtype=torch.int32), "plen": len(p),
+                    "feats": f.contiguous(), "topk_ids": torch.stack(tk_ids[i]),
+                    "topk_p": torch.stack(tk_p[i])})
+    return out
+
+
+def target_eos(model, tok) -> set[int]:
+    """End-of-turn ids, as the decoding loop uses them (generation config, else the tokenizer's)."""
+    eos = model.generation_config.eos_token_id
+    if eos is None:
+        eos = tok.eos_token_id
+    return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]) if e is not None}
+
+
+def truncate_at_eos(seq: dict, eos: set[int]) -> dict:
+    """Cut a stored sequence after its first end-of-turn token in the response."""
+    ids, P = seq["ids"], seq["plen"]
+    for e in range(P, ids.numel()):
+        if int(ids[e]) in eos:
+            seq = dict(seq)
+            seq["ids"] = ids[: e + 1].clone()
+            seq["feats"] = seq["feats"][:e].clone()
+            seq["topk_ids"] = seq["topk_ids"][: e + 1 - P].clone()
+            seq["topk_p"] = seq["topk_p"][: e + 1 - P].clone()
+            return seq
+    return seq
+
+
+def _add_stats(out: Path, wall: float, tokens: int, seqs: int) -> None:
+    import json
+
+    path = out / "stats.json"
+    st = json.loads(path.read_text()) if path.exists() else {"wall_s": 0.0, "tokens": 0, "sequences": 0}
+    st["wall_s"] = round(st["wall_s"] + wall, 1)
+    st["tokens"] += tokens
+    st["sequences"] += seqs
+    path.write_text(json.dumps(st))
+
+
+def gen_stats(out) -> dict:
+    import json
+
+    path = Path(out) / "stats.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="generate self-distillation data from the bundled target")
+    ap.add_argument("--target", default="smollm2-135m-instruct")
+    ap.add_argument("--out", default=str(DEFAULT_DIR))
+    ap.add_argument("--prompts", default=None, help="jsonl of prompts (default: the built-in set)")
+    ap.add_argument("--tokens", type=int, default=500_000, help="stop after this many response tokens")
+    ap.add_argument("--max-prompts", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--max-new", type=int, default=256)
+    ap.add_argument("--topk", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    run_generation(args)
+
+
+def run_generation(args):
+    from ..loading import load_causal_lm, load_tokenizer
+    from .prompts import build_prompts, read_prompts, write_prompts
+
+    from .common import ThreadTuner
+
+    tuner = ThreadTuner(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plist = out / "prompts.jsonl"
+    if args.prompts:
+        prompts = read_prompts(args.prompts)
+    elif plist.exists():
+        prompts = read_prompts(plist)
+    else:
+        prompts = write_prompts(plist)
+    if args.max_prompts:
+        prompts = prompts[: args.max_prompts]
+    tok = load_tokenizer(args.target)
+    model = load_causal_lm(args.target, torch.device("cpu"), torch.float32)
+    eos = target_eos(model, tok)
+    have = count_tokens(out)
+    bar = tqdm(total=args.tokens, initial=min(have, args.tokens), unit="tok", desc="generate",
+               mininterval=5)
+    t0 = time.time()
+    for b, start in enumerate(range(0, len(prompts), args.batch)):
+        if have >= args.tokens:
+            break
+        path = out / f"shard_{b:05d}.pt"
+        if path.exists():
+            continue
+        t_shard = time.time()
+        batch = [encode_prompt(tok, p) for p in prompts[start: start + args.batch]]
+        seqs = generate_batch(model, batch, args.max_new, args.topk, eos, tuner)
+        for s, i in zip(seqs, range(start, start + len(seqs))):
+            s["prompt_index"] = i
+        tmp = path.with_suffix(".tmp")
+        torch.save(seqs, tmp)
+        os.replace(tmp, path)
+        n = sum(int(s["ids"].numel() - s["plen"]) for s in seqs)
+        have += n
+        _add_stats(out, time.time() - t_shard, n, len(seqs))
+        bar.update(n)
+        bar.set_postfix(shard=b, threads=tuner.current)
+    bar.close()
+    print(f"done: {have} response tokens in {out}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

