@@ -293,7 +293,8 @@ def build_app(service: RunService) -> gr.Blocks:
 
         def run_compare(model, prompt, nodes, max_depth, threshold, temperature, max_new_tokens, chosen, history,
                         request: gr.Request = None):
-            chosen = [m for m in (chosen or []) if m in dict((v, k) for k, v in STATIC_CHOICES)]
+            # Unknown names from the API are dropped; with none left, the binary tree is the comparison.
+            chosen = [m for m in (chosen or []) if m in dict((v, k) for k, v in STATIC_CHOICES)] or ["binary"]
             methods = ["ar", "opt-tree", *chosen]
             traces: dict[str, dict] = {}
             for meth in methods:
@@ -313,13 +314,12 @@ def build_app(service: RunService) -> gr.Blocks:
             history = (history or []) + [ea_points(t) for m, t in traces.items() if m != "ar"]
             fig, r_text = _history_views(history)
             longest = max(_steps(t) for m, t in traces.items() if m != "ar")
-            right = chosen[0] if chosen else "opt-tree"
+            right = chosen[0]
             left_fig, right_fig = compare_panels(traces, right, 1)
             yield {cmp_st: traces, cmp_status: "Done. Timings share this machine with other visitors.",
                    cmp_table: compare_rows(traces), cmp_chart: compare_chart(traces),
                    cmp_step: gr.Slider(minimum=1, maximum=max(longest, 2), value=1, step=1),
-                   cmp_right: gr.Dropdown(choices=[c for c in STATIC_CHOICES if c[1] in chosen] or STATIC_CHOICES,
-                                          value=right),
+                   cmp_right: gr.Dropdown(choices=[c for c in STATIC_CHOICES if c[1] in chosen], value=right),
                    cmp_left_plot: left_fig, cmp_right_plot: right_fig,
                    history_st: history, ea_plot: fig, ea_md: r_text}
 
