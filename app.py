@@ -12,6 +12,7 @@ Run: `python app.py` → http://127.0.0.1:7860 (GRADIO_SERVER_NAME / GRADIO_SERV
 
 from __future__ import annotations
 
+import html
 import logging
 import os
 import tempfile
@@ -106,6 +107,13 @@ def _settings(method, nodes, max_depth, threshold, temperature, max_new_tokens) 
                 temperature=temperature, max_new_tokens=max_new_tokens)
 
 
+def _md_safe(text: str) -> str:
+    """Error messages can quote what a visitor sent (a model id, a setting): show it as plain text,
+    never as Markdown or HTML."""
+    escaped = html.escape(str(text), quote=False)
+    return "".join("\\" + c if c in "\\`*_[]()#+!|~<>" else c for c in escaped)
+
+
 def _session(request) -> str | None:
     return getattr(request, "session_hash", None) if request is not None else None
 
@@ -143,7 +151,7 @@ def build_app(service: RunService) -> gr.Blocks:
 
         gr.Markdown("# OPT-Tree Explorer\nWatch a small draft model guess a **tree** of next tokens and a "
                     "target model check them all in one pass. Press **Run**, then scrub through the steps.")
-        gr.Markdown(f"⚠️ {startup_notice}" if startup_notice else "", elem_classes=["notice"],
+        gr.Markdown(f"⚠️ {_md_safe(startup_notice)}" if startup_notice else "", elem_classes=["notice"],
                     visible=bool(startup_notice), elem_id="startup-notice")
 
         with gr.Tabs(elem_id="tabs"):
@@ -270,7 +278,7 @@ def build_app(service: RunService) -> gr.Blocks:
                         continue
                     trace = up.trace
                     i = _steps(trace) - 1
-                    note = f"⚠️ {up.notice}\n\n" if up.notice else ""
+                    note = f"⚠️ {_md_safe(up.notice)}\n\n" if up.notice else ""
                     s = trace["summary"]
                     verb = "Done" if up.state == "done" else "Running"
                     msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
@@ -283,7 +291,7 @@ def build_app(service: RunService) -> gr.Blocks:
                         out.update({history_st: history, ea_plot: fig, ea_md: r_text})
                     yield out
             except RunError as exc:
-                msg = f"⚠️ {exc.message}"
+                msg = f"⚠️ {_md_safe(exc.message)}"
                 out = {status: msg, learn_status: msg}
                 if exc.trace and exc.trace.get("steps"):
                     i = _steps(exc.trace) - 1
@@ -309,7 +317,7 @@ def build_app(service: RunService) -> gr.Blocks:
                         else:
                             traces[meth] = up.trace
                 except RunError as exc:
-                    yield {cmp_status: f"⚠️ {meth}: {exc.message}"}
+                    yield {cmp_status: f"⚠️ {meth}: {_md_safe(exc.message)}"}
                     return
             history = (history or []) + [ea_points(t) for m, t in traces.items() if m != "ar"]
             fig, r_text = _history_views(history)
@@ -412,7 +420,7 @@ def build_app(service: RunService) -> gr.Blocks:
             try:
                 trace = loads(bytes(data))
             except OptTreeError as exc:
-                return {import_status: f"⚠️ {exc}", import_file: None}
+                return {import_status: f"⚠️ {_md_safe(str(exc))}", import_file: None}
             i = 0
             return {import_file: None, trace_st: trace, step_sl: slider_update(trace, i),
                     **dict(zip(all_views, run_views(trace, i))),

@@ -69,3 +69,17 @@ def test_server_still_serves_after_errors(client):
     with pytest.raises(AppError):
         generate(client, prompt="")
     assert generate(client, max_new_tokens=3)["summary"]["new_tokens"] >= 1
+
+
+def test_ui_endpoint_only_accepts_listed_models(client):
+    # The dropdown itself rejects values outside the allow-list before any handler runs.
+    with pytest.raises(AppError, match="not in the list of choices"):
+        client.predict("<img src=x onerror=alert(1)>", PROMPT, "opt-tree", 16, 4, 0.1, 0.0, 8, api_name="/run")
+
+
+def test_status_messages_show_visitor_text_as_text():
+    import app
+
+    shown = app._md_safe("unknown model '<img src=x onerror=alert(1)>' [x](javascript:y) *b*")
+    assert "<img" not in shown and "&lt;img" in shown
+    assert "\\[x\\]\\(javascript" in shown and "\\*b\\*" in shown
