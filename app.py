@@ -40,6 +40,7 @@ STATIC_CHOICES = METHOD_CHOICES[1:]
 # Runs waiting for the model lane wait inside the service (which reports their position and lets
 # Stop / closing the tab cancel them); Gradio's own queue holds anything beyond this.
 WAITING_RUNS = int(os.environ.get("OPTTREE_MAX_WAITING", "32"))
+HISTORY_RUNS = 200     # E(A)-vs-A points kept per browser session (oldest runs dropped first)
 EXPORT_DIR = os.path.join(tempfile.gettempdir(), "opttree-exports")
 
 CSS = """
@@ -286,7 +287,7 @@ def build_app(service: RunService) -> gr.Blocks:
                     out = {trace_st: trace, step_sl: slider_update(trace, i), status: msg, learn_status: msg,
                            **dict(zip(all_views, run_views(trace, i)))}
                     if up.state == "done":
-                        history = (history or []) + [ea_points(trace)]
+                        history = ((history or []) + [ea_points(trace)])[-HISTORY_RUNS:]
                         fig, r_text = _history_views(history)
                         out.update({history_st: history, ea_plot: fig, ea_md: r_text})
                     yield out
@@ -319,7 +320,7 @@ def build_app(service: RunService) -> gr.Blocks:
                 except RunError as exc:
                     yield {cmp_status: f"⚠️ {meth}: {_md_safe(exc.message)}"}
                     return
-            history = (history or []) + [ea_points(t) for m, t in traces.items() if m != "ar"]
+            history = ((history or []) + [ea_points(t) for m, t in traces.items() if m != "ar"])[-HISTORY_RUNS:]
             fig, r_text = _history_views(history)
             longest = max(_steps(t) for m, t in traces.items() if m != "ar")
             right = chosen[0]

@@ -3,6 +3,7 @@ expected-vs-actual acceptance scatter (the paper's Figure 4). Pure functions of 
 
 from __future__ import annotations
 
+import html
 import math
 
 import plotly.graph_objects as go
@@ -62,6 +63,12 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
                            line=dict(color=style.ACCEPTED, dash="dash")))
         notes.append(dict(xref="paper", x=0, yref="y", y=delta, xanchor="left", yanchor="bottom",
                           showarrow=False, text=f"δ = {delta:g}: deepen only while a layer adds more"))
+    reason = str(step.get("stop_reason") or "")
+    if meta.get("method") == "opt-tree" and reason:
+        # Point at the layer where growth stopped, with the rule's own words.
+        notes.append(dict(x=len(ea) - 1, y=ea[-1], xref="x", yref="y", showarrow=True, arrowhead=2, ax=40, ay=-30,
+                          text="stopped: " + html.escape(reason.replace("E(A) grew by", "gain")),
+                          font=dict(size=11, color=style.ACCEPTED), xanchor="left"))
     max_depth = meta.get("max_depth")
     if isinstance(max_depth, (int, float)):
         shapes.append(dict(type="line", yref="paper", y0=0, y1=1, xref="x", x0=max_depth, x1=max_depth,
