@@ -54,8 +54,8 @@ PRESETS = [
      "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.9, "temperature": 0.0,
      "max_new_tokens": 24},
     {"name": "Low δ: deep trees",
-     "lesson": "With δ = 0.02 almost any gain justifies another layer: trees reach the maximum depth, "
-               "spending draft time on unlikely branches.",
+     "lesson": "With δ = 0.02 almost any gain justifies another layer: the tree keeps deepening until a "
+               "new layer adds (almost) nothing to the best n nodes — see the flat end of *Why this shape*.",
      "prompt": "Explain photosynthesis in two sentences.",
      "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.02, "temperature": 0.0,
      "max_new_tokens": 24},
