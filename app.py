@@ -476,7 +476,10 @@ def compare_panels(traces: dict, right: str, step):
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    service = RunService(lane_slots=int(os.environ.get("OPTTREE_LANE_SLOTS", "1")))
+    try:
+        service = RunService(lane_slots=int(os.environ.get("OPTTREE_LANE_SLOTS", "1")))
+    except OptTreeError as exc:   # a broken model list: say which file and why, not a traceback
+        raise SystemExit(f"error: {exc}") from None
     demo = build_app(service)
     # Load the default pair in the background so the page is up at once and the first run is quick.
     threading.Thread(target=_preload, args=(service,), daemon=True).start()

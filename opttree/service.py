@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from .config import DecodeConfig
-from .errors import BadInput, OptTreeError
+from .errors import BadInput, ModelLoadError, OptTreeError
 from .model_registry import ModelEntry, Registry, load_registry
 
 log = logging.getLogger("opttree.service")
@@ -31,7 +31,7 @@ SETTING_KEYS = ("method", "nodes", "threshold", "max_depth", "temperature", "top
 
 
 class RunError(Exception):
-    """A run that could not finish; `kind` is bad_input | oom | cancelled | timeout | internal."""
+    """A run that could not finish; `kind` is bad_input | model | oom | cancelled | timeout | internal."""
 
     def __init__(self, kind: str, message: str, trace: dict | None = None):
         super().__init__(message)
@@ -252,6 +252,9 @@ class RunService:
                 raise RunError("timeout", f"Stopped at the time limit of {self.time_limit_s:g} s per run "
                                "(try fewer new tokens or nodes).", trace) from None
             raise RunError("cancelled", "Stopped.", trace) from None
+        except ModelLoadError as exc:
+            log.warning("model %r unavailable: %s", model_id, exc)
+            raise RunError("model", f"This model pair is unavailable right now: {exc}", trace) from None
         except OptTreeError as exc:
             raise RunError("bad_input", str(exc), trace) from None
         except Exception as exc:  # noqa: BLE001 (one run's failure must not reach other visitors)

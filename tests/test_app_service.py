@@ -143,3 +143,15 @@ def test_waiting_run_reports_its_position(service):
     assert first.state == "queued" and first.position == 1
     service.lane.leave(holder, held=True)
     assert list(gen)[-1].state == "done"
+
+
+def test_unloadable_model_is_reported(pair):
+    from opttree.errors import ModelLoadError
+
+    def fail(entry):
+        raise ModelLoadError("weights file is corrupt")
+
+    svc = RunService(registry=Registry([ModelEntry("tiny", "tiny", "t", "self")], default="tiny"), pair_factory=fail)
+    with pytest.raises(RunError) as err:
+        svc.run("tiny", "t1", SETTINGS)
+    assert err.value.kind == "model" and "corrupt" in err.value.message and svc.lane.active == 0
