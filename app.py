@@ -172,7 +172,7 @@ def build_app(service: RunService) -> gr.Blocks:
                                               elem_id="threshold")
                         temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)",
                                                 elem_id="temperature")
-                        max_new = gr.Slider(1, 256, value=48, step=1, label="Max new tokens", elem_id="max-new")
+                        max_new = gr.Slider(1, 256, value=32, step=1, label="Max new tokens", elem_id="max-new")
                         with gr.Row():
                             run_btn = gr.Button("Run", variant="primary", elem_id="run")
                             stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
