@@ -49,13 +49,22 @@ class Update:
 
 
 class Lane:
-    """A first-come-first-served gate with `slots` concurrent holders and visible positions."""
+    """A first-come-first-served gate with `slots` concurrent holders and visible positions.
 
-    def __init__(self, slots: int = 1):
+    Runs are generators, and a consumer can stop iterating without closing one (a dropped
+    connection): its ticket would then block the line forever. So each run marks itself
+    `suspend`ed while it hands an update out and `resume`s after; a ticket suspended for longer than
+    `stale_s` loses its place or its slot, and its run stops if it is ever resumed.
+    """
+
+    def __init__(self, slots: int = 1, stale_s: float = 30.0):
         self.slots = max(1, int(slots))
+        self.stale_s = stale_s
         self._cond = threading.Condition()
         self._waiting: list[object] = []
-        self._active = 0
+        self._held: set[object] = set()
+        self._revoked: set[object] = set()
+        self._suspended: dict[object, float] = {}
 
     def enter(self) -> object:
         ticket = object()
@@ -63,17 +72,34 @@ class Lane:
             self._waiting.append(ticket)
         return ticket
 
+    def _reclaim(self) -> None:
+        """Drop tickets whose consumers went away (lock held by the caller)."""
+        now = time.monotonic()
+        for ticket, since in list(self._suspended.items()):
+            if now - since > self.stale_s:
+                del self._suspended[ticket]
+                if ticket in self._held:
+                    self._held.discard(ticket)
+                elif ticket in self._waiting:
+                    self._waiting.remove(ticket)
+                else:
+                    continue
+                self._revoked.add(ticket)
+                self._cond.notify_all()
+
     def position(self, ticket) -> int:
         """0 when the ticket may run now (and then it holds a slot), else its place in line."""
         with self._cond:
+            self._reclaim()
             if ticket in self._waiting:
+                free = self.slots - len(self._held)
                 idx = self._waiting.index(ticket)
-                if idx < self.slots - self._active:
+                if idx < free:
                     self._waiting.remove(ticket)
-                    self._active += 1
+                    self._held.add(ticket)
                     self._cond.notify_all()
                     return 0
-                return idx - (self.slots - self._active) + 1
+                return idx - max(free, 0) + 1
             return 0
 
     def wait(self, ticket, timeout: float) -> int:
@@ -81,17 +107,31 @@ class Lane:
             self._cond.wait(timeout)
         return self.position(ticket)
 
-    def leave(self, ticket, held: bool) -> None:
+    def suspend(self, ticket) -> None:
         with self._cond:
-            if held:
-                self._active -= 1
-            elif ticket in self._waiting:
+            self._suspended[ticket] = time.monotonic()
+
+    def resume(self, ticket) -> bool:
+        """False when the ticket was reclaimed while suspended: the run must stop."""
+        with self._cond:
+            self._suspended.pop(ticket, None)
+            if ticket in self._revoked:
+                self._revoked.discard(ticket)
+                return False
+            return True
+
+    def leave(self, ticket, held: bool | None = None) -> None:
+        with self._cond:
+            if ticket in self._waiting:
                 self._waiting.remove(ticket)
+            self._held.discard(ticket)
+            self._revoked.discard(ticket)
+            self._suspended.pop(ticket, None)
             self._cond.notify_all()
 
     @property
     def active(self) -> int:
-        return self._active
+        return len(self._held)
 
     @property
     def queued(self) -> int:
@@ -228,7 +268,7 @@ class RunService:
             while pos:
                 if cancel.is_set():
                     raise RunError("cancelled", "Stopped while waiting in the queue.")
-                yield Update("queued", position=pos)
+                yield from self._hand_out(ticket, Update("queued", position=pos), None)
                 pos = self.lane.wait(ticket, 0.5)
             held = True
             if cancel.is_set():
@@ -243,7 +283,9 @@ class RunService:
                 return cancel.is_set()
 
             for trace in stream_run(pair, prompt, cfg, cancel=stop):
-                yield Update("running", trace=trace, notice=notice)
+                yield from self._hand_out(ticket, Update("running", trace=trace, notice=notice), trace)
+            # The work is over: free the slot before handing out the result, whoever reads it.
+            self.lane.leave(ticket)
             yield Update("done", trace=trace, notice=notice)
         except RunError:
             raise
@@ -268,6 +310,13 @@ class RunService:
         finally:
             self.lane.leave(ticket, held)
             self._unregister(session, cancel)
+
+    def _hand_out(self, ticket, update: Update, trace):
+        """Yield one update; if nobody asked for the next one in time, the lane moved on: stop."""
+        self.lane.suspend(ticket)
+        yield update
+        if not self.lane.resume(ticket):
+            raise RunError("cancelled", "Stopped: nobody was reading this run's updates.", trace)
 
     def run(self, model_id, prompt, settings: dict, cancel: threading.Event | None = None) -> dict:
         """The finished trace of one run (blocking); raises RunError like `stream`."""

@@ -155,3 +155,27 @@ def test_unloadable_model_is_reported(pair):
     with pytest.raises(RunError) as err:
         svc.run("tiny", "t1", SETTINGS)
     assert err.value.kind == "model" and "corrupt" in err.value.message and svc.lane.active == 0
+
+
+def test_lane_reclaims_tickets_whose_readers_went_away():
+    lane = Lane(slots=1, stale_s=0.0)
+    a = lane.enter()
+    assert lane.position(a) == 0
+    lane.suspend(a)                              # a hands out an update that nobody collects
+    b = lane.enter()
+    assert lane.position(b) == 0                 # b gets the slot a abandoned
+    assert lane.resume(a) is False               # if a is ever resumed, it must stop
+    lane.leave(a)
+    assert lane.active == 1
+    lane.leave(b)
+    assert lane.active == 0
+
+
+def test_abandoned_run_does_not_block_the_next(service):
+    service.lane.stale_s = 0.3
+    abandoned = service.stream("tiny", "t1 t2", dict(SETTINGS, max_new_tokens=40, nodes=2, max_depth=1))
+    assert next(abandoned).state == "running"    # holds the slot, then its reader disappears
+    assert service.run("tiny", "t1", SETTINGS)["steps"]
+    with pytest.raises(RunError) as err:
+        next(abandoned)
+    assert err.value.kind == "cancelled" and service.lane.active == 0
