@@ -125,3 +125,17 @@ def test_exception_mid_verification_leaves_shared_models_intact(monkeypatch):
         run(pair, "", cfg, prompt_ids=[7, 8, 9])
     monkeypatch.setattr(spec, "verify_tree", real)
     assert run(pair, "", cfg, prompt_ids=[7, 8, 9])["output_ids"] == before
+
+
+def test_largest_allowed_tree_runs():
+    """Server-side maximum settings (500 nodes, depth 20, δ 0) complete and stay exact."""
+    pair = tiny_pair("classic", vocab=64)
+    cfg = DecodeConfig(method="opt-tree", nodes=500, max_depth=20, threshold=0.0, max_new_tokens=12)
+    trace = run(pair, "", cfg, prompt_ids=[1, 2, 3])
+    ar = run(pair, "", DecodeConfig(method="ar", max_new_tokens=12), prompt_ids=[1, 2, 3])
+    assert trace["output_ids"] == ar["output_ids"]
+    assert max(len(s["tokens"]) for s in trace["steps"]) == 500
+    with pytest.raises(BadInput):
+        DecodeConfig(nodes=501)
+    with pytest.raises(BadInput):
+        DecodeConfig(max_depth=21)
