@@ -56,9 +56,8 @@ def pairs():
 
     if not (BUNDLED_HEAD.exists() and BUNDLED_CLASSIC.exists()):
         pytest.skip("bundled draft weights not built")
-    torch.set_num_threads(2)
     eagle = load_pair(TARGET, drafter="eagle", device="cpu")
-    classic = load_pair(TARGET, drafter="classic", device="cpu", )
+    classic = load_pair(TARGET, drafter="classic", device="cpu")
     return eagle, classic
 
 

@@ -52,6 +52,7 @@ def export_fp16(path: Path, tensors: dict, config: dict, extra_meta: dict | None
     meta.update({k: (v if isinstance(v, str) else json.dumps(v)) for k, v in (extra_meta or {}).items()})
     tmp = path.with_name(path.name + ".tmp")
     save_file(out, str(tmp), metadata=meta)
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
     return path.stat().st_size
 
