@@ -47,6 +47,6 @@ if step report; then
   # E(A) vs A: pool the bench's verification steps with the sweep's (≥ 1000 steps).
   "$PY" -m opttree.bench_pool "$OUT/sweep.json" "$OUT/bench.json" --plot-dir "$OUT"
   "$PY" -m opttree.bench_report --bench "$OUT/bench.json" --sweep "$OUT/sweep.json" \
-    --notes "$OUT/NOTES.md" --label "${LABEL:-}" --out "$OUT/README.md" \
+    --notes "$OUT/NOTES.md" --label "${LABEL:-}" --out "$OUT/README.md" --plot-dir "$OUT" \
     --command "make bench LIMIT=$LIMIT TOKENS=$TOKENS NODES=$NODES EXTRA=$EXTRA THREADS=$THREADS SWEEP_LIMIT=$SWEEP_LIMIT SWEEP_TOKENS=$SWEEP_TOKENS BUDGETS=$BUDGETS CAP=$CAP"
 fi

@@ -62,12 +62,16 @@ def plot_node_sweep(sweep: dict, folder, stem: str = "sweep") -> list[str]:
         for method, pts in curves.items():
             xs = [p["nodes"] for p in pts]
             ys = [p[key] if p[key] is not None else float("nan") for p in pts]
-            ax.plot(xs, ys, marker="o", label=method, lw=2.2 if method == "opt-tree" else 1.3)
+            line = ax.plot(xs, ys, marker="o", label=f"{method} (measured)" if key == "speedup" else method,
+                           lw=2.2 if method == "opt-tree" else 1.3)[0]
+            if key == "speedup" and any(p.get("predicted_speedup") is not None for p in pts):
+                ax.plot(xs, [p.get("predicted_speedup") or float("nan") for p in pts], ls="--", marker=".",
+                        color=line.get_color(), label=f"{method} (predicted from verify cost)")
         ax.axhline(1.0, color="black", lw=0.8, ls="--")
         ax.set_xscale("log")
         ax.set_xlabel("node budget n")
         ax.set_ylabel(label)
-        ax.legend()
+        ax.legend(fontsize=7)
         ax.set_title(_subtitle(sweep["meta"]), fontsize=7)
         fig.tight_layout()
         path = Path(folder) / fname

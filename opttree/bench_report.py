@@ -98,7 +98,7 @@ def sweep_section(s: dict) -> list[str]:
     for m, pts in s["nodes"]["curves"].items():
         at = {p["nodes"]: p for p in pts}
         out.append(f"| {m} | " + " | ".join(_f(at[n]["tau"]) if n in at else "–" for n in budgets) + " | " +
-                   " | ".join(f"{_f(at[n]['speedup'])}× ({_f(at[n].get('predicted_speedup'))})" if n in at else "–"
+                   " | ".join(f"{_f(at[n]['speedup'])}× ({_f(at[n].get('predicted_speedup'))}×)" if n in at else "–"
                               for n in budgets) + " |")
     out += ["", "![τ vs nodes](sweep_tau_vs_nodes.png) ![speedup vs nodes](sweep_speedup_vs_nodes.png)", ""]
     thr = s["threshold"]["points"]
@@ -130,10 +130,16 @@ def sweep_section(s: dict) -> list[str]:
                 "| ms | " + " | ".join(_f(p["median_ms"], ".0f") for p in pts) + " |",
                 "| × 1-token forward | " + " | ".join(_f(p["relative"]) for p in pts) + " |", "",
                 "![verify cost](verify_cost.png)", ""]
-    best = s.get("best_budget")
-    if best:
-        out += [f"**Best OPT-Tree budget on this machine: n = {best['nodes']}** (measured speedup "
-                f"{_f(best['speedup'])}×, τ {_f(best['tau'])}, predicted {_f(best.get('predicted_speedup'))}×).", ""]
+    from .sweep import best_budget
+
+    pred = best_budget(s["nodes"]["curves"].get("opt-tree", []), "predicted_speedup")
+    meas = best_budget(s["nodes"]["curves"].get("opt-tree", []), "speedup")
+    if pred:
+        out += [f"**Best OPT-Tree budget on this machine (by the speedup the verify-cost curve predicts): "
+                f"n = {pred['nodes']}** (predicted {_f(pred['predicted_speedup'])}×, τ {_f(pred['tau'])}).", ""]
+    if meas:
+        out += [f"By the sweep's measured speedup: n = {meas['nodes']} ({_f(meas['speedup'])}×; see the notes "
+                "on how far the sweep's own timings can be trusted).", ""]
     return out
 
 
@@ -210,9 +216,15 @@ def main(argv=None) -> int:
     p.add_argument("--notes", default=None, help="markdown file with hand-written analysis to include")
     p.add_argument("--label", default="", help="a banner line (e.g. which drafts were used)")
     p.add_argument("--command", default="", help="the regeneration command to show")
+    p.add_argument("--plot-dir", default=None, help="redraw the sweep's curves here")
     args = p.parse_args(argv)
     b = json.loads(Path(args.bench).read_text()) if args.bench else None
     s = json.loads(Path(args.sweep).read_text()) if args.sweep else None
+    if s and args.plot_dir:
+        from .bench_plot import plot_node_sweep, plot_threshold_sweep
+
+        plot_node_sweep(s, args.plot_dir)
+        plot_threshold_sweep(s, args.plot_dir)
     notes = Path(args.notes).read_text() if args.notes and Path(args.notes).exists() else ""
     write_report(b, s, args.out, notes, args.label, args.command)
     print(f"wrote {args.out}")

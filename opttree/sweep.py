@@ -151,7 +151,7 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
     for s, pts in steps.items():
         ea_a.setdefault(s[1], []).extend(pts)
     ar_agg = aggregate(list(ar_rows.values()), ar_rows, [], base.greedy)
-    best = best_budget(curves.get("opt-tree", []))
+    best = best_budget(curves.get("opt-tree", []), "predicted_speedup" if verify_cost else "speedup")
     meta = {"machine": note_load(machine_info(pair.device)), "target": pair.target_name,
             "drafter": pair.drafter_kind, "draft": pair.draft_name, "dtype": str(pair.dtype).replace("torch.", ""),
             "config": {k: v for k, v in base.to_dict().items() if k not in ("method", "nodes")},
@@ -166,11 +166,11 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
             "verify_cost": verify_cost}
 
 
-def best_budget(points: list[dict]) -> dict | None:
-    """The budget with the highest measured speedup (ties: the smaller budget)."""
-    have = [p for p in points if p.get("speedup") is not None]
+def best_budget(points: list[dict], key: str = "speedup") -> dict | None:
+    """The budget with the highest `key` (measured "speedup" or "predicted_speedup"; ties: smaller budget)."""
+    have = [p for p in points if p.get(key) is not None]
     if not have:
         return None
-    top = max(have, key=lambda p: (p["speedup"], -p["nodes"]))
-    return {"nodes": top["nodes"], "speedup": top["speedup"], "tau": top["tau"],
+    top = max(have, key=lambda p: (p[key], -p["nodes"]))
+    return {"nodes": top["nodes"], "by": key, "speedup": top["speedup"], "tau": top["tau"],
             "predicted_speedup": top.get("predicted_speedup")}
