@@ -48,5 +48,5 @@ if step report; then
   "$PY" -m opttree.bench_pool "$OUT/sweep.json" "$OUT/bench.json" --plot-dir "$OUT"
   "$PY" -m opttree.bench_report --bench "$OUT/bench.json" --sweep "$OUT/sweep.json" \
     --notes "$OUT/NOTES.md" --label "${LABEL:-}" --out "$OUT/README.md" --plot-dir "$OUT" \
-    --command "make bench LIMIT=$LIMIT TOKENS=$TOKENS NODES=$NODES EXTRA=$EXTRA THREADS=$THREADS SWEEP_LIMIT=$SWEEP_LIMIT SWEEP_TOKENS=$SWEEP_TOKENS BUDGETS=$BUDGETS CAP=$CAP"
+    --command "make bench BENCH_MINUTES=${BENCH_MINUTES:-} SWEEP_MINUTES=${SWEEP_MINUTES:-} SWEEP_NICE=$SWEEP_NICE LIMIT=$LIMIT TOKENS=$TOKENS NODES=$NODES EXTRA=$EXTRA THREADS=$THREADS SWEEP_LIMIT=$SWEEP_LIMIT SWEEP_TOKENS=$SWEEP_TOKENS BUDGETS=$BUDGETS CAP=$CAP"
 fi
