@@ -24,7 +24,8 @@ def _subtitle(meta: dict) -> str:
     cfg = meta.get("config", {})
     return (f"{meta.get('target', '?')} + {meta.get('drafter', '?')} draft · {dev} · "
             f"T={cfg.get('temperature', '?')}, {cfg.get('max_new_tokens', '?')} new tokens, "
-            f"n={cfg.get('nodes', '?')} · {m.get('date_utc', '')}")
+            + (f"n={cfg['nodes']}" if "nodes" in cfg else f"n∈{meta.get('budgets', '?')}")
+            + f" · {m.get('date_utc', '')}")
 
 
 def plot_bench(result: dict, path) -> str:
@@ -114,6 +115,12 @@ def plot_ea_vs_a(pairs_by_method: dict, r_by_method: dict, r_all, path, meta: di
         r = r_by_method.get(method)
         ax.scatter(xs, ys, s=6, alpha=0.35, label=f"{method} (r={r if r is not None else '-'}, {len(pts)} steps)")
     ax.plot([0, top], [0, top], color="black", lw=0.8, ls="--", label="A = E(A)")
+    pooled = sorted(p for pts in pairs_by_method.values() for p in pts)
+    if len(pooled) >= 20:  # mean A per E(A) bin (equal-count bins): calibration at a glance
+        k = max(len(pooled) // 12, 1)
+        bins = [pooled[i:i + k] for i in range(0, len(pooled), k)]
+        ax.plot([sum(p[0] for p in b) / len(b) for b in bins], [sum(p[1] for p in b) / len(b) for b in bins],
+                color="black", marker="D", lw=1.5, label="mean A per E(A) bin (all methods)")
     n = sum(len(p) for p in pairs_by_method.values())
     ax.set_xlabel("E(A) = Σ p̂ over the tree (predicted)")
     ax.set_ylabel("A = accepted draft tokens (measured)")
