@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-turns", type=int, default=None, help="answer at most this many turns per question")
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default="auto")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (1 is much faster on a shared, busy CPU; see benchmarks/NOTES.md)")
     add_decode_args(p)
     p.add_argument("--max-new-token", dest="max_new_tokens", type=int, help="alias of --max-new-tokens")
     return p
@@ -136,6 +138,10 @@ def main(argv=None) -> int:
         from .cli import decode_config
         from .loading import load_pair
 
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
         if args.max_new_tokens is None:
             args.max_new_tokens = 128
         cfg = decode_config(args, args.method)
