@@ -49,6 +49,7 @@ def parse(argv=None):
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--heldout", type=float, default=0.04)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--extend", action="store_true", help="with --resume: train further with a new schedule")
     ap.add_argument("--out", default=None, help="weights file (default: the bundled asset path)")
     ap.add_argument("--ckpt-dir", default=str(CKPT_DIR))
     ap.add_argument("--tau-prompts", type=int, default=10, help="eval prompts for τ (0: skip)")

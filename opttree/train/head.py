@@ -155,7 +155,7 @@ def train_head(args, target, train, test) -> dict:
     ckpt_path = Path(args.ckpt_dir) / "head.pt"
     epoch_batches = len(D.batches(train, args.batch_tokens))
     total = args.steps or max(1, int(args.epochs * epoch_batches))
-    step, epoch, history, in_epoch = 0, 0, [], 0
+    step, epoch, history, in_epoch, sched0 = 0, 0, [], 0, 0
     if args.resume and (ck := load_checkpoint(ckpt_path)) is not None and ck["config"] == cfg:
         head.load_state_dict(ck["head"])
         opt.load_state_dict(ck["opt"])
@@ -164,6 +164,8 @@ def train_head(args, target, train, test) -> dict:
         timer = Timer(ck["elapsed"])
         total = ck.get("total", total)
         print(f"resumed head training at step {step}/{total}", flush=True)
+        if args.extend:  # a fresh schedule on top of the finished run
+            sched0, total = step, step + (args.steps or 10 ** 6)
     weights = [args.depth_decay ** i for i in range(args.unroll)]
     noise = args.noise * feat_scale
     head.train()
@@ -180,7 +182,7 @@ def train_head(args, target, train, test) -> dict:
                 break
             batch = D.collate(group, args.max_len)
             for g in opt.param_groups:
-                g["lr"] = lr_at(step, total, args.lr, args.warmup)
+                g["lr"] = lr_at(step - sched0, total - sched0, args.lr, args.warmup)
             tuner.start()
             outs = unrolled(head, embed, batch, args.unroll, noise)
             loss, stats = head_losses(head, W, full_to_draft, outs, batch, weights, feat_scale, args.reg)
@@ -192,7 +194,8 @@ def train_head(args, target, train, test) -> dict:
             step += 1
             if args.minutes and step % 10 == 0:
                 total = budget_total(step, cap_total, args.minutes,
-                                     timer.elapsed, run_step, time.time() - run_t0)
+                                     time.time() - run_t0 if args.extend else timer.elapsed,
+                                     run_step, time.time() - run_t0)
                 bar.total = total
             acc1 = int(stats[0][0].sum()) / max(1, int(stats[0][1].sum()))
             running = acc1 if running is None else 0.98 * running + 0.02 * acc1
