@@ -62,7 +62,7 @@ class Drafter:
         positions = torch.tensor([[self.root_pos + tree.depth[n] for n in nodes]], device=device)
         return positions, mask
 
-    def check_nodes(self, nodes: list[int]) -> bool:
+    def asks_for_root(self, nodes: list[int]) -> bool:
         """True when the call asks for the root's children (answered from begin_step)."""
         if nodes == [ROOT]:
             return True

@@ -50,7 +50,7 @@ class FeatureHeadDrafter(Drafter):
 
     @torch.inference_mode()
     def expand(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
-        if self.check_nodes(nodes):
+        if self.asks_for_root(nodes):
             return self.root_probs[None]
         cache_len = self.cache.get_seq_length()
         pos, mask = self.layer_inputs(tree, nodes, self.n_pairs, cache_len, self.dtype, self.device)
