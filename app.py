@@ -333,8 +333,10 @@ def build_app(service: RunService) -> gr.Blocks:
                    history_st: history, ea_plot: fig, ea_md: r_text}
 
         def stop(request: gr.Request = None):
+            # When a run was signalled, the run itself writes "Stopped." at its next step boundary;
+            # writing "Stopping…" here too would race it (a late reply overwrote the final status).
             n = service.cancel_session(_session(request))
-            return "Stopping…" if n else "Nothing is running."
+            return gr.skip() if n else "Nothing is running."
 
         # "minimal" progress: the tree keeps updating in view while a run streams.
         lane = dict(concurrency_id="model", concurrency_limit=service.lane_slots + WAITING_RUNS,

@@ -263,3 +263,9 @@ def test_queue_position_and_closing_a_tab_frees_the_lane(page):
     pg.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
     pg.click("#stop")
     pg.wait_for_function(f"() => /Stopped/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
+    # The final "Stopped." must stay (a late reply from the Stop click once overwrote it), and a
+    # Stop with nothing running says so.
+    pg.wait_for_timeout(1500)
+    assert "Stopped" in pg.evaluate(STATUS_TEXT, "#status")
+    pg.click("#stop")
+    pg.wait_for_function(f"() => /Nothing is running/.test(({STATUS_TEXT})('#status'))")
