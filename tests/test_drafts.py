@@ -124,9 +124,39 @@ def test_tiny_training_run_end_to_end(tmp_path):
     classic = main(["--kind", "classic", "--out", str(tmp_path / "classic.safetensors"), "--layers", "1",
                     "--no-generate"] + common)
     assert head["steps"] == 2 and classic["steps"] == 2
+    # Train further on a fresh schedule, in bf16 autocast: the step count goes on from the checkpoint.
+    more = main(["--kind", "head", "--out", str(tmp_path / "head.safetensors"), "--draft-vocab", "300",
+                 "--unroll", "2", "--no-generate", "--resume", "--extend", "--bf16"] + common)
+    assert more["steps"] == 4 and [h["step"] for h in more["history"]] == [0, 2, 4]
     assert (tmp_path / "head.json").exists() and (tmp_path / "classic.json").exists()
     cfg = DecodeConfig(method="opt-tree", nodes=10, max_depth=3, max_new_tokens=6)
     for kind, path in (("eagle", "head.safetensors"), ("classic", "classic.safetensors")):
         pair = load_pair(TARGET, drafter=kind, draft=str(tmp_path / path), device="cpu")
         trace = run(pair, PROMPTS[1], cfg)
         assert trace["output_ids"] == _ar(pair, PROMPTS[1], 6)
+
+
+def test_init_from_keeps_learned_layers_across_draft_vocabularies(tmp_path):
+    """A head retrained with another draft vocabulary starts from the shipped layers (not from noise)."""
+    from opttree.feature_head import FeatureHead
+    from opttree.train.common import export_fp16
+    from opttree.train.loop import init_from
+
+    cfg = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "head_dim": 8, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 128,
+           "num_hidden_layers": 1, "draft_vocab": 50}
+    torch.manual_seed(0)
+    old = FeatureHead(cfg)
+    old.vocab_ids.copy_(torch.arange(50))
+    export_fp16(tmp_path / "old.safetensors", old.state_dict(), cfg)
+    new = FeatureHead({**cfg, "draft_vocab": 20})
+    new.vocab_ids.copy_(torch.arange(20) * 2)
+    assert not torch.allclose(new.fc.weight, old.fc.weight.half().float())
+    init_from(new, tmp_path / "old.safetensors")
+    for name, t in new.state_dict().items():
+        if name == "vocab_ids":
+            assert t.tolist() == (torch.arange(20) * 2).tolist()    # the new vocabulary stays
+        else:
+            assert torch.equal(t, old.state_dict()[name].half().float()), name
+    with pytest.raises(SystemExit, match="no tensor matches"):
+        init_from(torch.nn.Linear(3, 3), tmp_path / "old.safetensors")

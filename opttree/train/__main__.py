@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -55,6 +54,9 @@ def parse(argv=None):
     ap.add_argument("--tau-prompts", type=int, default=10, help="eval prompts for τ (0: skip)")
     ap.add_argument("--export-every-eval", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast for the training forward")
+    ap.add_argument("--init-from", default=None,
+                    help="warm start from an exported draft (.safetensors), e.g. the shipped one")
     ap.add_argument("--seed", type=int, default=0)
     H.add_args(ap)
     CL.add_args(ap)

@@ -9,17 +9,16 @@ Token-only inputs and its own KV cache: usable as a transformers `assistant_mode
 
 from __future__ import annotations
 
-import random
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from ..draft_assets import BUNDLED_CLASSIC
 from . import data as D
-from .common import ThreadTuner, budget_total, Timer, export_fp16, load_checkpoint, lr_at, save_checkpoint
+from .common import export_fp16
+from .generate import target_eos
+from .loop import init_from, train_loop
 
 SHARED = {"model.embed_tokens.weight": "model.embed_tokens.weight"}
 
@@ -118,92 +117,37 @@ def evaluate(model, seqs, depth: int = 5, tokens_per_batch: int = 2048):
 
 def train_classic(args, target, train, test) -> dict:
     torch.manual_seed(args.seed)
-    timer = Timer()
     src = [int(x) for x in args.source_layers.split(",")] if args.source_layers else None
     model, cfg = build_draft(target, args.layers, src)
-    model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.95))
+    if args.init_from:
+        init_from(model, args.init_from)
     feat_scale = float(torch.cat([s["feats"][:64].float() for s in train[:64]]).std())
     vocab = None
     if args.draft_vocab:
-        from .generate import target_eos
-
-        vocab_ids, cover = D.draft_vocab(train, args.draft_vocab, always=target_eos(target, _Tok()))
+        vocab_ids, cover = D.draft_vocab(train, args.draft_vocab, always=target_eos(target))
         full_to_draft = torch.full((target.config.vocab_size,), -1, dtype=torch.long)
         full_to_draft[vocab_ids] = torch.arange(vocab_ids.numel())
         vocab = (vocab_ids, full_to_draft)
-    ckpt_path = Path(args.ckpt_dir) / "classic.pt"
-    epoch_batches = len(D.batches(train, args.batch_tokens))
-    total = args.steps or max(1, int(args.epochs * epoch_batches))
-    step, epoch, history, in_epoch = 0, 0, [], 0
-    if args.resume and (ck := load_checkpoint(ckpt_path)) is not None and ck["config"] == cfg:
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["opt"])
-        step, epoch, history, in_epoch = ck["step"], ck["epoch"], ck["history"], ck.get("in_epoch", 0)
-        timer = Timer(ck["elapsed"])
-        total = ck.get("total", total)
-        print(f"resumed classic training at step {step}/{total}", flush=True)
-    if not history:
+
+    def forward(batch):
+        loss, right, _ = classic_losses(model, batch, feat_scale, args.reg, vocab)
+        return loss, float(right.float().mean())
+
+    def heldout():
         top1, cum = evaluate(model, test)
-        history.append({"step": 0, "heldout_top1": round(top1, 4), "cumulative": [round(c, 4) for c in cum],
-                        "elapsed_s": round(timer.elapsed, 1)})
-        tqdm.write(f"classic init: held-out top-1 {top1:.3f}")
-    tuner = ThreadTuner(args.threads, period=50, probe=1)
-    run_step, run_t0, cap_total = step, time.time(), total
-    bar = tqdm(total=total, initial=step, desc="classic", unit="step", mininterval=5)
-    running = None
-    while step < total:
-        order = D.batches(train, args.batch_tokens, random.Random(args.seed * 1000 + epoch), args.max_len)
-        start = in_epoch if args.resume else 0
-        for bi, group in enumerate(order[start:], start=start):
-            if step >= total:
-                break
-            batch = D.collate(group, args.max_len)
-            for g in opt.param_groups:
-                g["lr"] = lr_at(step, total, args.lr, args.warmup)
-            tuner.start()
-            loss, right, _ = classic_losses(model, batch, feat_scale, args.reg, vocab)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            tuner.stop(batch["ids"].numel())
-            step += 1
-            if args.minutes and step % 10 == 0:
-                total = budget_total(step, cap_total, args.minutes,
-                                     timer.elapsed, run_step, time.time() - run_t0)
-                bar.total = total
-            acc = float(right.float().mean())
-            running = acc if running is None else 0.98 * running + 0.02 * acc
-            bar.update(1)
-            bar.set_postfix(thr=tuner.current, loss=f"{float(loss.detach()):.3f}", top1=f"{running:.3f}")
-            if step % args.eval_every == 0 or step == total:
-                top1, cum = evaluate(model, test)
-                history.append({"step": step, "heldout_top1": round(top1, 4),
-                                "cumulative": [round(c, 4) for c in cum], "elapsed_s": round(timer.elapsed, 1)})
-                tqdm.write(f"step {step}: held-out top-1 {top1:.3f} chain {[round(c, 3) for c in cum]}")
-                save_checkpoint(ckpt_path, model=model.state_dict(), opt=opt.state_dict(), step=step,
-                                epoch=epoch, history=history, elapsed=timer.elapsed, config=cfg,
-                                total=total, in_epoch=bi + 1)
-                if args.export_every_eval:
-                    export_classic(model, args.out, cfg)
-        epoch += 1
-        args.resume = False
-    bar.close()
-    size = export_classic(model, args.out, cfg)
-    last = history[-1]
-    return {"kind": "classic", "steps": step, "epochs": round(step / max(1, epoch_batches), 2),
-            "train_wall_s": round(timer.elapsed, 1),
+        return ({"heldout_top1": round(top1, 4), "cumulative": [round(c, 4) for c in cum]},
+                f"held-out top-1 {top1:.3f} chain {[round(c, 3) for c in cum]}")
+
+    res = train_loop(args, "classic", model, cfg, train, forward, heldout,
+                     lambda: export_classic(model, args.out, cfg))
+    last = res["history"][-1]
+    return {"kind": "classic", **res,
             "heldout_top1_by_depth": [last["heldout_top1"]] * 5,
             "heldout_chain_agreement_by_depth": last["cumulative"],
-            "history": history, "file_bytes": size, "source_layers": src or list(range(args.layers)),
+            "source_layers": src or list(range(args.layers)),
             "train_softmax_vocab": int(vocab[0].numel()) if vocab else 0,
-            "hparams": {k: getattr(args, k) for k in ("lr", "batch_tokens", "reg", "layers", "seed", "max_len")}}
-
-
-class _Tok:
-    eos_token_id = None
+            "hparams": {k: getattr(args, k) for k in ("lr", "batch_tokens", "reg", "layers", "seed", "max_len",
+                                                      "bf16")}}
 
 
 def export_classic(model, out, cfg) -> int:

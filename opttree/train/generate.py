@@ -121,10 +121,10 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
     return out
 
 
-def target_eos(model, tok) -> set[int]:
+def target_eos(model, tok=None) -> set[int]:
     """End-of-turn ids, as the decoding loop uses them (generation config, else the tokenizer's)."""
     eos = model.generation_config.eos_token_id
-    if eos is None:
+    if eos is None and tok is not None:
         eos = tok.eos_token_id
     return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]) if e is not None}
 
@@ -178,9 +178,8 @@ def main(argv=None):
 
 def run_generation(args):
     from ..loading import load_causal_lm, load_tokenizer
-    from .prompts import build_prompts, read_prompts, write_prompts
-
     from .common import ThreadTuner
+    from .prompts import read_prompts, write_prompts
 
     tuner = ThreadTuner(args.threads)
     out = Path(args.out)
@@ -200,7 +199,6 @@ def run_generation(args):
     have = count_tokens(out)
     bar = tqdm(total=args.tokens, initial=min(have, args.tokens), unit="tok", desc="generate",
                mininterval=5)
-    t0 = time.time()
     for b, start in enumerate(range(0, len(prompts), args.batch)):
         if have >= args.tokens:
             break

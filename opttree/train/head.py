@@ -11,18 +11,17 @@ small feature-regression term at depth 1; Gaussian noise on the input features.
 
 from __future__ import annotations
 
-import random
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from ..draft_assets import BUNDLED_HEAD
 from ..feature_head import FeatureHead, head_config_from_target
 from . import data as D
-from .common import ThreadTuner, budget_total, CKPT_DIR, Timer, export_fp16, load_checkpoint, lr_at, save_checkpoint
+from .common import export_fp16
+from .generate import target_eos
+from .loop import init_from, train_loop
 
 
 def depth_mask(n: int, k: int, dtype) -> torch.Tensor:
@@ -77,20 +76,22 @@ def head_losses(head, W, full_to_draft, outs, batch, weights, feat_scale, reg_w)
     for k, out in enumerate(outs, start=1):
         tk_ids, tk_p = depth_targets(batch, k, n)
         idx, w, valid = D.soft_targets(tk_ids, tk_p, full_to_draft)
-        logits = out @ W.T if W is not None else None
+        # Logits only where a target exists: prompt and padding rows would cost LM-head time for nothing.
+        logits = out[valid] @ W.T
         logq = torch.log_softmax(logits.float(), -1)
-        ce = -(w * logq.gather(-1, idx)).sum(-1)
-        cnt = valid.sum().clamp(min=1)
-        total = total + weights[k - 1] * (ce * valid).sum() / cnt
+        ce = -(w[valid] * logq.gather(-1, idx[valid])).sum(-1)
+        total = total + weights[k - 1] * ce.sum() / valid.sum().clamp(min=1)
         pred = logits.argmax(-1)
         if head.vocab_ids.numel():
             pred = head.vocab_ids[pred]
-        stats.append(((pred == tk_ids[..., 0]) & valid, valid))
+        right = torch.zeros_like(valid)
+        right[valid] = pred == tk_ids[..., 0][valid]
+        stats.append((right, valid))
     if reg_w > 0:
         feats, lens = batch["feats"], batch["lens"]
         tgt = feats[:, 1: n + 1]
         ok = (torch.arange(n)[None] + 1) <= (lens[:, None] - 2)
-        reg = F.smooth_l1_loss(outs[0] / feat_scale, tgt / feat_scale, reduction="none").mean(-1)
+        reg = F.smooth_l1_loss(outs[0].float() / feat_scale, tgt / feat_scale, reduction="none").mean(-1)
         total = total + reg_w * (reg * ok).sum() / ok.sum().clamp(min=1)
     return total, stats
 
@@ -129,20 +130,18 @@ def init_from_target(head, target, layer: bool = False) -> None:
 
 def train_head(args, target, train, test) -> dict:
     torch.manual_seed(args.seed)
-    rng = random.Random(args.seed)
-    timer = Timer()
     embed = target.get_input_embeddings()
     lm_w = target.get_output_embeddings().weight
     vocab_ids, cover = (torch.zeros(0, dtype=torch.long), 1.0)
     if args.draft_vocab:
-        eos = target.generation_config.eos_token_id
-        eos = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
-        vocab_ids, cover = D.draft_vocab(train, args.draft_vocab, always={int(e) for e in eos})
+        vocab_ids, cover = D.draft_vocab(train, args.draft_vocab, always=target_eos(target))
     cfg = head_config_from_target(target.config, layers=args.layers, draft_vocab=int(vocab_ids.numel()))
     head = FeatureHead(cfg)
     if vocab_ids.numel():
         head.vocab_ids.copy_(vocab_ids)
     init_from_target(head, target, layer=args.init_layer)
+    if args.init_from:
+        init_from(head, args.init_from)
     full_to_draft = None
     W = lm_w
     if vocab_ids.numel():
@@ -150,81 +149,26 @@ def train_head(args, target, train, test) -> dict:
         full_to_draft[vocab_ids] = torch.arange(vocab_ids.numel())
         W = lm_w[vocab_ids].detach().clone()
     feat_scale = float(torch.cat([s["feats"][:64].float() for s in train[:64]]).std())
-    params = [p for p in head.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.95))
-    ckpt_path = Path(args.ckpt_dir) / "head.pt"
-    epoch_batches = len(D.batches(train, args.batch_tokens))
-    total = args.steps or max(1, int(args.epochs * epoch_batches))
-    step, epoch, history, in_epoch, sched0 = 0, 0, [], 0, 0
-    if args.resume and (ck := load_checkpoint(ckpt_path)) is not None and ck["config"] == cfg:
-        head.load_state_dict(ck["head"])
-        opt.load_state_dict(ck["opt"])
-        step, epoch, history = ck["step"], ck["epoch"], ck["history"]
-        in_epoch = ck.get("in_epoch", 0)
-        timer = Timer(ck["elapsed"])
-        total = ck.get("total", total)
-        print(f"resumed head training at step {step}/{total}", flush=True)
-        if args.extend:  # a fresh schedule on top of the finished run
-            sched0, total = step, step + (args.steps or 10 ** 6)
     weights = [args.depth_decay ** i for i in range(args.unroll)]
     noise = args.noise * feat_scale
-    head.train()
-    tuner = ThreadTuner(args.threads, period=50, probe=1)
-    run_step, run_t0, cap_total = step, time.time(), total
-    bar = tqdm(total=total, initial=step, desc="head", unit="step", mininterval=5)
-    running = None
-    while step < total:
-        order = D.batches(train, args.batch_tokens, random.Random(args.seed * 1000 + epoch),
-                          max_len=args.max_len)
-        start = in_epoch if args.resume else 0
-        for bi, group in enumerate(order[start:], start=start):
-            if step >= total:
-                break
-            batch = D.collate(group, args.max_len)
-            for g in opt.param_groups:
-                g["lr"] = lr_at(step - sched0, total - sched0, args.lr, args.warmup)
-            tuner.start()
-            outs = unrolled(head, embed, batch, args.unroll, noise)
-            loss, stats = head_losses(head, W, full_to_draft, outs, batch, weights, feat_scale, args.reg)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            tuner.stop(batch["ids"].numel())
-            step += 1
-            if args.minutes and step % 10 == 0:
-                total = budget_total(step, cap_total, args.minutes,
-                                     time.time() - run_t0 if args.extend else timer.elapsed,
-                                     run_step, time.time() - run_t0)
-                bar.total = total
-            acc1 = int(stats[0][0].sum()) / max(1, int(stats[0][1].sum()))
-            running = acc1 if running is None else 0.98 * running + 0.02 * acc1
-            bar.update(1)
-            bar.set_postfix(thr=tuner.current, loss=f"{float(loss.detach()):.3f}", top1=f"{running:.3f}")
-            if step % args.eval_every == 0 or step == total:
-                accs, chain = evaluate(head, embed, W, full_to_draft, test)
-                history.append({"step": step, "heldout_top1": [round(a, 4) for a in accs],
-                                "chain": [round(a, 4) for a in chain], "elapsed_s": round(timer.elapsed, 1)})
-                tqdm.write(f"step {step}: held-out top-1 by depth {[round(a, 3) for a in accs]}")
-                save_checkpoint(ckpt_path, head=head.state_dict(), opt=opt.state_dict(), step=step,
-                                epoch=epoch, history=history, elapsed=timer.elapsed, config=cfg,
-                                total=total, in_epoch=bi + 1)
-                if args.export_every_eval:
-                    export_head(head, args.out, cfg)
-        epoch += 1
-        args.resume = False
-    bar.close()
-    if not history:
+
+    def forward(batch):
+        outs = unrolled(head, embed, batch, args.unroll, noise)
+        loss, stats = head_losses(head, W, full_to_draft, outs, batch, weights, feat_scale, args.reg)
+        return loss, int(stats[0][0].sum()) / max(1, int(stats[0][1].sum()))
+
+    def heldout():
         accs, chain = evaluate(head, embed, W, full_to_draft, test)
-        history.append({"step": step, "heldout_top1": accs, "chain": chain, "elapsed_s": round(timer.elapsed, 1)})
-    size = export_head(head, args.out, cfg)
-    return {"kind": "head", "steps": step, "epochs": round(step / max(1, epoch_batches), 2),
-            "train_wall_s": round(timer.elapsed, 1), "heldout_top1_by_depth": history[-1]["heldout_top1"],
-            "heldout_chain_agreement_by_depth": history[-1]["chain"],
-            "draft_vocab": int(vocab_ids.numel()), "draft_vocab_coverage": round(cover, 4),
-            "history": history, "file_bytes": size, "config": cfg,
+        return ({"heldout_top1": [round(a, 4) for a in accs], "chain": [round(a, 4) for a in chain]},
+                f"held-out top-1 by depth {[round(a, 3) for a in accs]}")
+
+    res = train_loop(args, "head", head, cfg, train, forward, heldout, lambda: export_head(head, args.out, cfg))
+    last = res["history"][-1]
+    return {"kind": "head", **res, "heldout_top1_by_depth": last["heldout_top1"],
+            "heldout_chain_agreement_by_depth": last["chain"],
+            "draft_vocab": int(vocab_ids.numel()), "draft_vocab_coverage": round(cover, 4), "config": cfg,
             "hparams": {k: getattr(args, k) for k in ("lr", "batch_tokens", "unroll", "noise", "reg",
-                                                      "depth_decay", "layers", "seed", "max_len")}}
+                                                      "depth_decay", "layers", "seed", "max_len", "bf16")}}
 
 
 def export_head(head, out, cfg) -> int:
