@@ -124,7 +124,7 @@ def train_classic(args, target, train, test) -> dict:
     feat_scale = float(torch.cat([s["feats"][:64].float() for s in train[:64]]).std())
     vocab = None
     if args.draft_vocab:
-        vocab_ids, cover = D.draft_vocab(train, args.draft_vocab, always=target_eos(target))
+        vocab_ids, _ = D.draft_vocab(train, args.draft_vocab, always=target_eos(target))
         full_to_draft = torch.full((target.config.vocab_size,), -1, dtype=torch.long)
         full_to_draft[vocab_ids] = torch.arange(vocab_ids.numel())
         vocab = (vocab_ids, full_to_draft)

@@ -102,11 +102,10 @@ class ThreadTuner:
                 torch.set_num_threads(best)
 
 
-def budget_total(step: int, total: int, minutes: float, elapsed: float, run_start_step: int,
-                 run_elapsed: float) -> int:
-    """With a wall-clock budget, re-estimate the total steps from the speed of this run so far."""
+def budget_total(step: int, total: int, minutes: float, run_start_step: int, run_elapsed: float) -> int:
+    """With a wall-clock budget for this invocation, re-estimate the total steps from its speed so far."""
     if not minutes or step - run_start_step < 10:
         return total
     per_step = run_elapsed / (step - run_start_step)
-    left = minutes * 60 - elapsed
+    left = minutes * 60 - run_elapsed
     return max(step + 1, min(total, step + int(left / per_step)))

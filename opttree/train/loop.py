@@ -81,8 +81,7 @@ def train_loop(args, name: str, module, config: dict, train: list[dict], forward
             step += 1
             if args.minutes and step % 10 == 0:
                 # The budget counts this invocation only, so --resume --extend gets its own minutes.
-                run_s = time.time() - run_t0
-                total = budget_total(step, cap_total, args.minutes, run_s, run_step, run_s)
+                total = budget_total(step, cap_total, args.minutes, run_step, time.time() - run_t0)
                 bar.total = total
             running = top1 if running is None else 0.98 * running + 0.02 * top1
             bar.update(1)
@@ -92,8 +91,6 @@ def train_loop(args, name: str, module, config: dict, train: list[dict], forward
         epoch += 1
         resumed = False
     bar.close()
-    if history[-1]["step"] != step:
-        checkpoint(in_epoch)
     return {"steps": step, "epochs": round(step / max(1, epoch_batches), 2),
             "train_wall_s": round(timer.elapsed, 1), "history": history, "file_bytes": export()}
 
