@@ -120,7 +120,7 @@ class Lane:
                 return False
             return True
 
-    def leave(self, ticket, held: bool | None = None) -> None:
+    def leave(self, ticket) -> None:
         with self._cond:
             if ticket in self._waiting:
                 self._waiting.remove(ticket)
@@ -262,7 +262,7 @@ class RunService:
         except OptTreeError as exc:
             raise RunError("bad_input", str(exc)) from None
         self._register(session, cancel)
-        ticket, held, trace, timed_out = self.lane.enter(), False, None, []
+        ticket, trace, timed_out = self.lane.enter(), None, []
         try:
             pos = self.lane.position(ticket)
             while pos:
@@ -270,7 +270,6 @@ class RunService:
                     raise RunError("cancelled", "Stopped while waiting in the queue.")
                 yield from self._hand_out(ticket, Update("queued", position=pos), None)
                 pos = self.lane.wait(ticket, 0.5)
-            held = True
             if cancel.is_set():
                 raise RunError("cancelled", "Stopped before it started.")
             pair, notice = self.pair_for(model_id)
@@ -308,7 +307,7 @@ class RunService:
             raise RunError("internal", f"The run failed unexpectedly ({type(exc).__name__}); "
                            "the error was logged on the server.", trace) from None
         finally:
-            self.lane.leave(ticket, held)
+            self.lane.leave(ticket)
             self._unregister(session, cancel)
 
     def _hand_out(self, ticket, update: Update, trace):

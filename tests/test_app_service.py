@@ -128,10 +128,10 @@ def test_lane_is_fifo_with_positions():
     a, b, c = lane.enter(), lane.enter(), lane.enter()
     assert lane.position(a) == 0                 # a holds the slot
     assert lane.position(b) == 1 and lane.position(c) == 2
-    lane.leave(c, held=False)                    # c gave up while waiting
-    lane.leave(a, held=True)
+    lane.leave(c)                    # c gave up while waiting
+    lane.leave(a)
     assert lane.position(b) == 0 and lane.active == 1
-    lane.leave(b, held=True)
+    lane.leave(b)
     assert lane.active == 0 and lane.queued == 0
 
 
@@ -141,7 +141,7 @@ def test_waiting_run_reports_its_position(service):
     gen = service.stream("tiny", "t1", SETTINGS)
     first = next(gen)
     assert first.state == "queued" and first.position == 1
-    service.lane.leave(holder, held=True)
+    service.lane.leave(holder)
     assert list(gen)[-1].state == "done"
 
 
