@@ -137,8 +137,13 @@ def plot_verify_cost(cost: dict, path) -> str:
     pts = cost["points"]
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     xs = [p["tokens"] for p in pts]
-    ax.plot(xs, [p["median_ms"] for p in pts], marker="o", label="target forward (median)")
+    kernel = cost["meta"].get("kernel", "default")
+    ax.plot(xs, [p["median_ms"] for p in pts], marker="o",
+            label="target forward (median)" + (", few-row kernel" if kernel == "few-row" else ""))
     ax.fill_between(xs, [p["p25_ms"] for p in pts], [p["p75_ms"] for p in pts], alpha=0.2)
+    if "plain_median_ms" in pts[0]:  # the same forward with plain F.linear (few_row_linear.py)
+        ax.plot(xs, [p["plain_median_ms"] for p in pts], marker="x", color="#888888", ls=":",
+                label="same, plain F.linear kernel")
     ax2 = ax.twinx()
     ax2.plot(xs, [p["relative"] for p in pts], color="#d98c1f", ls="--", marker=".", label="× one-token forward")
     ax2.set_ylabel("relative to a 1-token forward")

@@ -128,8 +128,14 @@ def sweep_section(s: dict) -> list[str]:
                 "| tokens | " + " | ".join(str(p["tokens"]) for p in pts) + " |",
                 "|---|" + "---|" * len(pts),
                 "| ms | " + " | ".join(_f(p["median_ms"], ".0f") for p in pts) + " |",
-                "| × 1-token forward | " + " | ".join(_f(p["relative"]) for p in pts) + " |", "",
-                "![verify cost](verify_cost.png)", ""]
+                "| × 1-token forward | " + " | ".join(_f(p["relative"]) for p in pts) + " |"]
+        if "plain_median_ms" in pts[0]:
+            out += ["| plain F.linear: ms | " + " | ".join(_f(p["plain_median_ms"], ".0f") for p in pts) + " |",
+                    "| plain: × 1-token | " + " | ".join(_f(p["plain_relative"]) for p in pts) + " |"]
+            out += ["", "The first two rows use the few-row CPU kernel the engine runs with "
+                    "(`opttree/few_row_linear.py`); the last two time the same forwards, in the same repetitions, "
+                    "with plain `F.linear`, whose few-row GEMM costs far more than its one-row GEMV here."]
+        out += ["", "![verify cost](verify_cost.png)", ""]
     from .sweep import best_budget
 
     pred = best_budget(s["nodes"]["curves"].get("opt-tree", []), "predicted_speedup")

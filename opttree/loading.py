@@ -13,6 +13,7 @@ import torch
 
 from . import bundled
 from .errors import BadInput, ModelLoadError
+from .few_row_linear import use_few_row_linear
 
 # Tree verification passes a 4D additive mask; flash-attention kernels only take 2D padding masks.
 ATTN_IMPL = os.environ.get("OPTTREE_ATTN", "sdpa")
@@ -85,6 +86,7 @@ def load_causal_lm(spec: str, device: torch.device, dtype: torch.dtype,
         model.to(device)
     model.eval()
     model.requires_grad_(False)
+    use_few_row_linear(model)
     return model
 
 
@@ -153,4 +155,6 @@ def load_classic_draft(draft: str, target, device, dtype, trust_remote_code=Fals
     model = load_bundled_classic(draft, target)
     if model is None:
         model = load_causal_lm(draft, device, dtype, None, trust_remote_code)
-    return model.to(input_device(target))
+    model = model.to(input_device(target))
+    use_few_row_linear(model)
+    return model

@@ -38,11 +38,19 @@ def _sync(device):
         torch.cuda.synchronize(device)
 
 
+def _few_row_active(target) -> bool:
+    return any("forward" in m.__dict__ for m in target.modules() if type(m) is torch.nn.Linear)
+
+
 @torch.inference_mode()
 def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps: int = 5, warmup: int = 1,
                       log=None) -> dict:
-    """Median/p25/p75 ms of one verification forward for trees of `sizes` nodes (+ the root)."""
+    """Median/p25/p75 ms of one verification forward for trees of `sizes` nodes (+ the root).
+
+    When the target runs the few-row CPU kernel (few_row_linear.py), every size is also timed with
+    the plain `F.linear` kernel in the same repetitions, so the curve shows what the kernel buys."""
     from .bench_env import machine_info, note_load
+    from .few_row_linear import use_few_row_linear, use_plain_linear
 
     target, device = pair.target, pair.device
     vocab = target.config.vocab_size
@@ -51,30 +59,50 @@ def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps:
     cache = new_cache(target)
     target(input_ids=prefix, past_key_values=cache, use_cache=True)
     trees = {n: synthetic_tree(n - 1, vocab, seed=n) for n in sizes}  # n tokens = root + n-1 nodes
-    times: dict[int, list[float]] = {n: [] for n in sizes}
-    for rep in range(warmup + reps):
-        for n in (sizes if rep % 2 == 0 else tuple(reversed(sizes))):
-            _sync(device)
-            t0 = time.perf_counter()
-            verify_tree(target, cache, 0, trees[n], device, False)
-            _sync(device)
-            dt = (time.perf_counter() - t0) * 1e3
-            truncate(cache, prefix_tokens)
-            if rep >= warmup:
-                times[n].append(dt)
-        if log:
-            log(f"verify-cost repetition {rep + 1}/{warmup + reps}")
-    base = statistics.median(times[sizes[0]])
+    kernels = ("few-row", "plain") if _few_row_active(target) else ("default",)
+    times = {(k, n): [] for k in kernels for n in sizes}
+    try:
+        for rep in range(warmup + reps):
+            for n in (sizes if rep % 2 == 0 else tuple(reversed(sizes))):
+                for k in (kernels if rep % 2 == 0 else tuple(reversed(kernels))):
+                    if k == "plain":
+                        use_plain_linear(target)
+                    _sync(device)
+                    t0 = time.perf_counter()
+                    verify_tree(target, cache, 0, trees[n], device, False)
+                    _sync(device)
+                    dt = (time.perf_counter() - t0) * 1e3
+                    if k == "plain":
+                        use_few_row_linear(target)
+                    truncate(cache, prefix_tokens)
+                    if rep >= warmup:
+                        times[(k, n)].append(dt)
+            if log:
+                log(f"verify-cost repetition {rep + 1}/{warmup + reps}")
+    finally:
+        if kernels[0] == "few-row":
+            use_few_row_linear(target)
+    points = _points(times, kernels[0], sizes)
+    if len(kernels) > 1:
+        for p, q in zip(points, _points(times, "plain", sizes, base_kernel=kernels[0])):
+            p["plain_median_ms"], p["plain_relative"] = q["median_ms"], q["relative"]
+    meta = {"machine": note_load(machine_info(device)), "target": pair.target_name,
+            "dtype": str(pair.dtype).replace("torch.", ""), "prefix_tokens": prefix_tokens, "reps": reps,
+            "kernel": kernels[0]}
+    return {"meta": meta, "points": points}
+
+
+def _points(times: dict, kernel: str, sizes, base_kernel: str | None = None) -> list[dict]:
+    """Per size: median, quartiles and the ratio to the 1-token forward of `base_kernel`."""
+    base = statistics.median(times[(base_kernel or kernel, sizes[0])])
     points = []
     for n in sizes:
-        ts = sorted(times[n])
+        ts = sorted(times[(kernel, n)])
         q = statistics.quantiles(ts, n=4) if len(ts) >= 2 else [ts[0], ts[0], ts[0]]
         med = statistics.median(ts)
         points.append({"tokens": n, "median_ms": round(med, 2), "p25_ms": round(q[0], 2),
                        "p75_ms": round(q[2], 2), "relative": round(med / base, 3), "reps": len(ts)})
-    meta = {"machine": note_load(machine_info(device)), "target": pair.target_name,
-            "dtype": str(pair.dtype).replace("torch.", ""), "prefix_tokens": prefix_tokens, "reps": reps}
-    return {"meta": meta, "points": points}
+    return points
 
 
 def cost_at(cost: dict, tokens: int) -> float:

@@ -1,0 +1,62 @@
+"""The few-row CPU linear kernel: same products as F.linear, used only where it should be, and
+tree decoding through it still equals the target's own greedy output."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_greedy_exact import PROMPTS, reference
+from tiny import tiny_pair
+
+from opttree import few_row_linear as FR
+from opttree.config import DecodeConfig
+from opttree.speculative import run
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 6, 7, 12])
+def test_matches_plain_linear(rows, bias):
+    torch.manual_seed(rows)
+    layer = torch.nn.Linear(48, 80, bias=bias)
+    x = torch.randn(1, rows, 48)
+    want = F.linear(x, layer.weight, layer.bias)
+    assert FR.use_few_row_linear(layer) == 1
+    with torch.inference_mode():
+        got = layer(x)
+    assert got.shape == want.shape and got.is_contiguous()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    # 2D input and the unpatched path give the same numbers too
+    with torch.inference_mode():
+        torch.testing.assert_close(layer(x[0]), want[0], rtol=1e-5, atol=1e-5)
+    FR.use_plain_linear(layer)
+    assert "forward" not in layer.__dict__
+
+
+def test_only_cpu_fp32_inference_is_rerouted(monkeypatch):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8).to(torch.bfloat16))
+    assert FR.use_few_row_linear(model) == 1  # the bf16 layer is left alone
+    assert "forward" in model[0].__dict__ and "forward" not in model[1].__dict__
+    # with grad enabled (training) the plain kernel runs, so autograd sees an ordinary linear
+    x = torch.randn(3, 8, requires_grad=True)
+    model[0](x).sum().backward()
+    assert x.grad is not None
+    FR.use_plain_linear(model)
+    monkeypatch.setenv("OPTTREE_PLAIN_LINEAR", "1")
+    assert FR.use_few_row_linear(model) == 0
+
+
+def test_loaded_bundled_target_uses_it(smollm):
+    patched = [m for m in smollm.target.modules() if type(m) is torch.nn.Linear and "forward" in m.__dict__]
+    assert len(patched) == 30 * 7 + 1  # every projection of the 30 layers and the LM head
+
+
+@pytest.mark.parametrize("drafter", ["classic", "eagle"])
+def test_small_trees_through_the_kernel_stay_exact(drafter):
+    """Budgets of 1-5 nodes verify 2-6 tokens: exactly the rows the kernel takes over."""
+    pair = tiny_pair(drafter, eos=9)
+    assert FR.use_few_row_linear(pair.target) > 0
+    FR.use_few_row_linear(pair.draft_model)
+    for nodes in (1, 3, 5):
+        for prompt in PROMPTS:
+            ref = reference(pair.target, prompt, 24)
+            cfg = DecodeConfig(method="opt-tree", nodes=nodes, threshold=0.0, max_depth=5, max_new_tokens=24)
+            assert run(pair, "", cfg, prompt_ids=prompt)["output_ids"] == ref
