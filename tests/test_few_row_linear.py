@@ -60,3 +60,20 @@ def test_small_trees_through_the_kernel_stay_exact(drafter):
             ref = reference(pair.target, prompt, 24)
             cfg = DecodeConfig(method="opt-tree", nodes=nodes, threshold=0.0, max_depth=5, max_new_tokens=24)
             assert run(pair, "", cfg, prompt_ids=prompt)["output_ids"] == ref
+
+
+def test_verify_cost_curve_times_both_kernels_and_leaves_the_fast_one_on(tmp_path):
+    from opttree.bench_plot import plot_verify_cost
+    from opttree.sweep_cost import verify_cost_curve
+
+    pair = tiny_pair("none")
+    FR.use_few_row_linear(pair.target)
+    cost = verify_cost_curve(pair, (1, 3, 9), reps=2, warmup=0)
+    assert cost["meta"]["kernel"] == "few-row"
+    for p in cost["points"]:
+        assert p["plain_median_ms"] > 0 and p["plain_relative"] > 0 and p["reps"] == 2
+    assert all("forward" in m.__dict__ for m in pair.target.modules() if type(m) is torch.nn.Linear)
+    assert plot_verify_cost(cost, tmp_path / "c.png") and (tmp_path / "c.png").stat().st_size > 1000
+    FR.use_plain_linear(pair.target)
+    plain = verify_cost_curve(pair, (1, 3), reps=1, warmup=0)
+    assert plain["meta"]["kernel"] == "default" and "plain_median_ms" not in plain["points"][0]
