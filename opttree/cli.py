@@ -22,12 +22,33 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trust-remote-code", action="store_true", help="allow model repos' own code (off by default)")
 
 
+def node_budget(text: str):
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r} (a number or 'auto')") from None
+
+
+def resolved_nodes(args) -> int:
+    """`--nodes auto` -> the default budget for the device the run will use (config.default_nodes)."""
+    if args.nodes != "auto":
+        return args.nodes
+    from .config import default_nodes
+    from .loading import resolve_device
+
+    on_gpu = getattr(args, "device_map", None) or resolve_device(args.device).type == "cuda"
+    return default_nodes("cuda" if on_gpu else "cpu")
+
+
 def add_decode_args(p: argparse.ArgumentParser, method: bool = True) -> None:
     from .config import METHODS
 
     if method:
         p.add_argument("--method", choices=METHODS, default="opt-tree")
-    p.add_argument("--nodes", type=int, default=60, help="node budget n (paper default 60)")
+    p.add_argument("--nodes", type=node_budget, default="auto",
+                   help="node budget n; auto (default): the paper's 60 on CUDA, the measured best budget on CPU")
     p.add_argument("--threshold", type=float, default=0.5, help="δ: deepen while E(A) grows by more than this")
     p.add_argument("--max-depth", "--max_depth", dest="max_depth", type=int, default=10)
     p.add_argument("--temperature", type=float, default=0.0)
@@ -49,7 +70,7 @@ def load_from_args(args, need_draft: bool = True):
 def decode_config(args, method: str):
     from .config import DecodeConfig
 
-    return DecodeConfig(method=method, nodes=args.nodes, threshold=args.threshold,
+    return DecodeConfig(method=method, nodes=resolved_nodes(args), threshold=args.threshold,
                         max_depth=args.max_depth, temperature=args.temperature, top_p=args.top_p,
                         top_k=args.top_k, max_new_tokens=args.max_new_tokens, seed=args.seed)
 

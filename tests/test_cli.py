@@ -48,3 +48,17 @@ def test_generate_bundled_model_writes_trace(tmp_path):
     assert summary["summary"]["new_tokens"] == len(trace["output_ids"]) == 24
     assert trace["meta"]["method"] == "opt-tree" and trace["meta"]["drafter"] == "eagle"
     assert "photosynthesis" in trace["output_text"].lower()
+
+
+def test_auto_node_budget_follows_the_device(monkeypatch):
+    """`--nodes auto` (the default): the paper's 60 on CUDA, the measured CPU budget on CPU."""
+    from opttree.cli import build_parser, decode_config
+    from opttree.config import CPU_DEFAULT_NODES, GPU_DEFAULT_NODES
+
+    parse = build_parser().parse_args
+    assert decode_config(parse(["generate", "--prompt", "x", "--device", "cpu"]), "opt-tree").nodes == CPU_DEFAULT_NODES
+    assert decode_config(parse(["generate", "--prompt", "x", "--nodes", "25"]), "opt-tree").nodes == 25
+    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+    monkeypatch.setattr("torch.cuda.device_count", lambda: 1)
+    assert decode_config(parse(["generate", "--prompt", "x"]), "opt-tree").nodes == GPU_DEFAULT_NODES
+    assert GPU_DEFAULT_NODES == 60 and CPU_DEFAULT_NODES < GPU_DEFAULT_NODES
