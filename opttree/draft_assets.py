@@ -13,6 +13,7 @@ import torch
 
 from . import bundled
 from .errors import BadInput, ModelLoadError
+from .few_row_linear import use_few_row_linear
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "drafts"
 BUNDLED_HEAD = ASSETS / "smollm2-eagle-head.safetensors"
@@ -56,6 +57,7 @@ def load_feature_head(spec: str, target):
         head.load_state_dict(tensors)
     emb = target.get_input_embeddings().weight
     head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
+    use_few_row_linear(head)  # a tree layer drafts a few nodes at once (few_row_linear.py)
     return head
 
 

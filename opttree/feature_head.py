@@ -14,6 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .few_row_linear import few_row_matmul
+
 
 def head_config_from_target(cfg, layers: int = 1, draft_vocab: int = 0) -> dict:
     """The head mirrors the target's attention shape so features line up with no projection."""
@@ -83,7 +85,9 @@ class FeatureHead(nn.Module):
         """Logits over the target vocabulary; with a reduced vocabulary the rest get -inf."""
         if self.vocab_ids.numel() == 0:
             return lm_head(features)
-        sub = features @ self._draft_rows(lm_head.weight).T
+        rows = self._draft_rows(lm_head.weight)
+        flat = features.reshape(-1, features.shape[-1])
+        sub = few_row_matmul(flat, rows).reshape(*features.shape[:-1], rows.shape[0])
         full = sub.new_full((*sub.shape[:-1], lm_head.weight.shape[0]), float("-inf"))
         full[..., self.vocab_ids] = sub
         return full

@@ -25,11 +25,23 @@ import torch.nn.functional as F
 MAX_ROWS = 6
 
 
+def takes_few_rows(rows: int, weight: torch.Tensor) -> bool:
+    return (2 <= rows <= MAX_ROWS and weight.device.type == "cpu" and weight.dtype == torch.float32
+            and not torch.is_grad_enabled())
+
+
+def few_row_matmul(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """x @ weight.T for a 2D x, through the narrow-side product when x has few rows."""
+    if takes_few_rows(x.shape[0], weight):
+        return (weight @ x.T).T.contiguous()
+    return x @ weight.T
+
+
 def few_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     rows = x.numel() // x.shape[-1]
-    if rows < 2 or rows > MAX_ROWS or torch.is_grad_enabled():
+    if not takes_few_rows(rows, self.weight):
         return F.linear(x, self.weight, self.bias)
-    y = (self.weight @ x.reshape(rows, x.shape[-1]).T).T.contiguous()
+    y = few_row_matmul(x.reshape(rows, x.shape[-1]), self.weight)
     if self.bias is not None:
         y = y + self.bias
     return y.reshape(*x.shape[:-1], self.weight.shape[0])
