@@ -47,9 +47,15 @@ def few_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return y.reshape(*x.shape[:-1], self.weight.shape[0])
 
 
+def _ours(m: torch.nn.Module) -> bool:
+    return getattr(m.__dict__.get("forward"), "__func__", None) is few_row_linear
+
+
 def _eligible(m: torch.nn.Module) -> bool:
-    # GPUs have no such gap, and bf16/fp16 CPU kernels were not measured: leave those alone.
-    return type(m) is torch.nn.Linear and m.weight.device.type == "cpu" and m.weight.dtype == torch.float32
+    # GPUs have no such gap, and bf16/fp16 CPU kernels were not measured: leave those alone. A layer
+    # whose forward someone else already wrapped (accelerate's offload hooks) is left alone too.
+    return (type(m) is torch.nn.Linear and m.weight.device.type == "cpu" and m.weight.dtype == torch.float32
+            and ("forward" not in m.__dict__ or _ours(m)))
 
 
 def use_few_row_linear(model: torch.nn.Module) -> int:
@@ -65,5 +71,5 @@ def use_few_row_linear(model: torch.nn.Module) -> int:
 def use_plain_linear(model: torch.nn.Module) -> None:
     """Undo `use_few_row_linear` (side-by-side timing in the verify-cost curve)."""
     for m in model.modules():
-        if type(m) is torch.nn.Linear and "forward" in m.__dict__:
+        if _ours(m):
             del m.forward

@@ -39,7 +39,9 @@ def _sync(device):
 
 
 def _few_row_active(target) -> bool:
-    return any("forward" in m.__dict__ for m in target.modules() if type(m) is torch.nn.Linear)
+    from .few_row_linear import few_row_linear
+
+    return any(getattr(m.__dict__.get("forward"), "__func__", None) is few_row_linear for m in target.modules())
 
 
 @torch.inference_mode()

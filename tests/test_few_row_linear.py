@@ -42,6 +42,13 @@ def test_only_cpu_fp32_inference_is_rerouted(monkeypatch):
     FR.use_plain_linear(model)
     monkeypatch.setenv("OPTTREE_PLAIN_LINEAR", "1")
     assert FR.use_few_row_linear(model) == 0
+    monkeypatch.delenv("OPTTREE_PLAIN_LINEAR")
+    # a forward wrapped by someone else (accelerate's hooks) is neither replaced nor removed
+    hooked = torch.nn.Linear(8, 8)
+    hooked.forward = lambda x: x
+    assert FR.use_few_row_linear(hooked) == 0
+    FR.use_plain_linear(hooked)
+    assert "forward" in hooked.__dict__
 
 
 def test_loaded_bundled_target_uses_it(smollm):
