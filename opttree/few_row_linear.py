@@ -3,9 +3,11 @@
 Speculative decoding pays only if a forward over a handful of tree tokens costs about the same as
 a forward over one token. On a GPU it does. On CPU the weights stream from memory either way, so
 it should too, but measured here (AMD EPYC, torch 2.13 + MKL, fp32) `F.linear` over 2-5 rows cost
-1.6-2.2x its 1-row time: for one row MKL runs a bandwidth-bound GEMV, for a few rows a GEMM path
-that is not. The same product computed as `(W @ x^T)^T`, with the few rows as the narrow side,
-keeps a 2-5-token forward near the 1-token cost (benchmarks/verify_cost.* shows both curves).
+1.5-2.2x its 1-row time: MKL's GEMM path for a few rows is far from bandwidth-bound. The same
+product computed as `(W @ x^T)^T`, with the few rows as the narrow side, costs about what one row
+costs, and with 2 threads even less than MKL's one-row GEMV, so one row is routed the same way
+(as two identical rows) and the AR baseline gains as much as the trees do
+(benchmarks/verify_cost.* shows both kernels side by side).
 
 Only the kernel changes, not the maths: the sums may round differently, as any change of kernel
 or of row count already does, and exactness is judged as always against the target's own greedy
@@ -20,21 +22,26 @@ import types
 import torch
 import torch.nn.functional as F
 
-# From 2 rows up to this many the narrow-side product was faster here; at 6-8 rows both were equal
-# and beyond that MKL's GEMM is the better kernel (prefill, big trees), so it is kept there.
+# Up to this many rows the narrow-side product was faster here; at 6-8 rows both were equal and
+# beyond that MKL's GEMM is the better kernel (prefill, big trees), so it is kept there.
 MAX_ROWS = 6
 
 
 def takes_few_rows(rows: int, weight: torch.Tensor) -> bool:
-    return (2 <= rows <= MAX_ROWS and weight.device.type == "cpu" and weight.dtype == torch.float32
+    return (1 <= rows <= MAX_ROWS and weight.device.type == "cpu" and weight.dtype == torch.float32
             and not torch.is_grad_enabled())
 
 
 def few_row_matmul(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """x @ weight.T for a 2D x, through the narrow-side product when x has few rows."""
-    if takes_few_rows(x.shape[0], weight):
-        return (weight @ x.T).T.contiguous()
-    return x @ weight.T
+    if not takes_few_rows(x.shape[0], weight):
+        return x @ weight.T
+    if x.shape[0] == 1:
+        # One row goes through as two identical rows: with 2 threads MKL's one-row GEMV took
+        # ~75 ms per SmolLM2 forward against ~54 ms for this (measured side by side; equal with
+        # 1 thread). AR decodes one row per step, so the AR baseline gets the faster kernel too.
+        return (weight @ torch.cat([x, x]).T)[:, :1].T.contiguous()
+    return (weight @ x.T).T.contiguous()
 
 
 def few_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
