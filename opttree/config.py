@@ -21,7 +21,7 @@ LIMITS = {"nodes": (1, 500), "max_depth": (1, 20), "threshold": (0.0, 1e6),
 # the CPUs measured here a forward grows with the tokens, and the bench's fastest budget was small
 # (benchmarks/README.md, "Best budget"). The app keeps n = 60 as its teaching default.
 GPU_DEFAULT_NODES = 60
-CPU_DEFAULT_NODES = 4
+CPU_DEFAULT_NODES = 3
 
 
 def default_nodes(device_type: str) -> int:
