@@ -3,7 +3,7 @@
 # (all methods interleaved per prompt) and the README. `make bench` runs every step; STEP=cost|sweep|
 # bench|report runs one (the committed report ran them one at a time as the drafts landed).
 # Knobs (environment):
-#   DEVICE=auto|cpu|cuda  THREADS=1 (on the shared 2-core CPU one thread per process is far faster)
+#   DEVICE=auto|cpu|cuda  THREADS=1 (2 on a quiet machine: the committed bench; 1 when other jobs share the cores)
 #   LIMIT=8 TOKENS=128 NODES=25 EXTRA=opt-tree@8  (bench; EXTRA = extra methods at their own budget)
 #   BENCH_MINUTES / SWEEP_MINUTES: time budgets (stop after the prompt that crosses them)
 #   SWEEP_LIMIT=3 SWEEP_TOKENS=64 BUDGETS=4,10,25,60,150,300,500 THRESHOLDS=0,0.2,0.5,1,2 CAP=binary=150

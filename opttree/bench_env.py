@@ -9,8 +9,9 @@ import subprocess
 
 import torch
 
-NOISE_NOTE = ("shared machine: timings are noisy (other jobs were using the same cores); methods ran "
-              "interleaved per prompt in one process, so compare ratios, not absolute times.")
+NOISE_NOTE = ("a shared VM: timings are noisy (other jobs may use the same cores; the load average says "
+              "how busy it was); methods ran interleaved per prompt in one process, so compare ratios, "
+              "not absolute times.")
 
 
 def cpu_name() -> str:

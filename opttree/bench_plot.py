@@ -148,6 +148,7 @@ def plot_verify_cost(cost: dict, path) -> str:
     ax2.plot(xs, [p["relative"] for p in pts], color="#d98c1f", ls="--", marker=".", label="× one-token forward")
     ax2.set_ylabel("relative to a 1-token forward")
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")  # the few-token end, where the kernels differ, stays readable
     ax.set_xlabel("tokens in the verified tree (root included)")
     ax.set_ylabel("ms per target forward")
     m = cost["meta"]["machine"]
