@@ -32,10 +32,7 @@ def takes_few_rows(rows: int, weight: torch.Tensor) -> bool:
             and not torch.is_grad_enabled())
 
 
-def few_row_matmul(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """x @ weight.T for a 2D x, through the narrow-side product when x has few rows."""
-    if not takes_few_rows(x.shape[0], weight):
-        return x @ weight.T
+def _narrow_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     if x.shape[0] == 1:
         # One row goes through as two identical rows: with 2 threads MKL's one-row GEMV took
         # ~75 ms per SmolLM2 forward against ~54 ms for this (measured side by side; equal with
@@ -44,11 +41,16 @@ def few_row_matmul(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return (weight @ x.T).T.contiguous()
 
 
+def few_row_matmul(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """x @ weight.T for a 2D x, through the narrow-side product when x has few rows."""
+    return _narrow_product(x, weight) if takes_few_rows(x.shape[0], weight) else x @ weight.T
+
+
 def few_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
     rows = x.numel() // x.shape[-1]
     if not takes_few_rows(rows, self.weight):
         return F.linear(x, self.weight, self.bias)
-    y = few_row_matmul(x.reshape(rows, x.shape[-1]), self.weight)
+    y = _narrow_product(x.reshape(rows, x.shape[-1]), self.weight)
     if self.bias is not None:
         y = y + self.bias
     return y.reshape(*x.shape[:-1], self.weight.shape[0])
@@ -56,6 +58,10 @@ def few_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
 
 def _ours(m: torch.nn.Module) -> bool:
     return getattr(m.__dict__.get("forward"), "__func__", None) is few_row_linear
+
+
+def uses_few_row_linear(model: torch.nn.Module) -> bool:
+    return any(_ours(m) for m in model.modules())
 
 
 def _eligible(m: torch.nn.Module) -> bool:

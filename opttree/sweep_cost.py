@@ -38,12 +38,6 @@ def _sync(device):
         torch.cuda.synchronize(device)
 
 
-def _few_row_active(target) -> bool:
-    from .few_row_linear import few_row_linear
-
-    return any(getattr(m.__dict__.get("forward"), "__func__", None) is few_row_linear for m in target.modules())
-
-
 @torch.inference_mode()
 def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps: int = 5, warmup: int = 1,
                       log=None) -> dict:
@@ -52,7 +46,7 @@ def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps:
     When the target runs the few-row CPU kernel (few_row_linear.py), every size is also timed with
     the plain `F.linear` kernel in the same repetitions, so the curve shows what the kernel buys."""
     from .bench_env import machine_info, note_load
-    from .few_row_linear import use_few_row_linear, use_plain_linear
+    from .few_row_linear import use_few_row_linear, use_plain_linear, uses_few_row_linear
 
     target, device = pair.target, pair.device
     vocab = target.config.vocab_size
@@ -61,7 +55,7 @@ def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps:
     cache = new_cache(target)
     target(input_ids=prefix, past_key_values=cache, use_cache=True)
     trees = {n: synthetic_tree(n - 1, vocab, seed=n) for n in sizes}  # n tokens = root + n-1 nodes
-    kernels = ("few-row", "plain") if _few_row_active(target) else ("default",)
+    kernels = ("few-row", "plain") if uses_few_row_linear(target) else ("default",)
     times = {(k, n): [] for k in kernels for n in sizes}
     try:
         for rep in range(warmup + reps):
