@@ -160,3 +160,19 @@ def test_init_from_keeps_learned_layers_across_draft_vocabularies(tmp_path):
             assert torch.equal(t, old.state_dict()[name].half().float()), name
     with pytest.raises(SystemExit, match="no tensor matches"):
         init_from(torch.nn.Linear(3, 3), tmp_path / "old.safetensors")
+
+
+def test_resumed_head_keeps_its_draft_vocabulary(tmp_path):
+    """More data can reorder the most frequent tokens; a resumed head must keep the vocabulary its
+    weights were trained over (else its draft LM-head rows no longer match its ids)."""
+    from types import SimpleNamespace
+
+    from opttree.train.head import _resumed_vocab
+
+    old, fresh = torch.tensor([1, 5, 9]), torch.tensor([1, 5, 8])
+    torch.save({"model": {"vocab_ids": old}}, tmp_path / "head.pt")
+    args = SimpleNamespace(resume=True, ckpt_dir=str(tmp_path))
+    assert _resumed_vocab(args, fresh).tolist() == [1, 5, 9]
+    assert _resumed_vocab(SimpleNamespace(resume=False, ckpt_dir=str(tmp_path)), fresh) is fresh
+    # a different vocabulary size is a new head, not a resume: the fresh vocabulary stands
+    assert _resumed_vocab(args, torch.tensor([1, 2, 3, 4])).tolist() == [1, 2, 3, 4]

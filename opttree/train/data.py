@@ -46,19 +46,25 @@ def draft_vocab(seqs: list[dict], size: int, always: set[int] = frozenset()) -> 
 
     Returns sorted ids and the share of greedy response tokens they cover."""
     counts: Counter = Counter()
-    greedy: Counter = Counter()
     for s in seqs:
-        resp = s["ids"][s["plen"]:].tolist()
-        greedy.update(resp)
-        counts.update(resp)
+        counts.update(s["ids"][s["plen"]:].tolist())
         counts.update(s["ids"][: s["plen"]].tolist())
         counts.update(s["topk_ids"][:, :4].flatten().tolist())
     ids = [t for t in always] + [t for t, _ in counts.most_common() if t not in always]
-    ids = sorted(ids[:size])
-    keep = set(ids)
-    total = sum(greedy.values())
-    cover = sum(c for t, c in greedy.items() if t in keep) / max(1, total)
-    return torch.tensor(ids, dtype=torch.long), cover
+    ids = torch.tensor(sorted(ids[:size]), dtype=torch.long)
+    return ids, vocab_coverage(seqs, ids)
+
+
+def vocab_coverage(seqs: list[dict], ids: torch.Tensor) -> float:
+    """The share of greedy response tokens that a draft vocabulary `ids` contains."""
+    keep = torch.zeros(int(max(int(s["ids"].max()) for s in seqs) + 1) if seqs else 1, dtype=torch.bool)
+    keep[ids[ids < keep.numel()]] = True
+    hits = total = 0
+    for s in seqs:
+        resp = s["ids"][s["plen"]:].long()
+        hits += int(keep[resp].sum())
+        total += resp.numel()
+    return hits / max(1, total)
 
 
 def batches(seqs: list[dict], tokens_per_batch: int, rng: random.Random | None = None,

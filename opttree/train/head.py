@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from ..draft_assets import BUNDLED_HEAD
 from ..feature_head import FeatureHead, head_config_from_target
 from . import data as D
-from .common import export_fp16
+from .common import export_fp16, load_checkpoint
 from .generate import target_eos
 from .loop import init_from, train_loop
 
@@ -128,6 +128,16 @@ def init_from_target(head, target, layer: bool = False) -> None:
         head.decoder.norm.weight.copy_(target.model.norm.weight)
 
 
+def _resumed_vocab(args, fresh: torch.Tensor) -> torch.Tensor:
+    """A resumed head keeps the draft vocabulary it was trained with: more data can reorder the most
+    frequent tokens, and the checkpoint's weights only make sense over their own vocabulary."""
+    if not args.resume:
+        return fresh
+    ck = load_checkpoint(Path(args.ckpt_dir) / "head.pt")
+    old = (ck or {}).get("model", (ck or {}).get("head", {})).get("vocab_ids")
+    return old.clone() if old is not None and old.numel() == fresh.numel() else fresh
+
+
 def train_head(args, target, train, test) -> dict:
     torch.manual_seed(args.seed)
     embed = target.get_input_embeddings()
@@ -135,6 +145,8 @@ def train_head(args, target, train, test) -> dict:
     vocab_ids, cover = (torch.zeros(0, dtype=torch.long), 1.0)
     if args.draft_vocab:
         vocab_ids, cover = D.draft_vocab(train, args.draft_vocab, always=target_eos(target))
+        if (kept := _resumed_vocab(args, vocab_ids)) is not vocab_ids:
+            vocab_ids, cover = kept, D.vocab_coverage(train, kept)
     cfg = head_config_from_target(target.config, layers=args.layers, draft_vocab=int(vocab_ids.numel()))
     head = FeatureHead(cfg)
     if vocab_ids.numel():
