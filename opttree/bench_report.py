@@ -133,9 +133,10 @@ def sweep_section(s: dict) -> list[str]:
             out += ["| plain F.linear: ms | " + " | ".join(_f(p["plain_median_ms"], ".0f") for p in pts) + " |",
                     "| plain: × 1-token | " + " | ".join(_f(p["plain_relative"]) for p in pts) + " |"]
             out += ["", "The first two rows use the few-row CPU kernel the engine runs with "
-                    "(`opttree/few_row_linear.py`); the last two time the same forwards, in the same repetitions, "
-                    "with plain `F.linear` (MKL's GEMV for one row, its GEMM for more). Both × rows are relative "
-                    "to the few-row kernel's 1-token forward, the one AR decodes with."]
+                    "(`opttree/few_row_linear.py`: oneDNN's inner product over weights reordered once); the "
+                    "last two time the same forwards, in the same repetitions, with plain `F.linear` (MKL's "
+                    "GEMV for one row, its GEMM for more). Both × rows are relative to the few-row kernel's "
+                    "1-token forward, the one AR decodes with."]
         out += ["", "![verify cost](verify_cost.png)", ""]
     from .sweep import best_budget
 

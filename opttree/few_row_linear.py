@@ -2,12 +2,17 @@
 
 Speculative decoding pays only if a forward over a handful of tree tokens costs about the same as
 a forward over one token. On a GPU it does. On CPU the weights stream from memory either way, so
-it should too, but measured here (AMD EPYC, torch 2.13 + MKL, fp32) `F.linear` over 2-5 rows cost
-1.5-2.2x its 1-row time: MKL's GEMM path for a few rows is far from bandwidth-bound. The same
-product computed as `(W @ x^T)^T`, with the few rows as the narrow side, costs about what one row
-costs, and with 2 threads even less than MKL's one-row GEMV, so one row is routed the same way
-(as two identical rows) and the AR baseline gains as much as the trees do
-(benchmarks/verify_cost.* shows both kernels side by side).
+it should too, but measured here (AMD EPYC, torch 2.13 + MKL, fp32, 2 threads) a SmolLM2 forward
+through `F.linear` over 2-8 tokens cost 1.5-2.5x its 1-token time: MKL's GEMM for a few rows is far
+from bandwidth-bound. oneDNN's inner product over a weight reordered once into its own blocked
+layout (the op PyTorch's compiler uses for frozen CPU linears) is: a forward over 1 to 8 tokens
+then costs about the same (benchmarks/verify_cost.* shows both kernels side by side). Every row
+count goes through it, the AR baseline's one-token forwards included, so speedups are measured
+against the fastest AR this machine has.
+
+Costs and limits: the reordered copy doubles the weights' memory (kept once per weight, redone
+only when the weight changes in place); training (grad mode) and GPU or non-fp32 layers keep
+`F.linear`; where the op is missing (other PyTorch builds) everything keeps `F.linear`.
 
 Only the kernel changes, not the maths: the sums may round differently, as any change of kernel
 or of row count already does, and exactness is judged as always against the target's own greedy
@@ -16,44 +21,52 @@ output (the exactness tests run with this on). Set OPTTREE_PLAIN_LINEAR=1 to swi
 
 from __future__ import annotations
 
+import functools
 import os
 import types
 
 import torch
 import torch.nn.functional as F
+from torch.utils.weak import WeakIdKeyDictionary
 
-# Up to this many rows the narrow-side product was faster here; at 6-8 rows both were equal and
-# beyond that MKL's GEMM is the better kernel (prefill, big trees), so it is kept there.
-MAX_ROWS = 6
-
-
-def takes_few_rows(rows: int, weight: torch.Tensor) -> bool:
-    return (1 <= rows <= MAX_ROWS and weight.device.type == "cpu" and weight.dtype == torch.float32
-            and not torch.is_grad_enabled())
+# weight -> (data_ptr, in-place version, reordered copy): the reorder costs a copy, so it is made
+# once per weight and only redone when the weight changed (a draft evaluated while it trains).
+_PACKED: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
 
-def _narrow_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    if x.shape[0] == 1:
-        # One row goes through as two identical rows: with 2 threads MKL's one-row GEMV took
-        # ~75 ms per SmolLM2 forward against ~54 ms for this (measured side by side; equal with
-        # 1 thread). AR decodes one row per step, so the AR baseline gets the faster kernel too.
-        return (weight @ torch.cat([x, x]).T)[:, :1].T.contiguous()
-    return (weight @ x.T).T.contiguous()
+@functools.cache
+def _have_onednn() -> bool:
+    return (torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+            and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+
+
+def _applies(weight: torch.Tensor) -> bool:
+    return (weight.device.type == "cpu" and weight.dtype == torch.float32 and not torch.is_grad_enabled()
+            and _have_onednn())
+
+
+def _packed(weight: torch.Tensor) -> torch.Tensor:
+    key = (weight.data_ptr(), 0 if weight.is_inference() else weight._version)
+    hit = _PACKED.get(weight)
+    if hit is None or hit[0] != key:
+        hit = (key, torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None))
+        _PACKED[weight] = hit
+    return hit[1]
+
+
+def _packed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    return torch.ops.mkldnn._linear_pointwise(x.contiguous(), _packed(weight), bias, "none", [], "")
 
 
 def few_row_matmul(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """x @ weight.T for a 2D x, through the narrow-side product when x has few rows."""
-    return _narrow_product(x, weight) if takes_few_rows(x.shape[0], weight) else x @ weight.T
+    """x @ weight.T for a 2D x, through the reordered-weight kernel where it applies."""
+    return _packed_linear(x, weight, None) if _applies(weight) else x @ weight.T
 
 
 def few_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    rows = x.numel() // x.shape[-1]
-    if not takes_few_rows(rows, self.weight):
+    if not _applies(self.weight):
         return F.linear(x, self.weight, self.bias)
-    y = _narrow_product(x.reshape(rows, x.shape[-1]), self.weight)
-    if self.bias is not None:
-        y = y + self.bias
-    return y.reshape(*x.shape[:-1], self.weight.shape[0])
+    return _packed_linear(x, self.weight, self.bias)
 
 
 def _ours(m: torch.nn.Module) -> bool:
@@ -73,7 +86,7 @@ def _eligible(m: torch.nn.Module) -> bool:
 
 def use_few_row_linear(model: torch.nn.Module) -> int:
     """Route every CPU fp32 nn.Linear of `model` through `few_row_linear`; returns how many."""
-    if os.environ.get("OPTTREE_PLAIN_LINEAR", "") not in ("", "0"):
+    if os.environ.get("OPTTREE_PLAIN_LINEAR", "") not in ("", "0") or not _have_onednn():
         return 0
     layers = [m for m in model.modules() if _eligible(m)]
     for m in layers:

@@ -1,5 +1,6 @@
-"""The few-row CPU linear kernel: same products as F.linear, used only where it should be, and
-tree decoding through it still equals the target's own greedy output."""
+"""The few-row CPU linear kernel (oneDNN over reordered weights): same products as F.linear, used
+only where it should be, refreshed when a weight changes, and tree decoding through it still equals
+the target's own greedy output."""
 
 import pytest
 import torch
@@ -13,7 +14,7 @@ from opttree.speculative import run
 
 
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("rows", [1, 2, 3, 5, 6, 7, 12])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 6, 7, 12, 64])
 def test_matches_plain_linear(rows, bias):
     torch.manual_seed(rows)
     layer = torch.nn.Linear(48, 80, bias=bias)
@@ -29,6 +30,39 @@ def test_matches_plain_linear(rows, bias):
         torch.testing.assert_close(layer(x[0]), want[0], rtol=1e-5, atol=1e-5)
     FR.use_plain_linear(layer)
     assert "forward" not in layer.__dict__
+
+
+def test_reordered_weight_follows_in_place_changes():
+    """A draft evaluated between training steps must not run on a stale copy of its weights."""
+    layer = torch.nn.Linear(16, 24)
+    FR.use_few_row_linear(layer)
+    x = torch.randn(3, 16)
+    with torch.inference_mode():
+        before = layer(x)
+    with torch.no_grad():
+        layer.weight.mul_(2.0)  # what an optimizer step does: in place, same storage
+    with torch.inference_mode():
+        after = layer(x)
+    torch.testing.assert_close(after, F.linear(x, layer.weight, layer.bias), rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(before, after)
+    with torch.no_grad():
+        layer.weight = torch.nn.Parameter(torch.zeros(24, 16))  # a new tensor altogether
+        torch.testing.assert_close(layer(x), layer.bias.expand(3, 24))
+
+
+def test_few_row_matmul_matches_a_plain_product():
+    w, x = torch.randn(40, 16), torch.randn(4, 16)
+    with torch.inference_mode():
+        torch.testing.assert_close(FR.few_row_matmul(x, w), x @ w.T, rtol=1e-5, atol=1e-5)
+
+
+def test_without_the_onednn_op_everything_keeps_f_linear(monkeypatch):
+    monkeypatch.setattr(FR, "_have_onednn", lambda: False)
+    layer = torch.nn.Linear(8, 8)
+    assert FR.use_few_row_linear(layer) == 0 and "forward" not in layer.__dict__
+    x = torch.randn(2, 8)
+    with torch.inference_mode():
+        torch.testing.assert_close(FR.few_row_matmul(x, layer.weight), x @ layer.weight.T)
 
 
 def test_only_cpu_fp32_inference_is_rerouted(monkeypatch):
@@ -58,7 +92,7 @@ def test_loaded_bundled_target_uses_it(smollm):
 
 @pytest.mark.parametrize("drafter", ["classic", "eagle"])
 def test_small_trees_through_the_kernel_stay_exact(drafter):
-    """Budgets of 1-5 nodes verify 2-6 tokens: exactly the rows the kernel takes over."""
+    """Budgets of 1-5 nodes verify 2-6 tokens: the small trees the kernel exists for."""
     pair = tiny_pair(drafter, eos=9)
     assert FR.use_few_row_linear(pair.target) > 0
     FR.use_few_row_linear(pair.draft_model)
