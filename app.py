@@ -103,9 +103,9 @@ def slider_update(trace, index: int):
     return gr.Slider(minimum=1, maximum=max(n, 2), value=index + 1 if n else 1, step=1, interactive=n > 1)
 
 
-def _settings(method, nodes, max_depth, threshold, temperature, max_new_tokens) -> dict:
+def _settings(method, nodes, max_depth, threshold, temperature, max_new_tokens, seed=0) -> dict:
     return dict(method=method, nodes=nodes, max_depth=max_depth, threshold=threshold,
-                temperature=temperature, max_new_tokens=max_new_tokens)
+                temperature=temperature, max_new_tokens=max_new_tokens, seed=0 if seed is None else seed)
 
 
 def _md_safe(text: str) -> str:
@@ -172,6 +172,8 @@ def build_app(service: RunService) -> gr.Blocks:
                                               elem_id="threshold")
                         temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)",
                                                 elem_id="temperature")
+                        seed = gr.Number(0, precision=0, minimum=0, step=1, elem_id="seed",
+                                         label="Seed (temperature > 0: same seed, same text; change it to redraw)")
                         max_new = gr.Slider(1, 256, value=32, step=1, label="Max new tokens", elem_id="max-new")
                         with gr.Row():
                             run_btn = gr.Button("Run", variant="primary", elem_id="run")
@@ -263,13 +265,13 @@ def build_app(service: RunService) -> gr.Blocks:
 
         views = [tree_plot, text_out, metrics, why_plot]
         all_views = [*views, bars, learn_plot]
-        run_inputs = [model, prompt, method, nodes, max_depth, threshold, temperature, max_new]
+        run_inputs = [model, prompt, method, nodes, max_depth, threshold, temperature, max_new, seed]
         run_outputs = [trace_st, step_sl, *all_views, status, history_st, ea_plot, ea_md, learn_status]
 
         # ------------------------------------------------------------ model work (the lane)
-        def run_explore(model, prompt, method, nodes, max_depth, threshold, temperature, max_new_tokens,
+        def run_explore(model, prompt, method, nodes, max_depth, threshold, temperature, max_new_tokens, seed,
                         history, request: gr.Request = None):
-            settings = _settings(method, nodes, max_depth, threshold, temperature, max_new_tokens)
+            settings = _settings(method, nodes, max_depth, threshold, temperature, max_new_tokens, seed)
             trace = None
             try:
                 for up in service.stream(model, prompt, settings, session=_session(request)):
@@ -300,14 +302,14 @@ def build_app(service: RunService) -> gr.Blocks:
                                 **dict(zip(all_views, run_views(exc.trace, i)))})
                 yield out
 
-        def run_compare(model, prompt, nodes, max_depth, threshold, temperature, max_new_tokens, chosen, history,
-                        request: gr.Request = None):
+        def run_compare(model, prompt, nodes, max_depth, threshold, temperature, max_new_tokens, seed, chosen,
+                        history, request: gr.Request = None):
             # Unknown names from the API are dropped; with none left, the binary tree is the comparison.
             chosen = [m for m in (chosen or []) if m in dict((v, k) for k, v in STATIC_CHOICES)] or ["binary"]
             methods = ["ar", "opt-tree", *chosen]
             traces: dict[str, dict] = {}
             for meth in methods:
-                settings = _settings(meth, nodes, max_depth, threshold, temperature, max_new_tokens)
+                settings = _settings(meth, nodes, max_depth, threshold, temperature, max_new_tokens, seed)
                 try:
                     for up in service.stream(model, prompt, settings, session=_session(request)):
                         if up.state == "queued":
@@ -343,7 +345,7 @@ def build_app(service: RunService) -> gr.Blocks:
                     show_progress="minimal")
         run_btn.click(run_explore, run_inputs + [history_st], run_outputs, api_name="run", **lane)
         stop_btn.click(stop, None, status, queue=False, api_name="stop")
-        cmp_inputs = [model, prompt, nodes, max_depth, threshold, temperature, max_new, statics, history_st]
+        cmp_inputs = [model, prompt, nodes, max_depth, threshold, temperature, max_new, seed, statics, history_st]
         cmp_outputs = [cmp_st, cmp_status, cmp_table, cmp_chart, cmp_step, cmp_right, cmp_left_plot,
                        cmp_right_plot, history_st, ea_plot, ea_md]
         cmp_btn.click(run_compare, cmp_inputs, cmp_outputs, api_name="compare", **lane)
@@ -443,11 +445,12 @@ def build_app(service: RunService) -> gr.Blocks:
         # The programmatic API (gradio_client): one call, one finished trace, or a clear error.
         def generate(model: str, prompt: str, method: str = "opt-tree", nodes: float = 60,
                      max_depth: float = 10, threshold: float = 0.5, temperature: float = 0.0,
-                     max_new_tokens: float = 64) -> dict:
-            """Decode `prompt` with an allow-listed model pair; returns the step trace (JSON)."""
+                     max_new_tokens: float = 64, seed: float = 0) -> dict:
+            """Decode `prompt` with an allow-listed model pair; returns the step trace (JSON).
+            `seed` picks the random draw when temperature > 0 (same seed, same output)."""
             try:
                 return service.run(model, prompt, _settings(method, nodes, max_depth, threshold, temperature,
-                                                            max_new_tokens))
+                                                            max_new_tokens, seed))
             except RunError as exc:
                 raise gr.Error(exc.message, print_exception=False) from None
 

@@ -14,7 +14,8 @@ TREE_METHODS = ("opt-tree", "chain", "binary", "eagle-static", "eagle-dynamic")
 METHODS = TREE_METHODS + ("ar",)
 LIMITS = {"nodes": (1, 500), "max_depth": (1, 20), "threshold": (0.0, 1e6),
           "temperature": (0.0, 2.0), "max_new_tokens": (1, 2048), "top_p": (0.0, 1.0),
-          "top_k": (0, 100000), "eagle_top_k": (1, 64)}
+          "top_k": (0, 100000), "eagle_top_k": (1, 64),
+          "seed": (0, 2**53)}  # seeds a browser can send exactly (JavaScript numbers)
 
 # The node budget when none is given (`--nodes auto`). It follows the verify-cost curve: on a GPU a
 # forward over 60 tree tokens costs about what one token costs, so the paper's n = 60 is right; on
@@ -56,10 +57,6 @@ class DecodeConfig:
             if want_int and number != int(number):
                 raise BadInput(f"{name} must be a whole number, got {value!r}.")
             setattr(self, name, int(number) if want_int else number)
-        try:
-            self.seed = int(self.seed)
-        except (TypeError, ValueError):
-            raise BadInput(f"seed must be an integer, got {self.seed!r}.") from None
 
     @property
     def greedy(self) -> bool:

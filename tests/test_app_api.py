@@ -47,11 +47,22 @@ def test_greedy_tree_output_equals_autoregressive(client):
     (dict(threshold=-1), "threshold must be between"),
     (dict(nodes="lots"), "nodes must be a number"),
     (dict(method="beam-search"), "unknown method"),
+    (dict(seed=-3), "seed must be between"),
+    (dict(seed=2.5), "seed must be a whole number"),
 ])
 def test_bad_input_gives_a_clear_message(client, kw, needle):
     with pytest.raises(AppError) as err:
         generate(client, **kw)
     assert needle in str(err.value) and "Traceback" not in str(err.value)
+
+
+def test_the_seed_picks_the_sample(client):
+    """Sampling is reproducible with a seed, and another seed draws another text."""
+    def sample(seed):
+        return generate(client, temperature=1.5, max_new_tokens=10, seed=seed)
+    first, again, other = sample(7), sample(7), sample(8)
+    assert first["output_ids"] == again["output_ids"] and first["meta"]["seed"] == 7
+    assert other["output_ids"] != first["output_ids"] and other["meta"]["seed"] == 8
 
 
 def test_ui_run_endpoint_streams_steps(client):
