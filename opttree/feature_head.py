@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .few_row_linear import few_row_matmul
+from .few_row_linear import PackedWeight, few_row_matmul
 
 
 def head_config_from_target(cfg, layers: int = 1, draft_vocab: int = 0) -> dict:
@@ -78,7 +78,7 @@ class FeatureHead(nn.Module):
         if getattr(self, "_rows_key", None) != key:
             with torch.no_grad():
                 self._rows = weight[self.vocab_ids].contiguous()
-            self._rows_key = key
+            self._rows_key, self._rows_pack = key, PackedWeight()
         return self._rows
 
     def logits(self, features, lm_head: nn.Module):
@@ -87,7 +87,7 @@ class FeatureHead(nn.Module):
             return lm_head(features)
         rows = self._draft_rows(lm_head.weight)
         flat = features.reshape(-1, features.shape[-1])
-        sub = few_row_matmul(flat, rows).reshape(*features.shape[:-1], rows.shape[0])
+        sub = few_row_matmul(flat, rows, self._rows_pack).reshape(*features.shape[:-1], rows.shape[0])
         full = sub.new_full((*sub.shape[:-1], lm_head.weight.shape[0]), float("-inf"))
         full[..., self.vocab_ids] = sub
         return full

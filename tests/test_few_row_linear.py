@@ -50,10 +50,24 @@ def test_reordered_weight_follows_in_place_changes():
         torch.testing.assert_close(layer(x), layer.bias.expand(3, 24))
 
 
+def test_a_patched_model_can_still_be_deep_copied():
+    """The reordered copy is an opaque oneDNN tensor: copies start with an empty holder and repack."""
+    import copy
+
+    layer = torch.nn.Linear(16, 24)
+    FR.use_few_row_linear(layer)
+    x = torch.randn(2, 16)
+    with torch.inference_mode():
+        want = layer(x)  # the holder now has a reordered copy
+    twin = copy.deepcopy(layer)
+    with torch.inference_mode():
+        torch.testing.assert_close(twin(x), want, rtol=1e-5, atol=1e-5)
+
+
 def test_few_row_matmul_matches_a_plain_product():
     w, x = torch.randn(40, 16), torch.randn(4, 16)
     with torch.inference_mode():
-        torch.testing.assert_close(FR.few_row_matmul(x, w), x @ w.T, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(FR.few_row_matmul(x, w, FR.PackedWeight()), x @ w.T, rtol=1e-5, atol=1e-5)
 
 
 def test_without_the_onednn_op_everything_keeps_f_linear(monkeypatch):
@@ -62,7 +76,7 @@ def test_without_the_onednn_op_everything_keeps_f_linear(monkeypatch):
     assert FR.use_few_row_linear(layer) == 0 and "forward" not in layer.__dict__
     x = torch.randn(2, 8)
     with torch.inference_mode():
-        torch.testing.assert_close(FR.few_row_matmul(x, layer.weight), x @ layer.weight.T)
+        torch.testing.assert_close(FR.few_row_matmul(x, layer.weight, FR.PackedWeight()), x @ layer.weight.T)
 
 
 def test_only_cpu_fp32_inference_is_rerouted(monkeypatch):
