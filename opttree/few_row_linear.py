@@ -113,5 +113,4 @@ def use_plain_linear(model: torch.nn.Module) -> None:
     """Undo `use_few_row_linear` (side-by-side timing in the verify-cost curve)."""
     for m in model.modules():
         if _ours(m):
-            del m.forward
-            del m._few_row_pack
+            del m.forward  # the holder stays: switching back must not redo every reorder

@@ -50,6 +50,22 @@ def test_reordered_weight_follows_in_place_changes():
         torch.testing.assert_close(layer(x), layer.bias.expand(3, 24))
 
 
+def test_switching_kernels_back_and_forth_keeps_the_reordered_copy():
+    """The verify-cost curve alternates kernels every repetition: re-reordering every weight on each
+    switch once made its few-row timings ~130 ms too slow."""
+    layer = torch.nn.Linear(16, 24)
+    FR.use_few_row_linear(layer)
+    x = torch.randn(2, 16)
+    with torch.inference_mode():
+        layer(x)
+        packed = layer._few_row_pack.packed
+        FR.use_plain_linear(layer)
+        layer(x)
+        FR.use_few_row_linear(layer)
+        layer(x)
+    assert packed is not None and layer._few_row_pack.packed is packed
+
+
 def test_a_patched_model_can_still_be_deep_copied():
     """The reordered copy is an opaque oneDNN tensor: copies start with an empty holder and repack."""
     import copy
