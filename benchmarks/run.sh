@@ -5,6 +5,7 @@
 # Knobs (environment):
 #   DEVICE=auto|cpu|cuda  THREADS=1 (2 on a quiet machine: the committed bench; 1 when other jobs share the cores)
 #   LIMIT=8 TOKENS=128 NODES=25 EXTRA=opt-tree@8  (bench; EXTRA = extra methods at their own budget)
+#   ORDER_NODES=60 (a second bench, ar/opt-tree/eagle-static/binary only, for the τ ordering at that budget; empty: skip)
 #   BENCH_MINUTES / SWEEP_MINUTES: time budgets (stop after the prompt that crosses them)
 #   SWEEP_LIMIT=3 SWEEP_TOKENS=64 BUDGETS=4,10,25,60,150,300,500 THRESHOLDS=0,0.2,0.5,1,2 CAP=binary=150
 #   SWEEP_NICE=0..19 (run the sweep at low priority beside other jobs: τ is unaffected, timings are noisier)
@@ -14,6 +15,7 @@ cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 DEVICE=${DEVICE:-auto}; THREADS=${THREADS:-1}; LIMIT=${LIMIT:-8}; TOKENS=${TOKENS:-128}
 NODES=${NODES:-25}; THRESHOLD=${THRESHOLD:-0.5}; DEPTH=${DEPTH:-10}; EXTRA=${EXTRA-opt-tree@8}
+ORDER_NODES=${ORDER_NODES-60}
 SWEEP_LIMIT=${SWEEP_LIMIT:-3}; SWEEP_TOKENS=${SWEEP_TOKENS:-64}; CAP=${CAP-binary=150}
 BUDGETS=${BUDGETS:-4,10,25,60,150,300,500}; THRESHOLDS=${THRESHOLDS:-0,0.2,0.5,1,2}
 DRAFTER=${DRAFTER:-eagle}; OUT=${OUT:-benchmarks}; STEP=${STEP:-all}; SWEEP_NICE=${SWEEP_NICE:-0}
@@ -43,10 +45,16 @@ if step bench; then
     ${BENCH_MINUTES:+--max-minutes "$BENCH_MINUTES"} \
     --out "$OUT/bench.json" --plot "$OUT/bench.png" 2>&1 | tee "$OUT/bench.log"
 fi
+if step bench60 && [ -n "$ORDER_NODES" ]; then
+  "$PY" -m opttree bench --prompts assets/prompts/eval.jsonl --limit "$LIMIT" \
+    --max-new-tokens "$TOKENS" --nodes "$ORDER_NODES" "${COMMON[@]}" --methods ar,opt-tree,eagle-static,binary \
+    --out "$OUT/bench_n$ORDER_NODES.json" --plot "$OUT/bench_n$ORDER_NODES.png" 2>&1 | tee "$OUT/bench_n$ORDER_NODES.log"
+fi
 if step report; then
   # E(A) vs A: pool the bench's verification steps with the sweep's (≥ 1000 steps).
   "$PY" -m opttree.bench_pool "$OUT/sweep.json" "$OUT/bench.json" --plot-dir "$OUT"
   "$PY" -m opttree.bench_report --bench "$OUT/bench.json" --sweep "$OUT/sweep.json" \
     --notes "$OUT/NOTES.md" --label "${LABEL:-}" --out "$OUT/README.md" --plot-dir "$OUT" \
-    --command "make bench BENCH_MINUTES=${BENCH_MINUTES:-} SWEEP_MINUTES=${SWEEP_MINUTES:-} SWEEP_NICE=$SWEEP_NICE LIMIT=$LIMIT TOKENS=$TOKENS NODES=$NODES EXTRA=$EXTRA THREADS=$THREADS SWEEP_LIMIT=$SWEEP_LIMIT SWEEP_TOKENS=$SWEEP_TOKENS BUDGETS=$BUDGETS CAP=$CAP"
+    ${ORDER_NODES:+--also-bench "$OUT/bench_n$ORDER_NODES.json"} \
+    --command "make bench BENCH_MINUTES=${BENCH_MINUTES:-} SWEEP_MINUTES=${SWEEP_MINUTES:-} SWEEP_NICE=$SWEEP_NICE LIMIT=$LIMIT TOKENS=$TOKENS NODES=$NODES EXTRA=$EXTRA ORDER_NODES=$ORDER_NODES THREADS=$THREADS SWEEP_LIMIT=$SWEEP_LIMIT SWEEP_TOKENS=$SWEEP_TOKENS BUDGETS=$BUDGETS CAP=$CAP"
 fi

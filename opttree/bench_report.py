@@ -151,7 +151,23 @@ def sweep_section(s: dict) -> list[str]:
     return out
 
 
-def targets_section(b: dict | None, s: dict | None) -> list[str]:
+def _ordering_row(vals: dict, n, source: str) -> str | None:
+    """'OPT-Tree > EAGLE-25 > binary' in τ at budget n, from one source (a bench or the sweep)."""
+    if any(vals.get(m) is None for m in ("opt-tree", "eagle-static", "binary")):
+        return None
+    ok = vals["opt-tree"] > vals["eagle-static"] > vals["binary"]
+    return (f"| τ: OPT-Tree > EAGLE-25 > binary at n={n} ({source}) | {_f(vals['opt-tree'])} / "
+            f"{_f(vals['eagle-static'])} / {_f(vals['binary'])} | {'yes' if ok else 'no'} |")
+
+
+def _bench_ordering(b: dict) -> str | None:
+    ms = b["methods"]
+    n_prompts = len({r["prompt_id"] for r in b.get("runs", [])}) or "?"
+    return _ordering_row({m: (ms.get(m) or {}).get("tau") for m in ("opt-tree", "eagle-static", "binary")},
+                         b["meta"]["config"]["nodes"], f"bench, {n_prompts} prompts")
+
+
+def targets_section(b: dict | None, s: dict | None, also: list[dict] = ()) -> list[str]:
     out = ["## The issue's targets, checked", "", "| target | measured | met? |", "|---|---|---|"]
     if b:
         ms = b["methods"]
@@ -172,16 +188,14 @@ def targets_section(b: dict | None, s: dict | None) -> list[str]:
             out.append("| exact match with AR = 100 % for every tree method | "
                        + ", ".join(f"{m} {_pct(ms[m]['exact_match'])}" for m in tree)
                        + f" | {'yes' if all(e == 1.0 for e in exact) else 'no'} |")
+    out += [row for row in map(_bench_ordering, [x for x in (b, *also) if x]) if row]
     if s:
         curves = s["nodes"]["curves"]
         for n in (25, 60):
             vals = {m: next((p["tau"] for p in curves.get(m, []) if p["nodes"] == n), None)
                     for m in ("opt-tree", "eagle-static", "binary")}
-            if all(v is not None for v in vals.values()):
-                ok = vals["opt-tree"] > vals["eagle-static"] > vals["binary"]
-                out.append(f"| τ: OPT-Tree > EAGLE-25 > binary at n={n} | "
-                           f"{_f(vals['opt-tree'])} / {_f(vals['eagle-static'])} / {_f(vals['binary'])} | "
-                           f"{'yes' if ok else 'no'} |")
+            row = _ordering_row(vals, n, "sweep")
+            out += [row] if row else []
         ea = s.get("ea_a_pooled") or s["ea_a_summary"]
         out.append(f"| E(A) vs A Pearson r over ≥ 1000 steps | r = {_r(ea['pearson_r'])} over {ea['steps']} steps | "
                    f"{'reported' if ea['steps'] >= 1000 else 'fewer steps than asked'}"
@@ -190,7 +204,7 @@ def targets_section(b: dict | None, s: dict | None) -> list[str]:
 
 
 def write_report(bench: dict | None, sweep: dict | None, out, notes: str = "", label: str = "",
-                 command: str = "") -> str:
+                 command: str = "", also: list[dict] = ()) -> str:
     meta = (bench or sweep)["meta"]
     lines = ["# Benchmarks: OPT-Tree vs AR, hf-assisted and static trees", ""]
     if label:
@@ -202,7 +216,7 @@ def write_report(bench: dict | None, sweep: dict | None, out, notes: str = "", l
         lines += ["Regenerate everything in this folder with one command:", "", "```", command, "```", ""]
     if notes:
         lines += [notes.strip(), ""]
-    lines += targets_section(bench, sweep)
+    lines += targets_section(bench, sweep, also)
     if bench:
         lines += bench_section(bench)
     if sweep:
@@ -210,6 +224,8 @@ def write_report(bench: dict | None, sweep: dict | None, out, notes: str = "", l
     lines += ["## Files", "", "- `bench.json`: every run (per prompt × method, with output ids), aggregates, "
               "per-category aggregates, per-step (E(A), A) pairs, machine and settings.",
               "- `sweep.json`: the curves, δ sweep, verify-cost points, best budget, E(A)/A pairs.",
+              "- `bench_n60.json` (when present): the second bench at n = 60 (ar, OPT-Tree, EAGLE-25, binary) "
+              "behind the τ-ordering check at that budget.",
               "- `*.png`: the charts above.", ""]
     text = "\n".join(lines)
     Path(out).write_text(text, encoding="utf-8")
@@ -225,6 +241,8 @@ def main(argv=None) -> int:
     p.add_argument("--label", default="", help="a banner line (e.g. which drafts were used)")
     p.add_argument("--command", default="", help="the regeneration command to show")
     p.add_argument("--plot-dir", default=None, help="redraw the sweep's curves here")
+    p.add_argument("--also-bench", action="append", default=[],
+                   help="another bench JSON (e.g. at n=60) whose τ ordering is checked too")
     args = p.parse_args(argv)
     b = json.loads(Path(args.bench).read_text()) if args.bench else None
     s = json.loads(Path(args.sweep).read_text()) if args.sweep else None
@@ -234,7 +252,8 @@ def main(argv=None) -> int:
         plot_node_sweep(s, args.plot_dir)
         plot_threshold_sweep(s, args.plot_dir)
     notes = Path(args.notes).read_text() if args.notes and Path(args.notes).exists() else ""
-    write_report(b, s, args.out, notes, args.label, args.command)
+    also = [json.loads(Path(f).read_text()) for f in args.also_bench if Path(f).exists()]
+    write_report(b, s, args.out, notes, args.label, args.command, also)
     print(f"wrote {args.out}")
     return 0
 

@@ -19,10 +19,10 @@ LIMITS = {"nodes": (1, 500), "max_depth": (1, 20), "threshold": (0.0, 1e6),
 
 # The node budget when none is given (`--nodes auto`). It follows the verify-cost curve: on a GPU a
 # forward over 60 tree tokens costs about what one token costs, so the paper's n = 60 is right; on
-# the CPUs measured here a forward grows with the tokens, and the bench's fastest budget was small
-# (benchmarks/README.md, "Best budget"). The app keeps n = 60 as its teaching default.
+# the CPU measured here a forward is flat only up to ~8 tokens, and the bench's fastest budget was
+# n = 4 (benchmarks/README.md, "Best budget"). The app keeps n = 60 as its teaching default.
 GPU_DEFAULT_NODES = 60
-CPU_DEFAULT_NODES = 3
+CPU_DEFAULT_NODES = 4
 
 
 def default_nodes(device_type: str) -> int:

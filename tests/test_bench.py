@@ -124,6 +124,18 @@ def test_bench_writes_documented_json(tmp_path, pair):
     assert "| opt-tree | " in text and "exact match with AR = 100 %" in text and "make bench" in text
 
 
+def test_report_checks_the_tau_ordering_of_a_second_bench():
+    from opttree.bench_report import targets_section
+
+    def bench(taus, nodes=60):
+        return {"methods": {m: {"tau": t} for m, t in zip(("opt-tree", "eagle-static", "binary"), taus)},
+                "meta": {"config": {"nodes": nodes}}, "runs": [{"prompt_id": i} for i in (1, 2, 2)]}
+
+    rows = targets_section(None, None, [bench((2.6, 2.14, 2.01)), bench((2.0, 2.1, 1.9), 30)])
+    assert "| τ: OPT-Tree > EAGLE-25 > binary at n=60 (bench, 2 prompts) | 2.60 / 2.14 / 2.01 | yes |" in rows
+    assert "| τ: OPT-Tree > EAGLE-25 > binary at n=30 (bench, 2 prompts) | 2.00 / 2.10 / 1.90 | no |" in rows
+
+
 def test_sweep_writes_curves(tmp_path, pair):
     prompts = parse_prompts(MT)[:1]
     cfg = DecodeConfig(method="ar", nodes=8, max_depth=4, max_new_tokens=8)
