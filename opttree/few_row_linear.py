@@ -68,19 +68,20 @@ class PackedWeight:
         return PackedWeight()
 
 
-def few_row_matmul(x: torch.Tensor, weight: torch.Tensor, pack: PackedWeight) -> torch.Tensor:
-    """x @ weight.T for a 2D x, through the reordered-weight kernel where it applies (`pack` is the
-    caller's holder for this weight's reordered copy)."""
+def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pack: PackedWeight):
     if not _applies(weight):
-        return x @ weight.T
-    return _onednn_linear()(x.contiguous(), pack.get(weight), None, "none", [], "")
+        return F.linear(x, weight, bias)
+    return _onednn_linear()(x.contiguous(), pack.get(weight), bias, "none", [], "")
+
+
+def few_row_matmul(x: torch.Tensor, weight: torch.Tensor, pack: PackedWeight) -> torch.Tensor:
+    """x @ weight.T, through the reordered-weight kernel where it applies (`pack` is the caller's
+    holder for this weight's reordered copy)."""
+    return _linear(x, weight, None, pack)
 
 
 def few_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    w = self.weight
-    if not _applies(w):
-        return F.linear(x, w, self.bias)
-    return _onednn_linear()(x.contiguous(), self._few_row_pack.get(w), self.bias, "none", [], "")
+    return _linear(x, self.weight, self.bias, self._few_row_pack)
 
 
 def _ours(m: torch.nn.Module) -> bool:
