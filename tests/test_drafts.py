@@ -176,3 +176,25 @@ def test_resumed_head_keeps_its_draft_vocabulary(tmp_path):
     assert _resumed_vocab(SimpleNamespace(resume=False, ckpt_dir=str(tmp_path)), fresh) is fresh
     # a different vocabulary size is a new head, not a resume: the fresh vocabulary stands
     assert _resumed_vocab(args, torch.tensor([1, 2, 3, 4])).tolist() == [1, 2, 3, 4]
+
+
+def test_generated_sequences_end_at_their_first_end_of_turn():
+    """Self-distillation data stops at end-of-turn: a row that finishes waits in the batch without
+    growing (it once kept appending tokens whose features were never stored, ~27% of the data)."""
+    from opttree.train.generate import generate_batch
+    from tests.tiny import tiny_llama
+
+    model = tiny_llama(seed=3, vocab=64).eval()
+    prompts = [[1, 2, 3], [4, 5, 6, 7, 8], [9, 10], [11, 12, 13, 14], [15, 16], [17, 18, 19]]  # > 4 rows: one
+    # finished row alone is not dropped
+    free = generate_batch(model, prompts, max_new=12, topk=4, eos=set())
+    stop = int(free[0]["ids"][len(prompts[0]) + 2])  # the 3rd token row 0 generates
+    cut = generate_batch(model, prompts, max_new=12, topk=4, eos={stop})
+    for f, c, p in zip(free, cut, prompts):
+        resp = f["ids"][len(p):].tolist()
+        n = resp.index(stop) + 1 if stop in resp else len(resp)
+        assert c["ids"].tolist() == f["ids"][: len(p) + n].tolist()
+        assert c["feats"].shape[0] == c["ids"].numel() - 1  # one feature per input position
+        assert c["topk_ids"].shape[0] == n and c["topk_p"].shape[0] == n
+        assert torch.allclose(c["feats"].float(), f["feats"][: c["feats"].shape[0]].float(), atol=1e-2)
+    assert cut[0]["ids"].numel() == len(prompts[0]) + 3

@@ -34,6 +34,7 @@ def parse(argv=None):
                     help="train on whatever data exists")
     ap.add_argument("--prompts", default=None, help="jsonl prompt file (default: built-in set)")
     ap.add_argument("--max-prompts", type=int, default=0)
+    ap.add_argument("--first-prompt", type=int, default=0, help="generate from this prompt on")
     ap.add_argument("--gen-batch", type=int, default=64)
     ap.add_argument("--max-new", type=int, default=256)
     ap.add_argument("--topk", type=int, default=20)
@@ -76,7 +77,7 @@ def main(argv=None) -> dict:
     if args.generate:
         run_generation(argparse.Namespace(
             target=args.target, out=args.data, prompts=args.prompts, tokens=args.tokens,
-            max_prompts=args.max_prompts, batch=args.gen_batch, max_new=args.max_new, topk=args.topk,
+            max_prompts=args.max_prompts, first_prompt=args.first_prompt, batch=args.gen_batch, max_new=args.max_new, topk=args.topk,
             threads=args.threads))
     train, test = D.load_split(args.data, args.heldout, args.tokens)
     if not train:

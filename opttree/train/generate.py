@@ -83,23 +83,22 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
         probs = torch.softmax(lm_head(last_h).float(), -1)
         top = torch.topk(probs, topk, -1)
         nxt = top.indices[:, 0]
-        finished = []
         for r, i in enumerate(rows):
+            if done[i]:  # finished rows wait in the batch until enough of them are dropped at once
+                continue
             t = int(nxt[r])
             toks[i].append(t)
             tk_ids[i].append(top.indices[r].to(torch.int32))
             tk_p[i].append(top.values[r].to(torch.float16))
-            if t in eos or step == max_new - 1:
-                done[i] = True
-                finished.append(r)
+            done[i] = t in eos or step == max_new - 1
+        finished = [r for r, i in enumerate(rows) if done[i]]
         if len(finished) == len(rows):
             break
-        if finished and len(finished) * 4 >= len(rows) or len(finished) >= 8:
-            live = torch.tensor([r for r in range(len(rows)) if r not in set(finished)])
+        if finished and (len(finished) * 4 >= len(rows) or len(finished) >= 8):
+            live = torch.tensor([r for r, i in enumerate(rows) if not done[i]])
             _keep_rows(cache, live)
             mask, nxt, next_pos = mask[live], nxt[live], next_pos[live]
             rows = [rows[r] for r in live.tolist()]
-            finished = []
         mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=torch.long)], 1)
         h = body(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos[:, None],
                  past_key_values=cache, use_cache=True).last_hidden_state
@@ -110,8 +109,6 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
         next_pos = next_pos + 1
         if tuner is not None:
             tuner.stop(len(rows))
-        if finished:  # rows that finished but were kept: their extra outputs are ignored
-            pass
     out = []
     for i, p in enumerate(prompts_ids):
         f = torch.cat(feats[i])[: len(toks[i]) - 1]
@@ -127,20 +124,6 @@ def target_eos(model, tok=None) -> set[int]:
     if eos is None and tok is not None:
         eos = tok.eos_token_id
     return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]) if e is not None}
-
-
-def truncate_at_eos(seq: dict, eos: set[int]) -> dict:
-    """Cut a stored sequence after its first end-of-turn token in the response."""
-    ids, P = seq["ids"], seq["plen"]
-    for e in range(P, ids.numel()):
-        if int(ids[e]) in eos:
-            seq = dict(seq)
-            seq["ids"] = ids[: e + 1].clone()
-            seq["feats"] = seq["feats"][:e].clone()
-            seq["topk_ids"] = seq["topk_ids"][: e + 1 - P].clone()
-            seq["topk_p"] = seq["topk_p"][: e + 1 - P].clone()
-            return seq
-    return seq
 
 
 def _add_stats(out: Path, wall: float, tokens: int, seqs: int) -> None:
@@ -168,6 +151,8 @@ def main(argv=None):
     ap.add_argument("--prompts", default=None, help="jsonl of prompts (default: the built-in set)")
     ap.add_argument("--tokens", type=int, default=500_000, help="stop after this many response tokens")
     ap.add_argument("--max-prompts", type=int, default=0)
+    ap.add_argument("--first-prompt", type=int, default=0,
+                    help="start at this prompt (rounded down to a batch boundary, so shard names stay aligned)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--max-new", type=int, default=256)
     ap.add_argument("--topk", type=int, default=20)
@@ -199,9 +184,11 @@ def run_generation(args):
     have = count_tokens(out)
     bar = tqdm(total=args.tokens, initial=min(have, args.tokens), unit="tok", desc="generate",
                mininterval=5)
-    for b, start in enumerate(range(0, len(prompts), args.batch)):
+    first = getattr(args, "first_prompt", 0) // args.batch * args.batch
+    for start in range(first, len(prompts), args.batch):
         if have >= args.tokens:
             break
+        b = start // args.batch
         path = out / f"shard_{b:05d}.pt"
         if path.exists():
             continue

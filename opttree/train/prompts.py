@@ -11,6 +11,8 @@ import json
 import random
 from pathlib import Path
 
+from .prompts_broad import build_broad_prompts
+
 SCIENCE = ["photosynthesis", "black holes", "plate tectonics", "the water cycle", "vaccines",
            "DNA replication", "climate change", "the greenhouse effect", "electricity", "magnetism",
            "gravity", "evolution by natural selection", "the immune system", "volcanoes", "earthquakes",
@@ -125,7 +127,10 @@ def build_prompts(seed: int = 0) -> list[str]:
     # de-duplicate, keep a deterministic shuffled order
     prompts = sorted(set(prompts))
     rng.shuffle(prompts)
-    return prompts
+    # The broad MT-bench-style half goes after, so the first half keeps its indices (and with them
+    # its held-out split) across versions; `--first-prompt` generates only the new half.
+    seen = set(prompts)
+    return prompts + [p for p in build_broad_prompts(seed + 1) if p not in seen]
 
 
 def write_prompts(path: str | Path, seed: int = 0) -> list[str]:
