@@ -77,7 +77,8 @@ def main(argv=None) -> dict:
     if args.generate:
         run_generation(argparse.Namespace(
             target=args.target, out=args.data, prompts=args.prompts, tokens=args.tokens,
-            max_prompts=args.max_prompts, first_prompt=args.first_prompt, batch=args.gen_batch, max_new=args.max_new, topk=args.topk,
+            max_prompts=args.max_prompts, first_prompt=args.first_prompt, batch=args.gen_batch,
+            max_new=args.max_new, topk=args.topk,
             threads=args.threads))
     train, test = D.load_split(args.data, args.heldout, args.tokens)
     if not train:

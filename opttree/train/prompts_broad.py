@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (prompt texts: one prompt per line reads better than split strings)
 """The second half of the training prompt set: the eight MT-bench-style categories.
 
 The first half (prompts.py) is explanations, lists, writing, dialogue, advice, code and arithmetic
