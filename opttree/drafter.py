@@ -17,8 +17,9 @@ from .tree_attention import tree_mask
 class Drafter:
     needs_features = False  # True when begin_step needs the target's hidden states
 
-    def __init__(self, vocab_size: int):
+    def __init__(self, vocab_size: int, temperature: float = 1.0):
         self.vocab_size = vocab_size  # the target's: draft logits are cut or padded to it
+        self.temperature = temperature  # the tree temperature (tree_temperature.py)
         self.slot: dict[int, int] = {}
         self.root_probs: torch.Tensor | None = None
         self.root_pos = 0
@@ -35,9 +36,9 @@ class Drafter:
 
     # -- shared helpers -------------------------------------------------------------------------
     def probs(self, logits: torch.Tensor) -> torch.Tensor:
-        """Softmax at temperature 1: the tree shape only ranks candidates; losslessness comes from
-        the verifier, so any draft distribution is allowed here."""
-        logits = logits.float()
+        """Softmax at the tree temperature: these probabilities only shape the tree (p̂, E(A), the δ
+        rule); losslessness comes from the verifier, so any draft distribution is allowed here."""
+        logits = logits.float() / self.temperature
         v = logits.shape[-1]
         if v > self.vocab_size:
             logits = logits[..., : self.vocab_size]

@@ -10,8 +10,8 @@ from .kv_cache import compact, new_cache
 
 
 class ClassicDrafter(Drafter):
-    def __init__(self, model, vocab_size: int):
-        super().__init__(vocab_size)
+    def __init__(self, model, vocab_size: int, temperature: float = 1.0):
+        super().__init__(vocab_size, temperature)
         self.model = model
         self.cache = new_cache(model)
         self.n_cached = 0   # committed tokens whose keys/values are in the cache

@@ -18,8 +18,8 @@ from .kv_cache import new_cache, truncate
 class FeatureHeadDrafter(Drafter):
     needs_features = True
 
-    def __init__(self, head, target, vocab_size: int):
-        super().__init__(vocab_size)
+    def __init__(self, head, target, vocab_size: int, temperature: float = 1.0):
+        super().__init__(vocab_size, temperature)
         self.head = head
         self.embed = target.get_input_embeddings()
         self.lm_head = target.get_output_embeddings()

@@ -112,6 +112,7 @@ class ModelPair:
     drafter_kind: str = "none"          # "classic", "eagle" or "none" (AR only)
     draft_model: object = None          # classic: an independent causal LM; eagle: a FeatureHead
     draft_name: str = ""
+    tree_temperature: float = 1.0       # from the draft's card (tree_temperature.py)
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     dtype: torch.dtype = torch.float32
 
@@ -130,6 +131,7 @@ def load_pair(target: str = bundled.BUNDLED_ID, drafter: str = "eagle", draft: s
               trust_remote_code: bool = False) -> ModelPair:
     """Load a target and its draft. `draft=None` picks the bundled draft of that kind."""
     from .draft_assets import default_draft_for, load_feature_head
+    from .tree_temperature import card_temperature
 
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
@@ -142,6 +144,7 @@ def load_pair(target: str = bundled.BUNDLED_ID, drafter: str = "eagle", draft: s
         raise BadInput(f"unknown drafter {drafter!r}: use classic or eagle.")
     draft = draft or default_draft_for(target, drafter)
     pair.drafter_kind, pair.draft_name = drafter, draft
+    pair.tree_temperature = card_temperature(draft)
     if drafter == "eagle":
         pair.draft_model = load_feature_head(draft, tgt)
     else:

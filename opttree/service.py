@@ -189,6 +189,7 @@ class RunService:
     def _load(self, entry: ModelEntry):
         from .draft_assets import load_feature_head
         from .loading import load_classic_draft, load_pair
+        from .tree_temperature import card_temperature
 
         key = (entry.target, entry.trust_remote_code)
         if key not in self._targets:
@@ -201,9 +202,11 @@ class RunService:
             pair.drafter_kind, pair.draft_model, pair.draft_name = "classic", base.target, "self"
         elif entry.drafter == "eagle":
             pair.drafter_kind, pair.draft_name = "eagle", _public_name(entry.draft)
+            pair.tree_temperature = card_temperature(entry.draft)
             pair.draft_model = load_feature_head(entry.draft, base.target)
         elif entry.drafter == "classic":
             pair.drafter_kind, pair.draft_name = "classic", _public_name(entry.draft)
+            pair.tree_temperature = card_temperature(entry.draft)
             pair.draft_model = load_classic_draft(entry.draft, base.target, base.device, base.dtype,
                                                   entry.trust_remote_code)
         return pair

@@ -20,6 +20,7 @@ from .prompts import encode_prompt
 from .sampling import TokenPicker
 from .trace import VERSION, step_record, summarize
 from .tree_methods import build_tree
+from .tree_temperature import for_decoding
 from .verify import accept, keep_accepted, verify_tree
 
 
@@ -31,10 +32,11 @@ def make_drafter(pair, cfg: DecodeConfig):
     if cfg.method == "ar":
         return None
     vocab = pair.target.config.vocab_size
+    temp = for_decoding(pair, cfg.greedy)
     if pair.drafter_kind == "eagle":
-        return FeatureHeadDrafter(pair.draft_model, pair.target, vocab)
+        return FeatureHeadDrafter(pair.draft_model, pair.target, vocab, temp)
     if pair.drafter_kind == "classic":
-        return ClassicDrafter(pair.draft_model, vocab)
+        return ClassicDrafter(pair.draft_model, vocab, temp)
     raise BadInput(f"method {cfg.method!r} needs a draft model; this pair was loaded without one.")
 
 
@@ -53,6 +55,7 @@ class TokenTexts:
 def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int]) -> dict:
     meta = {"target": pair.target_name, "draft": pair.draft_name if cfg.method != "ar" else "",
             "drafter": pair.drafter_kind if cfg.method != "ar" else "none",
+            "tree_temperature": for_decoding(pair, cfg.greedy) if cfg.method != "ar" else 1.0,
             **cfg.to_dict(), "device": str(pair.device), "dtype": str(pair.dtype).replace("torch.", "")}
     return {"version": VERSION, "meta": meta, "prompt": prompt, "prompt_ids": prompt_ids,
             "output_ids": [], "output_text": "", "steps": [], "summary": summarize([], 0, 0.0)}

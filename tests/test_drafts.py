@@ -118,7 +118,8 @@ def test_tiny_training_run_end_to_end(tmp_path):
     prompts.write_text("".join(json.dumps({"id": i, "prompt": p}) + "\n" for i, p in enumerate(PROMPTS * 2)))
     common = ["--data", str(tmp_path / "gen"), "--prompts", str(prompts), "--tokens", "1000",
               "--max-new", "8", "--gen-batch", "2", "--steps", "2", "--eval-every", "2",
-              "--batch-tokens", "256", "--ckpt-dir", str(tmp_path / "ck"), "--tau-prompts", "0"]
+              "--batch-tokens", "256", "--ckpt-dir", str(tmp_path / "ck"), "--tau-prompts", "0",
+              "--fit-temperature", "0"]
     head = main(["--kind", "head", "--out", str(tmp_path / "head.safetensors"), "--draft-vocab", "300",
                  "--unroll", "2"] + common)
     classic = main(["--kind", "classic", "--out", str(tmp_path / "classic.safetensors"), "--layers", "1",
@@ -198,3 +199,16 @@ def test_generated_sequences_end_at_their_first_end_of_turn():
         assert c["topk_ids"].shape[0] == n and c["topk_p"].shape[0] == n
         assert torch.allclose(c["feats"].float(), f["feats"][: c["feats"].shape[0]].float(), atol=1e-2)
     assert cut[0]["ids"].numel() == len(prompts[0]) + 3
+
+
+def test_tree_temperature_is_fitted_on_heldout_training_prompts_not_the_eval_set():
+    from opttree.train.card import heldout_questions
+    from opttree.train.data import is_heldout
+
+    qs = heldout_questions(12)
+    prompts = build_prompts()
+    evals = {t.strip().lower() for q in eval_questions() for t in q["turns"]}
+    assert len({q["question_id"] for q in qs}) == 12
+    assert all(is_heldout(q["question_id"]) and prompts[q["question_id"]] == q["turns"][0] for q in qs)
+    assert not any(q["turns"][0].strip().lower() in evals for q in qs)
+    assert max(q["question_id"] for q in qs) >= 2252  # both halves of the prompt set are represented

@@ -53,6 +53,8 @@ def parse(argv=None):
     ap.add_argument("--out", default=None, help="weights file (default: the bundled asset path)")
     ap.add_argument("--ckpt-dir", default=str(CKPT_DIR))
     ap.add_argument("--tau-prompts", type=int, default=10, help="eval prompts for τ (0: skip)")
+    ap.add_argument("--fit-temperature", type=int, default=12, metavar="N",
+                    help="fit the tree temperature on N held-out training prompts (0: skip, keep 1.0)")
     ap.add_argument("--export-every-eval", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast for the training forward")
@@ -99,14 +101,21 @@ def main(argv=None) -> dict:
             **result}
     card_path = Path(args.out).with_suffix(".json")
     C.write_card(card_path, card)
-    if args.tau_prompts:
+    if args.fit_temperature or args.tau_prompts:
         from ..loading import load_pair
 
         pair = load_pair(args.target, drafter="eagle" if args.kind == "head" else "classic",
                          draft=args.out, device="cpu")
-        card["tau_eval"] = C.measure_tau(pair, args.tau_prompts)
-        print(f"τ on {card['tau_eval']['n_prompts']} eval prompts: {card['tau_eval']['tau']}", flush=True)
-        C.write_card(card_path, card)
+        if args.fit_temperature:
+            fit = C.fit_tree_temperature(pair, args.fit_temperature)
+            card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
+            print(f"tree temperature {fit['tree_temperature']} (τ by temperature on held-out training "
+                  f"prompts: {fit['tau_by_temperature']})", flush=True)
+            C.write_card(card_path, card)
+        if args.tau_prompts:
+            card["tau_eval"] = C.measure_tau(pair, args.tau_prompts)
+            print(f"τ on {card['tau_eval']['n_prompts']} eval prompts: {card['tau_eval']['tau']}", flush=True)
+            C.write_card(card_path, card)
     print(json.dumps({k: card[k] for k in ("heldout_top1_by_depth", "steps", "train_wall_s")}), flush=True)
     return card
 

@@ -51,7 +51,42 @@ def measure_tau(pair, n_prompts: int, decode=None, path: str | Path = EVAL_SET) 
     return {"tau": round(tokens / max(1, steps), 3),
             "tau_mean_of_prompts": round(sum(p["tau"] for p in per) / max(1, len(per)), 3),
             "n_prompts": len(per), "new_tokens": tokens, "target_forwards": steps,
-            "wall_s": round(time.time() - t0, 1), "decode": cfg.to_dict(), "per_prompt": per}
+            "wall_s": round(time.time() - t0, 1), "decode": cfg.to_dict(),
+            "tree_temperature": getattr(pair, "tree_temperature", 1.0), "per_prompt": per}
+
+
+def heldout_questions(n: int) -> list[dict]:
+    """`n` held-out training prompts spread over the whole prompt set, as eval-style questions: the
+    tree temperature is fitted on these, never on the eval set."""
+    from .data import is_heldout
+    from .prompts import build_prompts
+
+    prompts = build_prompts()
+    held = [i for i in range(len(prompts)) if is_heldout(i)]
+    picked = [held[round(j * (len(held) - 1) / max(1, n - 1))] for j in range(min(n, len(held)))]
+    return [{"question_id": i, "category": "heldout", "turns": [prompts[i]]} for i in picked]
+
+
+TEMPERATURE_GRID = (1.0, 0.85, 0.7, 0.6, 0.5)
+
+
+def fit_tree_temperature(pair, n_prompts: int = 12, grid=TEMPERATURE_GRID) -> dict:
+    """τ on held-out training prompts at each tree temperature (T = 0, the card's decode settings);
+    the best one wins, ties going to the temperature closest to 1."""
+    import tempfile
+
+    qs = heldout_questions(n_prompts)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "heldout.jsonl"
+        path.write_text("".join(json.dumps(q) + "\n" for q in qs))
+        taus = {}
+        for t in grid:
+            pair.tree_temperature = t
+            taus[t] = measure_tau(pair, len(qs), path=path)["tau"]
+    best = max(grid, key=lambda t: (taus[t], -abs(1.0 - t)))
+    pair.tree_temperature = best
+    return {"tree_temperature": best, "heldout_prompts": [q["question_id"] for q in qs],
+            "tau_by_temperature": {str(t): taus[t] for t in grid}}
 
 
 def machine() -> str:
@@ -98,14 +133,20 @@ def main(argv=None):
     ap.add_argument("--target", default="smollm2-135m-instruct")
     ap.add_argument("--prompts", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--fit-temperature", type=int, default=0, metavar="N",
+                    help="first fit the tree temperature on N held-out training prompts")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     draft = Path(args.draft or (BUNDLED_HEAD if args.kind == "head" else BUNDLED_CLASSIC))
     pair = load_pair(args.target, drafter="eagle" if args.kind == "head" else "classic", draft=str(draft),
                      device="cpu")
-    result = measure_tau(pair, args.prompts)
     card_path = draft.with_suffix(".json")
     card = json.loads(card_path.read_text()) if card_path.exists() else {}
+    if args.fit_temperature:
+        fit = fit_tree_temperature(pair, args.fit_temperature)
+        card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
+        print(json.dumps(fit["tau_by_temperature"]), flush=True)
+    result = measure_tau(pair, args.prompts)
     card.pop("machine", None)
     card["tau_eval"] = result
     write_card(card_path, card)

@@ -11,12 +11,16 @@ import torch
 from .generate import load_shards
 
 
+def is_heldout(prompt_index: int, heldout_frac: float = 0.04) -> bool:
+    """Whether a training prompt is held out (a hash of its index: stable as more shards arrive)."""
+    return zlib.crc32(str(int(prompt_index)).encode()) % 10000 < heldout_frac * 10000
+
+
 def split(seqs: list[dict], heldout_frac: float = 0.04) -> tuple[list[dict], list[dict]]:
-    """Deterministic split by prompt index (a hash), so it is stable as more shards arrive."""
+    """Deterministic split by prompt index."""
     train, test = [], []
     for s in seqs:
-        key = zlib.crc32(str(int(s.get("prompt_index", 0))).encode()) % 10000
-        (test if key < heldout_frac * 10000 else train).append(s)
+        (test if is_heldout(s.get("prompt_index", 0), heldout_frac) else train).append(s)
     return train, test
 
 

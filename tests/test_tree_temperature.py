@@ -1,0 +1,50 @@
+"""The tree temperature: read from a draft's card, used at T = 0 only, changes the tree's p̂ (and so
+its shape) but never the output."""
+
+import json
+
+import torch
+from test_greedy_exact import PROMPTS, reference
+from tiny import tiny_pair
+
+from opttree.config import DecodeConfig
+from opttree.speculative import make_drafter, run
+from opttree.tree_temperature import card_temperature
+
+
+def test_card_temperature_reads_the_card_and_defaults_to_one(tmp_path):
+    draft = tmp_path / "d.safetensors"
+    assert card_temperature(str(draft)) == 1.0  # no card
+    draft.with_suffix(".json").write_text(json.dumps({"tree_temperature": 0.6}))
+    assert card_temperature(str(draft)) == 0.6
+    for bad in ("oops", -1, 0, 1e9, None):
+        draft.with_suffix(".json").write_text(json.dumps({"tree_temperature": bad}))
+        assert card_temperature(str(draft)) == 1.0
+    draft.with_suffix(".json").write_text("{not json")
+    assert card_temperature(str(draft)) == 1.0
+    assert card_temperature("HuggingFaceTB/some-hub-id") == 1.0 and card_temperature(None) == 1.0
+
+
+def test_drafter_probabilities_are_the_softmax_at_the_tree_temperature():
+    pair = tiny_pair("classic")
+    pair.tree_temperature = 0.5
+    greedy = make_drafter(pair, DecodeConfig(temperature=0.0))
+    sampled = make_drafter(pair, DecodeConfig(temperature=0.8))
+    logits = torch.randn(3, pair.target.config.vocab_size)
+    assert torch.allclose(greedy.probs(logits), torch.softmax(logits / 0.5, -1))
+    assert torch.allclose(sampled.probs(logits), torch.softmax(logits, -1))  # sampling keeps the draft's own
+
+
+def test_tree_temperature_changes_the_tree_not_the_output():
+    cfg = DecodeConfig(method="opt-tree", nodes=16, threshold=0.05, max_depth=6, max_new_tokens=24)
+    for drafter in ("classic", "eagle"):
+        pair = tiny_pair(drafter, eos=9)
+        traces = {}
+        for t in (1.0, 0.4):
+            pair.tree_temperature = t
+            traces[t] = [run(pair, "", cfg, prompt_ids=p) for p in PROMPTS]
+            for p, tr in zip(PROMPTS, traces[t]):
+                assert tr["output_ids"] == reference(pair.target, p, 24)
+                assert tr["meta"]["tree_temperature"] == t
+        shapes = {t: [[(s["parents"], s["tokens"]) for s in tr["steps"]] for tr in traces[t]] for t in traces}
+        assert shapes[1.0] != shapes[0.4], "a sharper draft must change p̂ and with it the trees"
