@@ -48,3 +48,14 @@ def test_tree_temperature_changes_the_tree_not_the_output():
                 assert tr["meta"]["tree_temperature"] == t
         shapes = {t: [[(s["parents"], s["tokens"]) for s in tr["steps"]] for tr in traces[t]] for t in traces}
         assert shapes[1.0] != shapes[0.4], "a sharper draft must change p̂ and with it the trees"
+
+
+def test_run_summary_says_when_the_tree_temperature_is_not_one():
+    from viz.metrics import run_summary
+
+    pair = tiny_pair("classic")
+    cfg = DecodeConfig(method="opt-tree", nodes=8, max_new_tokens=6)
+    pair.tree_temperature = 0.6
+    assert "tree temperature 0.6" in run_summary(run(pair, "", cfg, prompt_ids=[1, 2, 3]))
+    pair.tree_temperature = 1.0
+    assert "tree temperature" not in run_summary(run(pair, "", cfg, prompt_ids=[1, 2, 3]))

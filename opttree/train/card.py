@@ -40,10 +40,12 @@ def measure_tau(pair, n_prompts: int, decode=None, path: str | Path = EVAL_SET) 
 
     cfg = decode or DecodeConfig(method="opt-tree", nodes=60, threshold=0.5, max_depth=10,
                                  max_new_tokens=128, temperature=0.0)
-    per, tokens, steps = [], 0, 0
+    per, tokens, steps, ea, acc = [], 0, 0, 0.0, 0
     t0 = time.time()
     for q in tqdm(eval_subset(n_prompts, path), desc=f"tau {pair.drafter_kind}", unit="prompt"):
         s = run(pair, q["turns"][0], cfg)["summary"]
+        ea += s["mean_expected_accept"] * s["steps"]
+        acc += s["mean_accept_length"] * s["steps"]
         per.append({"question_id": q["question_id"], "category": q["category"], "tau": s["tau"],
                     "new_tokens": s["new_tokens"], "tokens_per_s": s["tokens_per_s"]})
         tokens += s["new_tokens"]
@@ -51,6 +53,8 @@ def measure_tau(pair, n_prompts: int, decode=None, path: str | Path = EVAL_SET) 
     return {"tau": round(tokens / max(1, steps), 3),
             "tau_mean_of_prompts": round(sum(p["tau"] for p in per) / max(1, len(per)), 3),
             "n_prompts": len(per), "new_tokens": tokens, "target_forwards": steps,
+            "mean_expected_accept": round(ea / max(1, steps), 3),  # E(A) per step, from p̂
+            "mean_accept_length": round(acc / max(1, steps), 3),   # A per step, what happened
             "wall_s": round(time.time() - t0, 1), "decode": cfg.to_dict(),
             "tree_temperature": getattr(pair, "tree_temperature", 1.0), "per_prompt": per}
 
@@ -79,14 +83,16 @@ def fit_tree_temperature(pair, n_prompts: int = 12, grid=TEMPERATURE_GRID) -> di
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "heldout.jsonl"
         path.write_text("".join(json.dumps(q) + "\n" for q in qs))
-        taus = {}
+        runs = {}
         for t in grid:
             pair.tree_temperature = t
-            taus[t] = measure_tau(pair, len(qs), path=path)["tau"]
-    best = max(grid, key=lambda t: (taus[t], -abs(1.0 - t)))
+            runs[t] = measure_tau(pair, len(qs), path=path)
+    best = max(grid, key=lambda t: (runs[t]["tau"], -abs(1.0 - t)))
     pair.tree_temperature = best
     return {"tree_temperature": best, "heldout_prompts": [q["question_id"] for q in qs],
-            "tau_by_temperature": {str(t): taus[t] for t in grid}}
+            "tau_by_temperature": {str(t): runs[t]["tau"] for t in grid},
+            "expected_vs_actual_accept": {str(t): [runs[t]["mean_expected_accept"], runs[t]["mean_accept_length"]]
+                                          for t in grid}}
 
 
 def machine() -> str:
