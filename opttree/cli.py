@@ -20,6 +20,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", help="auto (fp32 on CPU, bf16/fp16 on GPU), fp32, fp16, bf16")
     p.add_argument("--device-map", default=None, help="e.g. 'auto' to spread a big target over GPUs")
     p.add_argument("--trust-remote-code", action="store_true", help="allow model repos' own code (off by default)")
+    p.add_argument("--tree-temperature", default=None,
+                   help="divide draft logits by this when building trees at T=0 (default: the draft card's "
+                        "fitted value, else 1; see opttree/tree_temperature.py)")
 
 
 def node_budget(text: str):
@@ -60,11 +63,16 @@ def add_decode_args(p: argparse.ArgumentParser, method: bool = True) -> None:
 
 def load_from_args(args, need_draft: bool = True):
     from .loading import load_pair
+    from .tree_temperature import checked
 
     draft = args.ea_model_path if args.drafter == "eagle" else args.draft_model_path
-    return load_pair(args.target, drafter=args.drafter if need_draft else "none", draft=draft,
+    override = None if args.tree_temperature is None else checked(args.tree_temperature)  # before loading
+    pair = load_pair(args.target, drafter=args.drafter if need_draft else "none", draft=draft,
                      device=args.device, dtype=args.dtype, device_map=args.device_map,
                      trust_remote_code=args.trust_remote_code)
+    if override is not None:
+        pair.tree_temperature = override
+    return pair
 
 
 def decode_config(args, method: str):

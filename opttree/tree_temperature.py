@@ -18,6 +18,20 @@ import math
 from pathlib import Path
 
 CARD_KEY = "tree_temperature"
+LIMITS = (0.05, 5.0)
+
+
+def checked(value) -> float:
+    """A tree temperature given by a user, or a clear BadInput."""
+    from .errors import BadInput
+
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        raise BadInput(f"tree temperature must be a number, got {value!r}.") from None
+    if not (math.isfinite(t) and LIMITS[0] <= t <= LIMITS[1]):
+        raise BadInput(f"tree temperature must be between {LIMITS[0]:g} and {LIMITS[1]:g}, got {value!r}.")
+    return t
 
 
 def card_temperature(draft: str | None) -> float:
@@ -26,10 +40,9 @@ def card_temperature(draft: str | None) -> float:
         return 1.0
     card = Path(draft).with_suffix(".json")
     try:
-        value = float(json.loads(card.read_text()).get(CARD_KEY, 1.0))
-    except (OSError, ValueError, TypeError, AttributeError):
+        return checked(json.loads(card.read_text()).get(CARD_KEY, 1.0))
+    except Exception:  # no card, unreadable card, or a bad value: the draft's own probabilities
         return 1.0
-    return value if math.isfinite(value) and 0.05 <= value <= 5.0 else 1.0
 
 
 def for_decoding(pair, greedy: bool) -> float:

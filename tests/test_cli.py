@@ -8,7 +8,9 @@ import sys
 import pytest
 
 from opttree.cli import main
+from opttree.draft_assets import BUNDLED_HEAD
 from opttree.trace import loads
+from opttree.tree_temperature import card_temperature
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,6 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     (["--prompt", "hi", "--temperature", "nan"], "temperature must be between"),
     (["--prompt", "hi", "--base-model-path", "no-such-org/no-such-model-xyz"], "could not load model"),
     (["--prompt", "hi", "--device", "tpu"], "unknown device"),
+    (["--prompt", "hi", "--tree-temperature", "0"], "tree temperature must be between"),
+    (["--prompt", "hi", "--tree-temperature", "warm"], "tree temperature must be a number"),
 ])
 def test_bad_input_clear_error(capsys, args, needle):
     assert main(["generate", *args]) == 2
@@ -47,6 +51,7 @@ def test_generate_bundled_model_writes_trace(tmp_path):
     trace = loads(out.read_text())
     assert summary["summary"]["new_tokens"] == len(trace["output_ids"]) == 24
     assert trace["meta"]["method"] == "opt-tree" and trace["meta"]["drafter"] == "eagle"
+    assert trace["meta"]["tree_temperature"] == card_temperature(str(BUNDLED_HEAD))  # the card's fitted one
     assert "photosynthesis" in trace["output_text"].lower()
 
 
