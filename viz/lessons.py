@@ -21,7 +21,9 @@ so the whole tree fits in one forward pass.
 ### p̂ and E(A)
 Each node has the draft's probability **q** of its token given its parent. Multiplying q along the
 path from the root gives **p̂**, the chance the whole path is accepted (node colour). The expected
-number of accepted tokens is **E(A) = Σ p̂** over the tree's nodes.
+number of accepted tokens is **E(A) = Σ p̂** over the tree's nodes. That is only true when q is
+calibrated; a draft's card may carry a fitted **tree temperature** that rescales q before the tree
+is built (the run summary names it). It changes the tree's shape, never the output.
 
 ### OPT-Tree and δ
 With a budget of **n** nodes, OPT-Tree grows the tree layer by layer, keeping the n nodes with the
