@@ -14,6 +14,7 @@ from opttree.prompts import encode_prompt
 from opttree.speculative import run
 from opttree.train.card import eval_questions
 from opttree.train.prompts import build_prompts
+from opttree.tree_temperature import card_temperature
 
 TARGET = "smollm2-135m-instruct"
 PROMPTS = ["Name three colours.", "What is 2 + 3?"]
@@ -82,6 +83,9 @@ def test_shipped_files_are_small_fp16_with_cards():
                 assert t.dtype in (torch.float16, torch.int64), (k, t.dtype)
         card = json.loads(path.with_suffix(".json").read_text())
         assert card["heldout_top1_by_depth"] and card["steps"] > 0
+        # The loader uses the card's tree temperature, and it is the fit's best (not hand-picked).
+        taus = card["tree_temperature_fit"]["tau_by_temperature"]
+        assert card_temperature(str(path)) == card["tree_temperature"] == float(max(taus, key=taus.get))
 
 
 @needs_target
