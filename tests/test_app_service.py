@@ -179,3 +179,19 @@ def test_abandoned_run_does_not_block_the_next(service):
     with pytest.raises(RunError) as err:
         next(abandoned)
     assert err.value.kind == "cancelled" and service.lane.active == 0
+
+
+def test_shipped_pairs_carry_their_cards_tree_temperature():
+    """The app's own loader (not only load_pair) reads each bundled draft's fitted tree temperature."""
+    from opttree.model_registry import load_registry
+    from opttree.tree_temperature import card_temperature
+
+    registry = load_registry()
+    svc = RunService(registry=registry, device="cpu")
+    checked = 0
+    for entry in registry.entries.values():
+        if entry.drafter in ("eagle", "classic") and entry.draft not in ("", "random") and not entry.missing_files():
+            pair = svc.pair_for(entry.id)[0]
+            assert pair.tree_temperature == card_temperature(entry.draft) != 1.0
+            checked += 1
+    assert checked >= 2
