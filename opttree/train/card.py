@@ -34,7 +34,9 @@ def eval_subset(n: int, path: str | Path = EVAL_SET) -> list[dict]:
     return out
 
 
-def measure_tau(pair, n_prompts: int, decode=None, path: str | Path = EVAL_SET) -> dict:
+def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None = None) -> dict:
+    """τ with the real decoding loop on the first turn of `questions` (default: `n_prompts` eval
+    questions, round-robin over categories)."""
     from ..config import DecodeConfig
     from ..speculative import run
 
@@ -42,7 +44,8 @@ def measure_tau(pair, n_prompts: int, decode=None, path: str | Path = EVAL_SET) 
                                  max_new_tokens=128, temperature=0.0)
     per, tokens, steps, ea, acc = [], 0, 0, 0.0, 0
     t0 = time.time()
-    for q in tqdm(eval_subset(n_prompts, path), desc=f"tau {pair.drafter_kind}", unit="prompt"):
+    qs = eval_subset(n_prompts) if questions is None else questions
+    for q in tqdm(qs, desc=f"tau {pair.drafter_kind}", unit="prompt"):
         s = run(pair, q["turns"][0], cfg)["summary"]
         ea += s["mean_expected_accept"] * s["steps"]
         acc += s["mean_accept_length"] * s["steps"]
@@ -77,16 +80,11 @@ TEMPERATURE_GRID = (1.0, 0.85, 0.7, 0.6, 0.5)
 def fit_tree_temperature(pair, n_prompts: int = 12, grid=TEMPERATURE_GRID) -> dict:
     """τ on held-out training prompts at each tree temperature (T = 0, the card's decode settings);
     the best one wins, ties going to the temperature closest to 1."""
-    import tempfile
-
     qs = heldout_questions(n_prompts)
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "heldout.jsonl"
-        path.write_text("".join(json.dumps(q) + "\n" for q in qs))
-        runs = {}
-        for t in grid:
-            pair.tree_temperature = t
-            runs[t] = measure_tau(pair, len(qs), path=path)
+    runs = {}
+    for t in grid:
+        pair.tree_temperature = t
+        runs[t] = measure_tau(pair, len(qs), questions=qs)
     best = max(grid, key=lambda t: (runs[t]["tau"], -abs(1.0 - t)))
     pair.tree_temperature = best
     return {"tree_temperature": best, "heldout_prompts": [q["question_id"] for q in qs],
