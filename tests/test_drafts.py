@@ -51,6 +51,17 @@ def test_training_prompt_set_is_diverse_and_deterministic():
     assert a == b and len(a) >= 500 and len(set(a)) == len(a)
 
 
+def test_prompt_parts_are_appended_so_generated_shards_keep_their_indices():
+    from opttree.train.prompts import prompt_parts
+
+    parts = prompt_parts()
+    # The shipped data was generated part by part: 2,252 first-part prompts, then 1,043 broad ones.
+    # A change that reorders or resizes an earlier part would silently re-label every stored shard.
+    assert [len(p) for p in parts[:2]] == [2252, 1043]
+    assert build_prompts() == [p for part in parts for p in part]
+    assert len(parts[2]) >= 1000 and not set(parts[2]) & set(parts[0] + parts[1])
+
+
 @pytest.fixture(scope="module")
 def pairs():
     from opttree.loading import load_pair
@@ -215,4 +226,4 @@ def test_tree_temperature_is_fitted_on_heldout_training_prompts_not_the_eval_set
     assert len({q["question_id"] for q in qs}) == 12
     assert all(is_heldout(q["question_id"]) and prompts[q["question_id"]] == q["turns"][0] for q in qs)
     assert not any(q["turns"][0].strip().lower() in evals for q in qs)
-    assert max(q["question_id"] for q in qs) >= 2252  # both halves of the prompt set are represented
+    assert min(q["question_id"] for q in qs) < 2252 <= 3295 <= max(q["question_id"] for q in qs)  # all parts

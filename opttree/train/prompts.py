@@ -12,6 +12,7 @@ import random
 from pathlib import Path
 
 from .prompts_broad import build_broad_prompts
+from .prompts_varied import build_varied_prompts
 
 SCIENCE = ["photosynthesis", "black holes", "plate tectonics", "the water cycle", "vaccines",
            "DNA replication", "climate change", "the greenhouse effect", "electricity", "magnetism",
@@ -104,7 +105,7 @@ def _math_prompts(rng: random.Random) -> list[str]:
         ][kind])
     return out
 
-def build_prompts(seed: int = 0) -> list[str]:
+def _first_part(seed: int) -> list[str]:
     rng = random.Random(seed)
     prompts = []
     for t in ALL_TOPICS:
@@ -127,10 +128,23 @@ def build_prompts(seed: int = 0) -> list[str]:
     # de-duplicate, keep a deterministic shuffled order
     prompts = sorted(set(prompts))
     rng.shuffle(prompts)
-    # The broad MT-bench-style half goes after, so the first half keeps its indices (and with them
-    # its held-out split) across versions; `--first-prompt` generates only the new half.
-    seen = set(prompts)
-    return prompts + [p for p in build_broad_prompts(seed + 1) if p not in seen]
+    return prompts
+
+
+def prompt_parts(seed: int = 0) -> list[list[str]]:
+    """The training prompts in the order they were added. Each later part is appended after the
+    earlier ones (minus repeats), so generated shards keep their prompt indices, and with them the
+    held-out split, across versions; `--first-prompt` generates only a new part."""
+    parts, seen = [], set()
+    for build in (_first_part, build_broad_prompts, build_varied_prompts):
+        part = [p for p in build(seed + len(parts)) if p not in seen]
+        seen.update(part)
+        parts.append(part)
+    return parts
+
+
+def build_prompts(seed: int = 0) -> list[str]:
+    return [p for part in prompt_parts(seed) for p in part]
 
 
 def write_prompts(path: str | Path, seed: int = 0) -> list[str]:
