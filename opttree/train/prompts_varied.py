@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import random
 
+from .prompts_broad import MONTHS
+
 FIRST = ["Amara", "Ben", "Chloe", "Diego", "Emma", "Fatima", "George", "Hana", "Ivan", "Julia", "Kofi", "Leila",
          "Marco", "Nina", "Oscar", "Priyanka", "Ravi", "Sofia", "Tomas", "Uma", "Victor", "Wen", "Yusuf", "Zoe",
          "Anil", "Beatriz", "Carlos", "Daniela", "Erik", "Freya", "Gustavo", "Helen", "Isaac", "Jana"]
@@ -25,8 +27,6 @@ TITLES = ["the head of marketing", "a senior developer", "the finance director",
           "the legal counsel", "a lab technician", "the hotel manager", "a staff nurse", "the school principal"]
 PLACES = ["Helsinki", "Accra", "Montreal", "Kyoto", "Bogota", "Krakow", "Perth", "Tunis", "Edinburgh", "Busan",
           "Mombasa", "Salzburg", "Cusco", "Da Nang", "Tromso", "Seville", "Auckland", "Marrakesh", "Riga", "Calgary"]
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December"]
 THINGS = ["museum", "theatre", "railway station", "stadium", "factory", "lighthouse", "zoo", "hospital wing",
           "public pool", "concert hall", "ferry terminal", "observatory", "town hall", "botanical garden"]
 EVENTS = [("was founded", "was renamed", "was sold"), ("opened", "was extended", "was closed"),
@@ -43,7 +43,7 @@ COMPLAINTS = ["Stopped working after two days.", "The colour looks nothing like 
 NEUTRAL = ["It does what the box says.", "The package contained one item.", "I used it twice this month.",
            "It comes in blue and grey.", "The shop is on the corner."]
 WEATHER = ["sunny", "raining", "foggy", "snowing", "windy", "overcast", "stormy", "hailing"]
-NUMBER_WORDS = ["one", "two", "three", "five", "seven", "eight", "ten", "twelve", "fifteen", "twenty", "thirty"]
+NUMBER_WORDS = ["one", "two", "three", "five", "seven"]
 TEAMS = ["the Falcons", "the Rovers", "the Tigers", "the Mariners", "the Comets", "the Wolves", "the Pioneers",
          "the Harriers", "the Giants", "the Owls"]
 DOMAINS = ["example.com", "mail.example", "company.test", "school.example.org", "shop.test", "lab.example.net"]
@@ -86,7 +86,7 @@ def _recipe(rng) -> str:
     items = []
     for name, unit in rng.sample(FOODS, rng.randint(3, 6)):
         qty = rng.choice([50, 100, 150, 200, 250, 300, 400, 500]) if unit in ("g", "ml") else rng.randint(1, 4)
-        items.append(f"{qty} {unit} {name}".replace("  ", " ") if unit else f"{rng.choice(NUMBER_WORDS[:5])} {name}")
+        items.append(f"{qty} {unit} {name}" if unit else f"{rng.choice(NUMBER_WORDS)} {name}")
     return f"Combine {', '.join(items[:-1])} and {items[-1]}, then bake for {rng.choice([20, 25, 35, 45])} minutes."
 
 
@@ -377,7 +377,7 @@ def _writing(rng: random.Random) -> list[str]:
     return out
 
 
-CODE_LANGS = ["Python", "JavaScript", "Go", "Rust", "Java", "C", "SQL", "Bash"]
+CODE_LANGS = ["Python", "JavaScript", "Go", "Rust", "Java", "C"]
 CODE_TASKS = ["reverse a linked list", "check whether a number is prime", "find the most common element in a list",
               "validate a phone number with a regular expression", "read a JSON file and print one field",
               "compute the factorial of n iteratively", "merge two dictionaries", "count the vowels in a string",
@@ -394,7 +394,7 @@ SQL_TASKS = ["find the average salary per department from a table employees(name
 def _coding(rng: random.Random) -> list[str]:
     out = [rng.choice([f"Write a {lang} function to {t}.", f"How do I {t} in {lang}? Show code.",
                        f"Give a short {lang} example that shows how to {t}."])
-           for t in CODE_TASKS for lang in rng.sample([x for x in CODE_LANGS if x not in ("SQL", "Bash")], 3)]
+           for t in CODE_TASKS for lang in rng.sample(CODE_LANGS, 3)]
     out += [f"Write a SQL query to {t}." for t in SQL_TASKS]
     out += [f"Write a Bash one-liner to {t}." for t in ["count the files in a folder", "find the largest file in a directory",
             "replace a word in every .txt file", "show the ten most used commands in your history"]]
@@ -402,7 +402,7 @@ def _coding(rng: random.Random) -> list[str]:
 
 
 def build_varied_prompts(seed: int = 2) -> list[str]:
-    """About 1,800 prompts weighted towards extraction, reasoning and STEM, de-duplicated and shuffled
+    """About 1,500 prompts weighted towards extraction, reasoning and STEM, de-duplicated and shuffled
     deterministically."""
     rng = random.Random(seed)
     prompts = []
