@@ -55,11 +55,14 @@ def test_prompt_parts_are_appended_so_generated_shards_keep_their_indices():
     from opttree.train.prompts import prompt_parts
 
     parts = prompt_parts()
-    # The shipped data was generated part by part: 2,252 first-part prompts, then 1,043 broad ones.
-    # A change that reorders or resizes an earlier part would silently re-label every stored shard.
-    assert [len(p) for p in parts[:2]] == [2252, 1043]
+    # The shipped data was generated part by part: 2,252 first-part prompts, then 1,043 broad ones,
+    # 1,482 varied ones, then the open part. A change that reorders or resizes an earlier part would
+    # silently re-label every stored shard.
+    assert [len(p) for p in parts[:3]] == [2252, 1043, 1482]
     assert build_prompts() == [p for part in parts for p in part]
-    assert len(parts[2]) >= 1000 and not set(parts[2]) & set(parts[0] + parts[1])
+    for k in (2, 3):
+        earlier = {p for part in parts[:k] for p in part}
+        assert len(parts[k]) >= 1000 and not set(parts[k]) & earlier
 
 
 @pytest.fixture(scope="module")

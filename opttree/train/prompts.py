@@ -12,6 +12,7 @@ import random
 from pathlib import Path
 
 from .prompts_broad import build_broad_prompts
+from .prompts_open import build_open_prompts
 from .prompts_varied import build_varied_prompts
 
 SCIENCE = ["photosynthesis", "black holes", "plate tectonics", "the water cycle", "vaccines",
@@ -136,7 +137,7 @@ def prompt_parts(seed: int = 0) -> list[list[str]]:
     earlier ones (minus repeats), so generated shards keep their prompt indices, and with them the
     held-out split, across versions; `--first-prompt` generates only a new part."""
     parts, seen = [], set()
-    for build in (_first_part, build_broad_prompts, build_varied_prompts):
+    for build in (_first_part, build_broad_prompts, build_varied_prompts, build_open_prompts):
         part = [p for p in build(seed + len(parts)) if p not in seen]
         seen.update(part)
         parts.append(part)
