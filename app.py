@@ -103,9 +103,11 @@ def slider_update(trace, index: int):
     return gr.Slider(minimum=1, maximum=max(n, 2), value=index + 1 if n else 1, step=1, interactive=n > 1)
 
 
-def _settings(method, nodes, max_depth, threshold, temperature, max_new_tokens, seed=0) -> dict:
+def _settings(method, nodes, max_depth, threshold, temperature, max_new_tokens, seed=0,
+              tree_temperature=0.0) -> dict:
     return dict(method=method, nodes=nodes, max_depth=max_depth, threshold=threshold,
-                temperature=temperature, max_new_tokens=max_new_tokens, seed=0 if seed is None else seed)
+                temperature=temperature, max_new_tokens=max_new_tokens, seed=0 if seed is None else seed,
+                tree_temperature=0.0 if tree_temperature is None else tree_temperature)
 
 
 def _md_safe(text: str) -> str:
@@ -175,6 +177,11 @@ def build_app(service: RunService) -> gr.Blocks:
                         seed = gr.Number(0, precision=0, minimum=0, step=1, elem_id="seed",
                                          label="Seed (temperature > 0: same seed, same text; change it to redraw)")
                         max_new = gr.Slider(1, 256, value=32, step=1, label="Max new tokens", elem_id="max-new")
+                        tree_temp = gr.Slider(0, 2, value=0, step=0.05, elem_id="tree-temperature",
+                                              label="Tree temperature at T = 0 (0 = the draft's fitted value)",
+                                              info="Divides draft logits before the tree is built: below 1 "
+                                                   "sharpens q, so trees grow deeper and narrower. The "
+                                                   "output never changes.")
                         with gr.Row():
                             run_btn = gr.Button("Run", variant="primary", elem_id="run")
                             stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
@@ -265,13 +272,14 @@ def build_app(service: RunService) -> gr.Blocks:
 
         views = [tree_plot, text_out, metrics, why_plot]
         all_views = [*views, bars, learn_plot]
-        run_inputs = [model, prompt, method, nodes, max_depth, threshold, temperature, max_new, seed]
+        run_inputs = [model, prompt, method, nodes, max_depth, threshold, temperature, max_new, seed, tree_temp]
         run_outputs = [trace_st, step_sl, *all_views, status, history_st, ea_plot, ea_md, learn_status]
 
         # ------------------------------------------------------------ model work (the lane)
         def run_explore(model, prompt, method, nodes, max_depth, threshold, temperature, max_new_tokens, seed,
-                        history, request: gr.Request = None):
-            settings = _settings(method, nodes, max_depth, threshold, temperature, max_new_tokens, seed)
+                        tree_temperature, history, request: gr.Request = None):
+            settings = _settings(method, nodes, max_depth, threshold, temperature, max_new_tokens, seed,
+                                 tree_temperature)
             trace = None
             try:
                 for up in service.stream(model, prompt, settings, session=_session(request)):
@@ -303,13 +311,14 @@ def build_app(service: RunService) -> gr.Blocks:
                 yield out
 
         def run_compare(model, prompt, nodes, max_depth, threshold, temperature, max_new_tokens, seed, chosen,
-                        history, request: gr.Request = None):
+                        tree_temperature, history, request: gr.Request = None):
             # Unknown names from the API are dropped; with none left, the binary tree is the comparison.
             chosen = [m for m in (chosen or []) if m in dict((v, k) for k, v in STATIC_CHOICES)] or ["binary"]
             methods = ["ar", "opt-tree", *chosen]
             traces: dict[str, dict] = {}
             for meth in methods:
-                settings = _settings(meth, nodes, max_depth, threshold, temperature, max_new_tokens, seed)
+                settings = _settings(meth, nodes, max_depth, threshold, temperature, max_new_tokens, seed,
+                                     tree_temperature)
                 try:
                     for up in service.stream(model, prompt, settings, session=_session(request)):
                         if up.state == "queued":
@@ -345,7 +354,8 @@ def build_app(service: RunService) -> gr.Blocks:
                     show_progress="minimal")
         run_btn.click(run_explore, run_inputs + [history_st], run_outputs, api_name="run", **lane)
         stop_btn.click(stop, None, status, queue=False, api_name="stop")
-        cmp_inputs = [model, prompt, nodes, max_depth, threshold, temperature, max_new, seed, statics, history_st]
+        cmp_inputs = [model, prompt, nodes, max_depth, threshold, temperature, max_new, seed, statics, tree_temp,
+                      history_st]
         cmp_outputs = [cmp_st, cmp_status, cmp_table, cmp_chart, cmp_step, cmp_right, cmp_left_plot,
                        cmp_right_plot, history_st, ea_plot, ea_md]
         cmp_btn.click(run_compare, cmp_inputs, cmp_outputs, api_name="compare", **lane)
@@ -354,9 +364,9 @@ def build_app(service: RunService) -> gr.Blocks:
         def apply_preset(i):
             p = lessons.PRESETS[i]
             return (p["prompt"], p["method"], p["nodes"], p["max_depth"], p["threshold"], p["temperature"],
-                    p["max_new_tokens"])
+                    p["max_new_tokens"], p.get("tree_temperature", 0.0))
 
-        preset_targets = [prompt, method, nodes, max_depth, threshold, temperature, max_new]
+        preset_targets = [prompt, method, nodes, max_depth, threshold, temperature, max_new, tree_temp]
         for i, btn in enumerate(explore_presets + learn_presets):
             k = i % len(lessons.PRESETS)
             btn.click(lambda k=k: apply_preset(k), None, preset_targets, queue=False,
@@ -445,12 +455,13 @@ def build_app(service: RunService) -> gr.Blocks:
         # The programmatic API (gradio_client): one call, one finished trace, or a clear error.
         def generate(model: str, prompt: str, method: str = "opt-tree", nodes: float = 60,
                      max_depth: float = 10, threshold: float = 0.5, temperature: float = 0.0,
-                     max_new_tokens: float = 64, seed: float = 0) -> dict:
+                     max_new_tokens: float = 64, seed: float = 0, tree_temperature: float = 0.0) -> dict:
             """Decode `prompt` with an allow-listed model pair; returns the step trace (JSON).
-            `seed` picks the random draw when temperature > 0 (same seed, same output)."""
+            `seed` picks the random draw when temperature > 0 (same seed, same output);
+            `tree_temperature` rescales draft probabilities at T = 0 (0 = the draft's fitted value)."""
             try:
                 return service.run(model, prompt, _settings(method, nodes, max_depth, threshold, temperature,
-                                                            max_new_tokens, seed))
+                                                            max_new_tokens, seed, tree_temperature))
             except RunError as exc:
                 raise gr.Error(exc.message, print_exception=False) from None
 

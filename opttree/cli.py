@@ -63,24 +63,23 @@ def add_decode_args(p: argparse.ArgumentParser, method: bool = True) -> None:
 
 def load_from_args(args, need_draft: bool = True):
     from .loading import load_pair
-    from .tree_temperature import checked
 
     draft = args.ea_model_path if args.drafter == "eagle" else args.draft_model_path
-    override = None if args.tree_temperature is None else checked(args.tree_temperature)  # before loading
-    pair = load_pair(args.target, drafter=args.drafter if need_draft else "none", draft=draft,
+    return load_pair(args.target, drafter=args.drafter if need_draft else "none", draft=draft,
                      device=args.device, dtype=args.dtype, device_map=args.device_map,
                      trust_remote_code=args.trust_remote_code)
-    if override is not None:
-        pair.tree_temperature = override
-    return pair
 
 
 def decode_config(args, method: str):
     from .config import DecodeConfig
+    from .tree_temperature import checked
 
+    # On the command line a given tree temperature must be a real one (0 is not "the card's").
+    tree_t = getattr(args, "tree_temperature", None)
     return DecodeConfig(method=method, nodes=resolved_nodes(args), threshold=args.threshold,
                         max_depth=args.max_depth, temperature=args.temperature, top_p=args.top_p,
-                        top_k=args.top_k, max_new_tokens=args.max_new_tokens, seed=args.seed)
+                        top_k=args.top_k, max_new_tokens=args.max_new_tokens, seed=args.seed,
+                        tree_temperature=0.0 if tree_t is None else checked(tree_t))
 
 
 def cmd_generate(args) -> int:

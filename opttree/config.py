@@ -9,13 +9,15 @@ import math
 from dataclasses import asdict, dataclass
 
 from .errors import BadInput
+from .tree_temperature import LIMITS as TREE_TEMPERATURE_LIMITS
 
 TREE_METHODS = ("opt-tree", "chain", "binary", "eagle-static", "eagle-dynamic")
 METHODS = TREE_METHODS + ("ar",)
 LIMITS = {"nodes": (1, 500), "max_depth": (1, 20), "threshold": (0.0, 1e6),
           "temperature": (0.0, 2.0), "max_new_tokens": (1, 2048), "top_p": (0.0, 1.0),
           "top_k": (0, 100000), "eagle_top_k": (1, 64),
-          "seed": (0, 2**53)}  # seeds a browser can send exactly (JavaScript numbers)
+          "seed": (0, 2**53),  # seeds a browser can send exactly (JavaScript numbers)
+          "tree_temperature": (0.0, TREE_TEMPERATURE_LIMITS[1])}
 
 # The node budget when none is given (`--nodes auto`). It follows the verify-cost curve: on a GPU a
 # forward over 60 tree tokens costs about what one token costs, so the paper's n = 60 is right; on
@@ -41,6 +43,9 @@ class DecodeConfig:
     max_new_tokens: int = 128
     seed: int = 0
     eagle_top_k: int = 10
+    # Drafting at T = 0 divides draft logits by this before the tree is built (tree_temperature.py).
+    # 0 means "the draft's own fitted value" (its card's), so a run is reproducible from its settings.
+    tree_temperature: float = 0.0
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -57,6 +62,10 @@ class DecodeConfig:
             if want_int and number != int(number):
                 raise BadInput(f"{name} must be a whole number, got {value!r}.")
             setattr(self, name, int(number) if want_int else number)
+        if 0 < self.tree_temperature < TREE_TEMPERATURE_LIMITS[0]:
+            raise BadInput(f"tree_temperature must be 0 (the draft's fitted value) or between "
+                           f"{TREE_TEMPERATURE_LIMITS[0]:g} and {TREE_TEMPERATURE_LIMITS[1]:g}, "
+                           f"got {self.tree_temperature!r}.")
 
     @property
     def greedy(self) -> bool:

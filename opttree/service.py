@@ -27,7 +27,7 @@ from .model_registry import ModelEntry, Registry, load_registry
 log = logging.getLogger("opttree.service")
 
 SETTING_KEYS = ("method", "nodes", "threshold", "max_depth", "temperature", "top_p", "top_k",
-                "max_new_tokens", "seed")
+                "max_new_tokens", "seed", "tree_temperature")
 
 
 class RunError(Exception):

@@ -32,7 +32,7 @@ def make_drafter(pair, cfg: DecodeConfig):
     if cfg.method == "ar":
         return None
     vocab = pair.target.config.vocab_size
-    temp = for_decoding(pair, cfg.greedy)
+    temp = for_decoding(pair, cfg)
     if pair.drafter_kind == "eagle":
         return FeatureHeadDrafter(pair.draft_model, pair.target, vocab, temp)
     if pair.drafter_kind == "classic":
@@ -55,8 +55,9 @@ class TokenTexts:
 def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int]) -> dict:
     meta = {"target": pair.target_name, "draft": pair.draft_name if cfg.method != "ar" else "",
             "drafter": pair.drafter_kind if cfg.method != "ar" else "none",
-            "tree_temperature": for_decoding(pair, cfg.greedy) if cfg.method != "ar" else 1.0,
-            **cfg.to_dict(), "device": str(pair.device), "dtype": str(pair.dtype).replace("torch.", "")}
+            **cfg.to_dict(), "device": str(pair.device), "dtype": str(pair.dtype).replace("torch.", ""),
+            # the value the drafter used (the setting's 0 resolved to the draft's fitted one)
+            "tree_temperature": for_decoding(pair, cfg) if cfg.method != "ar" else 1.0}
     return {"version": VERSION, "meta": meta, "prompt": prompt, "prompt_ids": prompt_ids,
             "output_ids": [], "output_text": "", "steps": [], "summary": summarize([], 0, 0.0)}
 

@@ -49,6 +49,9 @@ def card_temperature(draft: str | None) -> float:
         return 1.0
 
 
-def for_decoding(pair, greedy: bool) -> float:
-    """The temperature the drafter uses in this run: the draft's fitted one at T = 0, else 1."""
-    return getattr(pair, "tree_temperature", 1.0) if greedy else 1.0
+def for_decoding(pair, cfg) -> float:
+    """The temperature the drafter uses in this run: at T = 0 the run's own setting, or the draft's
+    fitted one when that is 0; sampling (T > 0) always drafts from the draft's own distribution."""
+    if not cfg.greedy:
+        return 1.0
+    return cfg.tree_temperature or getattr(pair, "tree_temperature", 1.0)

@@ -49,11 +49,21 @@ def test_greedy_tree_output_equals_autoregressive(client):
     (dict(method="beam-search"), "unknown method"),
     (dict(seed=-3), "seed must be between"),
     (dict(seed=2.5), "seed must be a whole number"),
+    (dict(seed=0, tree_temperature=0.01), "tree_temperature must be 0"),
 ])
 def test_bad_input_gives_a_clear_message(client, kw, needle):
     with pytest.raises(AppError) as err:
         generate(client, **kw)
     assert needle in str(err.value) and "Traceback" not in str(err.value)
+
+
+def test_tree_temperature_setting_reshapes_trees_not_text(client):
+    """The slider's value reaches the drafter (recorded in the trace), 0 keeps the draft's fitted one."""
+    fitted = generate(client, nodes=30, max_depth=8)
+    sharp = generate(client, nodes=30, max_depth=8, seed=0, tree_temperature=0.3)
+    assert sharp["meta"]["tree_temperature"] == 0.3 != fitted["meta"]["tree_temperature"]
+    assert sharp["output_ids"] == fitted["output_ids"]
+    assert [s["tokens"] for s in sharp["steps"]] != [s["tokens"] for s in fitted["steps"]]
 
 
 def test_the_seed_picks_the_sample(client):

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from app_server import ROOT, drafting_model_id, launched_app
 
+from viz.lessons import PRESETS
+
 sync_api = pytest.importorskip("playwright.sync_api")
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -128,6 +130,11 @@ def test_explore_preset_scrub_and_click(page):
     wait_title_change(pg, before["title"])
     assert step_value(pg) == 1
     assert pg.locator("#gen-text .tok.current").count() >= 1
+
+    # The sharper-draft lesson sets the tree temperature slider, and the run reports using it.
+    start_and_wait(pg, f"#preset-{len(PRESETS) - 1}")
+    assert float(pg.locator("#tree-temperature input[type=number]").input_value()) == 0.3
+    assert "tree temperature 0.3" in pg.locator("#metrics").inner_text()
 
 
 def test_sliders_run_and_redraw_time(page):

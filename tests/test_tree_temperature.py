@@ -2,12 +2,15 @@
 its shape) but never the output."""
 
 import json
+import re
 
+import pytest
 import torch
 from test_greedy_exact import PROMPTS, reference
 from tiny import tiny_pair
 
 from opttree.config import DecodeConfig
+from opttree.errors import BadInput
 from opttree.speculative import make_drafter, run
 from opttree.tree_temperature import card_temperature
 
@@ -59,3 +62,26 @@ def test_run_summary_says_when_the_tree_temperature_is_not_one():
     assert "tree temperature 0.6" in run_summary(run(pair, "", cfg, prompt_ids=[1, 2, 3]))
     pair.tree_temperature = 1.0
     assert "tree temperature" not in run_summary(run(pair, "", cfg, prompt_ids=[1, 2, 3]))
+
+
+def test_a_runs_own_tree_temperature_overrides_the_drafts_at_t0_only():
+    """The app's slider: a run's setting wins over the shared pair's fitted value (which it must
+    not change: other visitors share the pair), 0 means the fitted value, sampling ignores it."""
+    cfg = DecodeConfig(method="opt-tree", nodes=16, threshold=0.05, max_depth=6, max_new_tokens=16)
+    pair = tiny_pair("eagle", eos=9)
+    pair.tree_temperature = 0.8
+    for setting, used in ((0.0, 0.8), (0.4, 0.4), (1.5, 1.5)):
+        c = DecodeConfig(**{**cfg.to_dict(), "tree_temperature": setting})
+        tr = run(pair, "", c, prompt_ids=PROMPTS[0])
+        assert tr["meta"]["tree_temperature"] == used and pair.tree_temperature == 0.8
+        assert tr["output_ids"] == reference(pair.target, PROMPTS[0], 16)
+    sampled = DecodeConfig(**{**cfg.to_dict(), "temperature": 0.7, "tree_temperature": 0.4})
+    assert run(pair, "", sampled, prompt_ids=PROMPTS[0])["meta"]["tree_temperature"] == 1.0
+
+
+@pytest.mark.parametrize("bad,needle", [(0.01, "0 (the draft's fitted value) or between 0.05 and 5"),
+                                        (6, "tree_temperature must be between"), (-1, "must be between"),
+                                        ("warm", "tree_temperature must be a number")])
+def test_out_of_range_tree_temperature_setting_is_a_clear_error(bad, needle):
+    with pytest.raises(BadInput, match=re.escape(needle)):
+        DecodeConfig(tree_temperature=bad)

@@ -190,3 +190,15 @@ def test_exported_trace_replays_views(trace):
     for i, step in enumerate(again["steps"]):
         assert tree_figure(step).to_plotly_json() == tree_figure(trace["steps"][i]).to_plotly_json()
     assert text_html(again, 0) == text_html(trace, 0)
+
+
+def test_every_lesson_preset_is_a_valid_run_setting():
+    """The one-click lessons feed the run settings straight into the server's validation."""
+    from opttree.config import DecodeConfig
+    from viz.lessons import PRESETS
+
+    keys = ("method", "nodes", "max_depth", "threshold", "temperature", "max_new_tokens")
+    for p in PRESETS:
+        cfg = DecodeConfig(**{k: p[k] for k in keys}, tree_temperature=p.get("tree_temperature", 0.0))
+        assert p["name"] and p["lesson"] and p["prompt"] and cfg.method == p["method"]
+    assert any(p.get("tree_temperature") for p in PRESETS), "one lesson shows the tree temperature"

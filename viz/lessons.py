@@ -23,7 +23,8 @@ Each node has the draft's probability **q** of its token given its parent. Multi
 path from the root gives **p̂**, the chance the whole path is accepted (node colour). The expected
 number of accepted tokens is **E(A) = Σ p̂** over the tree's nodes. That is only true when q is
 calibrated; a draft's card may carry a fitted **tree temperature** that rescales q before the tree
-is built (the run summary names it). It changes the tree's shape, never the output.
+is built (the run summary names it; the *Tree temperature* slider overrides it at T = 0). It changes
+the tree's shape, never the output.
 
 ### OPT-Tree and δ
 With a budget of **n** nodes, OPT-Tree grows the tree layer by layer, keeping the n nodes with the
@@ -67,4 +68,11 @@ PRESETS = [
      "prompt": "Explain photosynthesis in two sentences.",
      "method": "binary", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
      "max_new_tokens": 24},
+    {"name": "Sharper draft: tree temperature",
+     "lesson": "The open-ended poem again, with the draft's probabilities sharpened (tree temperature "
+               "0.3): q of the top guess rises, so p̂ falls more slowly with depth and OPT-Tree trades "
+               "width for depth. Compare the trees and τ with the wide-tree lesson: the text is the same.",
+     "prompt": "Write a short poem about autumn.",
+     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
+     "max_new_tokens": 24, "tree_temperature": 0.3},
 ]

@@ -259,13 +259,19 @@ def _humanities(rng: random.Random) -> list[str]:
     return out
 
 
-def build_broad_prompts(seed: int = 1) -> list[str]:
-    """About 1,500 prompts over writing, roleplay, reasoning, maths, coding, extraction, STEM and
-    humanities, de-duplicated and shuffled deterministically (so generation cut short stays mixed)."""
+def assemble(seed: int, builders) -> list[str]:
+    """Run each category builder on one seeded generator, de-duplicate, then shuffle
+    deterministically (so generation cut short stays mixed). Every later part is built this way."""
     rng = random.Random(seed)
     prompts = []
-    for part in (_writing, _roleplay, _reasoning, _maths, _coding, _extraction, _stem, _humanities):
+    for part in builders:
         prompts += part(rng)
     prompts = sorted(set(prompts))
     rng.shuffle(prompts)
     return prompts
+
+
+def build_broad_prompts(seed: int = 1) -> list[str]:
+    """About 1,000 prompts over writing, roleplay, reasoning, maths, coding, extraction, STEM and
+    humanities."""
+    return assemble(seed, (_writing, _roleplay, _reasoning, _maths, _coding, _extraction, _stem, _humanities))

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import random
 
+from .prompts_broad import assemble
+
 NAMES = ["Aiko", "Bastian", "Camila", "Dmitri", "Esther", "Femi", "Gita", "Hamid", "Ingrid", "Jonas", "Kavya", "Luca",
          "Mei", "Nadia", "Olu", "Pablo", "Qiu", "Rosa", "Samir", "Talia", "Ulrich", "Vera", "Wanjiru", "Xavier", "Yara", "Zain"]
 STEP = ["Think step by step.", "Explain your reasoning.", "Show each step.", "Explain how you got the answer.", ""]
@@ -330,10 +332,4 @@ def _extraction(rng: random.Random) -> list[str]:
 def build_open_prompts(seed: int = 3) -> list[str]:
     """About 2,000 prompts on subjects the earlier parts do not use, de-duplicated and shuffled
     deterministically."""
-    rng = random.Random(seed)
-    prompts = []
-    for part in (_reasoning, _maths, _stem, _coding, _humanities, _writing, _roleplay, _extraction):
-        prompts += part(rng)
-    prompts = sorted(set(prompts))
-    rng.shuffle(prompts)
-    return prompts
+    return assemble(seed, (_reasoning, _maths, _stem, _coding, _humanities, _writing, _roleplay, _extraction))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from .prompts_broad import MONTHS
+from .prompts_broad import MONTHS, assemble
 
 FIRST = ["Amara", "Ben", "Chloe", "Diego", "Emma", "Fatima", "George", "Hana", "Ivan", "Julia", "Kofi", "Leila",
          "Marco", "Nina", "Oscar", "Priyanka", "Ravi", "Sofia", "Tomas", "Uma", "Victor", "Wen", "Yusuf", "Zoe",
@@ -404,10 +404,4 @@ def _coding(rng: random.Random) -> list[str]:
 def build_varied_prompts(seed: int = 2) -> list[str]:
     """About 1,500 prompts weighted towards extraction, reasoning and STEM, de-duplicated and shuffled
     deterministically."""
-    rng = random.Random(seed)
-    prompts = []
-    for part in (_extraction, _reasoning, _stem, _humanities, _roleplay, _writing, _coding):
-        prompts += part(rng)
-    prompts = sorted(set(prompts))
-    rng.shuffle(prompts)
-    return prompts
+    return assemble(seed, (_extraction, _reasoning, _stem, _humanities, _roleplay, _writing, _coding))
