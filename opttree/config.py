@@ -44,7 +44,7 @@ class DecodeConfig:
     seed: int = 0
     eagle_top_k: int = 10
     # Drafting at T = 0 divides draft logits by this before the tree is built (tree_temperature.py).
-    # 0 means "the draft's own fitted value" (its card's), so a run is reproducible from its settings.
+    # 0 means "the draft's own fitted value" (its card's); the trace's meta records the value used.
     tree_temperature: float = 0.0
 
     def __post_init__(self):
