@@ -39,6 +39,7 @@ def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None 
     questions, round-robin over categories)."""
     from ..config import DecodeConfig
     from ..speculative import run
+    from ..tree_temperature import for_decoding
 
     cfg = decode or DecodeConfig(method="opt-tree", nodes=60, threshold=0.5, max_depth=10,
                                  max_new_tokens=128, temperature=0.0)
@@ -59,7 +60,7 @@ def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None 
             "mean_expected_accept": round(ea / max(1, steps), 3),  # E(A) per step, from p̂
             "mean_accept_length": round(acc / max(1, steps), 3),   # A per step, what happened
             "wall_s": round(time.time() - t0, 1), "decode": cfg.to_dict(),
-            "tree_temperature": getattr(pair, "tree_temperature", 1.0), "per_prompt": per}
+            "tree_temperature": for_decoding(pair, cfg), "per_prompt": per}
 
 
 def heldout_questions(n: int) -> list[dict]:
