@@ -364,7 +364,7 @@ def build_app(service: RunService) -> gr.Blocks:
         def apply_preset(i):
             p = lessons.PRESETS[i]
             return (p["prompt"], p["method"], p["nodes"], p["max_depth"], p["threshold"], p["temperature"],
-                    p["max_new_tokens"], p.get("tree_temperature", 0.0))
+                    p["max_new_tokens"], p["tree_temperature"])
 
         preset_targets = [prompt, method, nodes, max_depth, threshold, temperature, max_new, tree_temp]
         for i, btn in enumerate(explore_presets + learn_presets):

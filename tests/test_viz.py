@@ -197,8 +197,8 @@ def test_every_lesson_preset_is_a_valid_run_setting():
     from opttree.config import DecodeConfig
     from viz.lessons import PRESETS
 
-    keys = ("method", "nodes", "max_depth", "threshold", "temperature", "max_new_tokens")
+    keys = ("method", "nodes", "max_depth", "threshold", "temperature", "max_new_tokens", "tree_temperature")
     for p in PRESETS:
-        cfg = DecodeConfig(**{k: p[k] for k in keys}, tree_temperature=p.get("tree_temperature", 0.0))
+        cfg = DecodeConfig(**{k: p[k] for k in keys})
         assert p["name"] and p["lesson"] and p["prompt"] and cfg.method == p["method"]
-    assert any(p.get("tree_temperature") for p in PRESETS), "one lesson shows the tree temperature"
+    assert any(p["tree_temperature"] for p in PRESETS), "one lesson shows the tree temperature"

@@ -43,31 +43,31 @@ PRESETS = [
                "budget on depth and many tokens are accepted per step.",
      "prompt": "Count from 1 to 30, separated by commas.",
      "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2, "temperature": 0.0,
-     "max_new_tokens": 24},
+     "max_new_tokens": 24, "tree_temperature": 0.0},
     {"name": "Open-ended: wide tree",
      "lesson": "An open question: the draft is unsure about the next word, p̂ drops fast with depth, "
                "and OPT-Tree spreads the same budget sideways.",
      "prompt": "Write a short poem about autumn.",
      "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 24},
+     "max_new_tokens": 24, "tree_temperature": 0.0},
     {"name": "High δ: shallow trees",
      "lesson": "With δ = 0.9 a layer must add almost a whole expected token to be worth drafting: "
                "trees stop after a layer or two.",
      "prompt": "Explain photosynthesis in two sentences.",
      "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.9, "temperature": 0.0,
-     "max_new_tokens": 24},
+     "max_new_tokens": 24, "tree_temperature": 0.0},
     {"name": "Low δ: deep trees",
      "lesson": "With δ = 0.02 almost any gain justifies another layer: the tree keeps deepening until a "
                "new layer adds (almost) nothing to the best n nodes — see the flat end of *Why this shape*.",
      "prompt": "Explain photosynthesis in two sentences.",
      "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.02, "temperature": 0.0,
-     "max_new_tokens": 24},
+     "max_new_tokens": 24, "tree_temperature": 0.0},
     {"name": "Static binary tree",
      "lesson": "The same budget as a fixed binary tree: every step has the same shape whatever the draft "
                "believes. Compare its accepted lengths with OPT-Tree's.",
      "prompt": "Explain photosynthesis in two sentences.",
      "method": "binary", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 24},
+     "max_new_tokens": 24, "tree_temperature": 0.0},
     {"name": "Sharper draft: tree temperature",
      "lesson": "The open-ended poem again, with the draft's probabilities sharpened (tree temperature "
                "0.3): q of the top guess rises, so p̂ falls more slowly with depth and OPT-Tree trades "
