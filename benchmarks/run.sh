@@ -32,21 +32,21 @@ if step cost; then
     --out "$OUT/verify_cost.json" --plot-dir "$OUT" 2>&1 | tee "$OUT/cost.log"
 fi
 if step sweep; then
-  nice -n "$SWEEP_NICE" "$PY" -m opttree sweep --prompts assets/prompts/eval.jsonl --limit "$SWEEP_LIMIT" \
+  nice -n "$SWEEP_NICE" "$PY" -m opttree sweep --prompts opttree/assets/prompts/eval.jsonl --limit "$SWEEP_LIMIT" \
     --max-new-tokens "$SWEEP_TOKENS" --nodes "$NODES" "${COMMON[@]}" --budgets "$BUDGETS" \
     --methods opt-tree,eagle-dynamic,eagle-static,binary --thresholds "$THRESHOLDS" --threshold-nodes "$NODES" \
     ${CAP:+--cap "$CAP"} --cost-from "$OUT/verify_cost.json" ${SWEEP_MINUTES:+--max-minutes "$SWEEP_MINUTES"} \
     --out "$OUT/sweep.json" --plot-dir "$OUT" 2>&1 | tee "$OUT/sweep.log"
 fi
 if step bench; then
-  "$PY" -m opttree bench --prompts assets/prompts/eval.jsonl --limit "$LIMIT" \
+  "$PY" -m opttree bench --prompts opttree/assets/prompts/eval.jsonl --limit "$LIMIT" \
     --max-new-tokens "$TOKENS" --nodes "$NODES" "${COMMON[@]}" "${CL_ARGS[@]}" \
     --methods "ar,hf-assisted,chain,binary,eagle-static,eagle-dynamic,opt-tree${EXTRA:+,$EXTRA}" \
     ${BENCH_MINUTES:+--max-minutes "$BENCH_MINUTES"} \
     --out "$OUT/bench.json" --plot "$OUT/bench.png" 2>&1 | tee "$OUT/bench.log"
 fi
 if step bench60 && [ -n "$ORDER_NODES" ]; then
-  "$PY" -m opttree bench --prompts assets/prompts/eval.jsonl --limit "$LIMIT" \
+  "$PY" -m opttree bench --prompts opttree/assets/prompts/eval.jsonl --limit "$LIMIT" \
     --max-new-tokens "$TOKENS" --nodes "$ORDER_NODES" "${COMMON[@]}" --methods ar,opt-tree,eagle-static,binary \
     --out "$OUT/bench_n$ORDER_NODES.json" --plot "$OUT/bench_n$ORDER_NODES.png" 2>&1 | tee "$OUT/bench_n$ORDER_NODES.log"
 fi

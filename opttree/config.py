@@ -1,70 +1,104 @@
-"""Decoding settings, validated once for every entry point (CLI, app, API, benchmarks).
+"""Decoding settings: each one declared once, here, with its range, help text and UI label.
 
-The UI's slider ranges are not trusted: the server-side limits below apply to every request.
+`DecodeConfig` is validated on construction, so every entry point (CLI, app, HTTP API, benchmarks)
+gets the same checks; the UI's slider ranges are never trusted. Everything else is derived from the
+field declarations below: the CLI flags (`add_decode_args` / `from_args`), the app's controls
+(`ui/controls.py`), the `/generate` API's parameters, the lesson presets' keys and the service's
+list of accepted settings (`SETTING_NAMES`).
 """
 
 from __future__ import annotations
 
+import argparse
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, field, fields
 
-from .errors import BadInput
-from .tree_temperature import LIMITS as TREE_TEMPERATURE_LIMITS
+from opttree.errors import BadInput
 
 TREE_METHODS = ("opt-tree", "chain", "binary", "eagle-static", "eagle-dynamic")
 METHODS = TREE_METHODS + ("ar",)
-LIMITS = {"nodes": (1, 500), "max_depth": (1, 20), "threshold": (0.0, 1e6),
-          "temperature": (0.0, 2.0), "max_new_tokens": (1, 2048), "top_p": (0.0, 1.0),
-          "top_k": (0, 100000), "eagle_top_k": (1, 64),
-          "seed": (0, 2**53),  # seeds a browser can send exactly (JavaScript numbers)
-          "tree_temperature": (0.0, TREE_TEMPERATURE_LIMITS[1])}
+METHOD_LABELS = {"opt-tree": "OPT-Tree (adaptive)", "chain": "Chain (one guess per depth)",
+                 "binary": "Binary tree", "eagle-static": "EAGLE-25 static tree",
+                 "eagle-dynamic": "EAGLE-2 dynamic tree", "ar": "Autoregressive (no draft)"}
+TREE_TEMPERATURE_RANGE = (0.05, 5.0)   # a real tree temperature; 0 stands for "the draft's fitted value"
 
 # The node budget when none is given (`--nodes auto`). It follows the verify-cost curve: on a GPU a
 # forward over 60 tree tokens costs about what one token costs, so the paper's n = 60 is right; on
-# the CPU measured here a forward is flat only up to ~8 tokens, and the bench's fastest budget was
-# n = 4 (benchmarks/README.md, "Best budget"). The app keeps n = 60 as its teaching default.
+# a CPU a forward is flat only up to ~8 tokens, and the bench's fastest budget there is a handful
+# of nodes (benchmarks/README.md, "Best budget").
 GPU_DEFAULT_NODES = 60
 CPU_DEFAULT_NODES = 4
+
+
+def check_tree_temperature(value) -> float:
+    """A tree temperature given by a user (a real one, not the 0 that means "the card's"), or BadInput."""
+    lo, hi = TREE_TEMPERATURE_RANGE
+    try:
+        t = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(f"tree temperature must be a number, got {value!r}.") from None
+    if not (math.isfinite(t) and lo <= t <= hi):
+        raise BadInput(f"tree temperature must be between {lo:g} and {hi:g}, got {value!r}.")
+    return t
 
 
 def default_nodes(device_type: str) -> int:
     return GPU_DEFAULT_NODES if device_type == "cuda" else CPU_DEFAULT_NODES
 
 
+def setting(default, *, label: str, help: str, lo=None, hi=None, choices=None, ui: dict | None = None,
+            flags: tuple[str, ...] = (), app_default=None):
+    """A decode setting's single declaration.
+
+    lo/hi: the accepted range (inclusive); choices: the accepted values; ui: the app control's own
+    range ({"min", "max", "step"}, or {"kind": "number"}); flags: extra CLI spellings;
+    app_default: the app's starting value where it differs from the library's default.
+    """
+    meta = dict(label=label, help=help, lo=lo, hi=hi, choices=choices, ui=ui or {}, flags=flags,
+                app_default=default if app_default is None else app_default)
+    return field(default=default, metadata=meta)
+
+
 @dataclass
 class DecodeConfig:
-    method: str = "opt-tree"
-    nodes: int = 60
-    threshold: float = 0.5
-    max_depth: int = 10
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    max_new_tokens: int = 128
-    seed: int = 0
-    eagle_top_k: int = 10
-    # Drafting at T = 0 divides draft logits by this before the tree is built (tree_temperature.py).
-    # 0 means "the draft's own fitted value" (its card's); the trace's meta records the value used.
-    tree_temperature: float = 0.0
+    method: str = setting("opt-tree", choices=METHODS, label="Tree method",
+                          help="how the draft tree is shaped (ar = plain autoregressive decoding, no tree)")
+    nodes: int = setting(60, lo=1, hi=500, label="Nodes (budget n)", ui=dict(min=1, max=500, step=1),
+                         help="node budget n: the most draft tokens verified per step")
+    max_depth: int = setting(10, lo=1, hi=20, label="Max depth", ui=dict(min=1, max=20, step=1),
+                             flags=("--max_depth",), help="the deepest a tree may grow (draft layers per step)")
+    threshold: float = setting(0.5, lo=0.0, hi=1e6, label="Threshold δ", ui=dict(min=0, max=1, step=0.01),
+                               app_default=0.3,
+                               help="δ: OPT-Tree deepens while a layer raises E(A) by more than this")
+    temperature: float = setting(0.0, lo=0.0, hi=2.0, label="Temperature (0 = greedy)",
+                                 ui=dict(min=0, max=2, step=0.05),
+                                 help="target sampling temperature; 0 = greedy (output equals the target's "
+                                      "argmax decoding)")
+    max_new_tokens: int = setting(128, lo=1, hi=2048, label="Max new tokens", ui=dict(min=1, max=256, step=1),
+                                  app_default=32, help="stop after this many generated tokens")
+    seed: int = setting(0, lo=0, hi=2**53, label="Seed (temperature > 0: same seed, same text; change it to redraw)",
+                        ui=dict(kind="number"),  # 2**53: seeds a browser can send exactly (JavaScript numbers)
+                        help="seed of the run's own random generator (sampling only)")
+    tree_temperature: float = setting(
+        0.0, lo=0.0, hi=TREE_TEMPERATURE_RANGE[1], label="Tree temperature at T = 0 (0 = the draft's fitted value)",
+        ui=dict(min=0, max=2, step=0.05),
+        help="divides draft logits before the tree is built at T = 0: below 1 sharpens q, so trees grow "
+             "deeper and narrower; the output never changes. 0 = the draft card's fitted value "
+             "(drafters/tree_temperature.py); the trace's meta records the value used")
+    top_p: float = setting(1.0, lo=0.0, hi=1.0, label="Top-p (nucleus)", ui=dict(min=0, max=1, step=0.01),
+                           help="sample only from the smallest set of tokens whose mass reaches top-p (the most "
+                                "likely token is always kept); 1 = off")
+    top_k: int = setting(0, lo=0, hi=100000, label="Top-k", ui=dict(min=0, max=200, step=1),
+                         help="sample only from the k most likely tokens; 0 = off")
+    eagle_top_k: int = setting(10, lo=1, hi=64, label="EAGLE-2 top-k", ui=dict(min=1, max=64, step=1),
+                               help="EAGLE-2 dynamic trees: children each frontier node proposes per layer")
 
     def __post_init__(self):
-        if self.method not in METHODS:
-            raise BadInput(f"unknown method {self.method!r}: choose one of {', '.join(METHODS)}.")
-        for name, (lo, hi) in LIMITS.items():
-            value = getattr(self, name)
-            want_int = isinstance(getattr(DecodeConfig, name, 0), int) and name != "threshold"
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                raise BadInput(f"{name} must be a number, got {value!r}.") from None
-            if not math.isfinite(number) or number < lo or number > hi:
-                raise BadInput(f"{name} must be between {lo:g} and {hi:g}, got {value!r}.")
-            if want_int and number != int(number):
-                raise BadInput(f"{name} must be a whole number, got {value!r}.")
-            setattr(self, name, int(number) if want_int else number)
-        if 0 < self.tree_temperature < TREE_TEMPERATURE_LIMITS[0]:
-            raise BadInput(f"tree_temperature must be 0 (the draft's fitted value) or between "
-                           f"{TREE_TEMPERATURE_LIMITS[0]:g} and {TREE_TEMPERATURE_LIMITS[1]:g}, "
+        for f in fields(self):
+            setattr(self, f.name, _checked(f, getattr(self, f.name)))
+        lo, hi = TREE_TEMPERATURE_RANGE
+        if 0 < self.tree_temperature < lo:
+            raise BadInput(f"tree_temperature must be 0 (the draft's fitted value) or between {lo:g} and {hi:g}, "
                            f"got {self.tree_temperature!r}.")
 
     @property
@@ -73,3 +107,91 @@ class DecodeConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def _checked(f, value):
+    """One field's value, converted to its type and checked against its declaration."""
+    meta = f.metadata
+    if meta["choices"] is not None:
+        if value not in meta["choices"]:
+            raise BadInput(f"unknown {f.name} {value!r}: choose one of {', '.join(meta['choices'])}.")
+        return value
+    want_int = f.type in ("int", int)
+    if isinstance(value, bool):
+        raise BadInput(f"{f.name} must be a number, got {value!r}.")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(f"{f.name} must be a number, got {value!r}.") from None
+    lo, hi = meta["lo"], meta["hi"]
+    if not math.isfinite(number) or number < lo or number > hi:
+        raise BadInput(f"{f.name} must be between {lo:g} and {hi:g}, got {value!r}.")
+    if want_int and number != int(number):
+        raise BadInput(f"{f.name} must be a whole number, got {value!r}.")
+    return int(number) if want_int else number
+
+
+SETTINGS = {f.name: f for f in fields(DecodeConfig)}
+SETTING_NAMES = tuple(SETTINGS)
+LIMITS = {name: (f.metadata["lo"], f.metadata["hi"]) for name, f in SETTINGS.items() if f.metadata["lo"] is not None}
+
+
+def app_defaults() -> dict:
+    """Every setting's starting value in the app."""
+    return {name: f.metadata["app_default"] for name, f in SETTINGS.items()}
+
+
+def python_type(name: str) -> type:
+    """The Python type of a setting (for API signatures and argparse)."""
+    t = SETTINGS[name].type
+    return {"int": int, "float": float, "str": str}.get(t, t)
+
+
+def default_of(name: str):
+    f = SETTINGS[name]
+    return f.default if f.default is not MISSING else None
+
+
+# ---- the command line ------------------------------------------------------------------------------
+
+def node_budget(text: str):
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r} (a number or 'auto')") from None
+
+
+def add_decode_args(p: argparse.ArgumentParser, method: bool = True) -> None:
+    """One flag per setting (`--max-new-tokens` for max_new_tokens), help and default from its declaration."""
+    for name, f in SETTINGS.items():
+        if name == "method" and not method:
+            continue
+        meta = f.metadata
+        flag = "--" + name.replace("_", "-")
+        kwargs = dict(dest=name, help=meta["help"])
+        if meta["choices"] is not None:
+            kwargs.update(choices=meta["choices"], default=f.default)
+        elif name == "nodes":
+            kwargs.update(type=node_budget, default="auto",
+                          help=meta["help"] + "; auto (default): the paper's 60 on CUDA, a small budget on CPU")
+        elif name == "tree_temperature":
+            kwargs.update(default=None,   # checked by from_args, with the setting's own message
+                          help=meta["help"].replace("0 = the draft card's", "default: the draft card's"))
+        else:
+            kwargs.update(type=python_type(name), default=f.default)
+        p.add_argument(flag, *meta["flags"], **kwargs)
+
+
+def from_args(args, method: str | None = None, device_type: str = "cpu") -> DecodeConfig:
+    """The DecodeConfig of parsed CLI arguments (`--nodes auto` resolved for `device_type`)."""
+    values = {name: getattr(args, name) for name in SETTING_NAMES if hasattr(args, name)}
+    if method is not None:
+        values["method"] = method
+    if values.get("nodes") == "auto":
+        values["nodes"] = default_nodes(device_type)
+    # On the command line a given tree temperature must be a real one (0 is not "the card's").
+    tree_t = values.get("tree_temperature")
+    values["tree_temperature"] = 0.0 if tree_t is None else check_tree_temperature(tree_t)
+    return DecodeConfig(**values)

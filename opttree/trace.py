@@ -11,29 +11,46 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
-from .errors import BadInput
+from opttree.errors import BadInput
 
 VERSION = 1
 STEP_LISTS = ("tokens", "texts", "parents", "depth", "q", "p_hat", "rank")
 MAX_STEPS, MAX_NODES, MAX_TRACE_BYTES = 5000, 2000, 64 * 1024 * 1024
 
 
-def step_record(index: int, tree, texts: list[str], accepted: list[int], bonus: int, bonus_text: str,
-                rejected, committed: list[int], committed_text: str, info: dict,
-                draft_ms: float, build_ms: float, verify_ms: float) -> dict:
+@dataclass
+class StepData:
+    """What one decoding step produced, as the loop hands it to the trace."""
+
+    tree: object                 # the verified DraftTree
+    info: dict                   # the builder's notes: ea_by_depth, stop_reason
+    accepted: list[int]          # accepted node indices, root to leaf
+    bonus: int                   # the target's own token after the accepted path
+    rejected: int | None         # the draft's first-choice node the target refused (None when none)
+    committed: list[int]         # tokens committed this step (cut at EOS or the token limit)
+    draft_ms: float
+    build_ms: float
+    verify_ms: float
+
+
+def step_record(index: int, step: StepData, text_of, decode) -> dict:
+    """The JSON record of one step; `text_of(token)` is one token's text, `decode(ids)` a span's."""
+    tree = step.tree
     return {
         "step": index,
-        "tokens": list(tree.tokens), "texts": texts, "parents": list(tree.parents),
+        "tokens": list(tree.tokens), "texts": [text_of(t) for t in tree.tokens], "parents": list(tree.parents),
         "depth": list(tree.depth), "q": [round(x, 6) for x in tree.q],
         "p_hat": [round(x, 8) for x in tree.p_hat], "rank": list(tree.rank),
-        "accepted": accepted, "accept_length": len(accepted),
-        "bonus_token": bonus, "bonus_text": bonus_text, "rejected": rejected,
-        "committed": committed, "committed_text": committed_text,
+        "accepted": step.accepted, "accept_length": len(step.accepted),
+        "bonus_token": step.bonus, "bonus_text": text_of(step.bonus), "rejected": step.rejected,
+        "committed": step.committed, "committed_text": decode(step.committed),
         "expected_accept": round(sum(tree.p_hat), 6),
-        "ea_by_depth": [round(x, 6) for x in info.get("ea_by_depth", [])],
-        "stop_reason": info.get("stop_reason", ""),
-        "draft_ms": round(draft_ms, 3), "build_ms": round(build_ms, 3), "verify_ms": round(verify_ms, 3),
+        "ea_by_depth": [round(x, 6) for x in step.info.get("ea_by_depth", [])],
+        "stop_reason": step.info.get("stop_reason", ""),
+        "draft_ms": round(step.draft_ms, 3), "build_ms": round(step.build_ms, 3),
+        "verify_ms": round(step.verify_ms, 3),
     }
 
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS = ROOT / "assets" / "models.json"
+MODELS = ROOT / "opttree" / "assets" / "models.json"
 
 
 def free_port() -> int:

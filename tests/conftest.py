@@ -16,6 +16,6 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 @pytest.fixture(scope="session")
 def smollm():
     """The real bundled model (target only), loaded once per test session."""
-    from opttree.loading import load_pair
+    from opttree.models.loading import load_pair
 
     return load_pair("smollm2-135m-instruct", drafter="none", device="cpu")

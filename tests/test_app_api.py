@@ -99,8 +99,8 @@ def test_ui_endpoint_only_accepts_listed_models(client):
 
 
 def test_status_messages_show_visitor_text_as_text():
-    import app
+    from ui.common import md_safe
 
-    shown = app._md_safe("unknown model '<img src=x onerror=alert(1)>' [x](javascript:y) *b*")
+    shown = md_safe("unknown model '<img src=x onerror=alert(1)>' [x](javascript:y) *b*")
     assert "<img" not in shown and "&lt;img" in shown
     assert "\\[x\\]\\(javascript" in shown and "\\*b\\*" in shown

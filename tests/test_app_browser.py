@@ -142,7 +142,7 @@ def test_sliders_run_and_redraw_time(page):
     set_slider(pg, "nodes", 60)
     set_slider(pg, "max-depth", 6)
     set_slider(pg, "threshold", 0.05)
-    set_slider(pg, "max-new", 16)
+    set_slider(pg, "max-new-tokens", 16)
     pg.locator("#prompt textarea").fill("Write a short poem about autumn.")
     start_and_wait(pg, "#run")
     state = plot_state(pg)
@@ -188,7 +188,7 @@ def test_sliders_run_and_redraw_time(page):
 def test_compare_tab(page):
     pg = page
     set_slider(pg, "nodes", 20)
-    set_slider(pg, "max-new", 8)
+    set_slider(pg, "max-new-tokens", 8)
     pg.get_by_role("tab", name="Compare").click()
     # Only the binary tree besides OPT-Tree and AR, to keep the test short.
     boxes = pg.locator("#statics input[type=checkbox]")
@@ -216,12 +216,12 @@ def test_stop_export_and_import(page, tmp_path):
     from tiny import tiny_pair
 
     from opttree.config import DecodeConfig
-    from opttree.speculative import run
+    from opttree.decoding.speculative import run
     from opttree.trace import dumps
 
     pg = page
     pg.get_by_role("tab", name="Explore").click()
-    set_slider(pg, "max-new", 200)
+    set_slider(pg, "max-new-tokens", 200)
     pg.click("#run")
     pg.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
     pg.click("#stop")
@@ -260,7 +260,7 @@ def test_queue_position_and_closing_a_tab_frees_the_lane(page):
     other.goto(pg.url)
     other.wait_for_selector(PLOT)
     for p in (pg, other):
-        set_slider(p, "max-new", 200)
+        set_slider(p, "max-new-tokens", 200)
     other.click("#run")
     other.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
     pg.click("#run")

@@ -6,11 +6,11 @@ import threading
 import pytest
 from tiny import tiny_pair
 
-import opttree.speculative as speculative
+import opttree.decoding.speculative as speculative
 from opttree.config import DecodeConfig
 from opttree.errors import BadInput
-from opttree.model_registry import DRAFTERS, ModelEntry, Registry, load_registry
-from opttree.service import Lane, RunError, RunService
+from opttree.models.registry import DRAFTERS, ModelEntry, Registry, load_registry
+from opttree.serve.service import Lane, RunError, RunService
 
 SETTINGS = dict(method="opt-tree", nodes=6, max_depth=3, threshold=0.01, max_new_tokens=4)
 
@@ -183,8 +183,8 @@ def test_abandoned_run_does_not_block_the_next(service):
 
 def test_shipped_pairs_carry_their_cards_tree_temperature():
     """The app's own loader (not only load_pair) reads each bundled draft's fitted tree temperature."""
-    from opttree.model_registry import load_registry
-    from opttree.tree_temperature import card_temperature
+    from opttree.drafters.tree_temperature import card_temperature
+    from opttree.models.registry import load_registry
 
     registry = load_registry()
     svc = RunService(registry=registry, device="cpu")

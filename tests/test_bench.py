@@ -7,9 +7,9 @@ import pytest
 import torch
 from tiny import tiny_pair
 
-from opttree.bench import BENCH_METHODS, parse_methods, pearson
-from opttree.bench_cli import bench_to_files, sweep_to_files
-from opttree.bench_prompts import parse_prompts, read_prompts
+from opttree.bench.cli import bench_to_files, sweep_to_files
+from opttree.bench.harness import BENCH_METHODS, parse_methods, pearson
+from opttree.bench.prompts import parse_prompts, read_prompts
 from opttree.config import DecodeConfig
 from opttree.errors import BadInput
 
@@ -118,14 +118,14 @@ def test_bench_writes_documented_json(tmp_path, pair):
     assert r["meta"]["hf_assisted_config"]["num_assistant_tokens"] == 20
     assert assistant.generation_config.num_assistant_tokens == 20  # set where 5.x reads it
     assert len(r["ea_a"]["opt-tree"]) == r["methods"]["opt-tree"]["steps"]
-    from opttree.bench_report import write_report
+    from opttree.bench.report import write_report
 
     text = write_report(r, None, tmp_path / "README.md", label="tiny", command="make bench")
     assert "| opt-tree | " in text and "exact match with AR = 100 %" in text and "make bench" in text
 
 
 def test_report_checks_the_tau_ordering_of_a_second_bench():
-    from opttree.bench_report import targets_section
+    from opttree.bench.report import targets_section
 
     def bench(taus, nodes=60):
         return {"methods": {m: {"tau": t} for m, t in zip(("opt-tree", "eagle-static", "binary"), taus)},
@@ -154,7 +154,7 @@ def test_sweep_writes_curves(tmp_path, pair):
     assert saved["best_budget"]["nodes"] in (4, 30)
     assert saved["ea_a_pooled"]["steps"] > 0
     assert r["ea_a_summary"]["steps"] == saved["ea_a_summary"]["steps"]
-    from opttree.bench_report import write_report
+    from opttree.bench.report import write_report
 
     text = write_report(None, saved, tmp_path / "README.md")
     assert "Verify cost on this device" in text and "Best OPT-Tree budget" in text and "Pearson r" in text
@@ -164,7 +164,7 @@ def test_sweep_writes_curves(tmp_path, pair):
 
 
 def test_eval_writes_one_answer_per_question(tmp_path, pair):
-    from opttree.eval import build_parser, read_questions, run_eval
+    from opttree.bench.answers import build_parser, read_questions, run_eval
 
     qf = tmp_path / "question.jsonl"
     qf.write_text(MT + '{"prompt": "t2 t2"}\n')
@@ -184,7 +184,7 @@ def test_eval_writes_one_answer_per_question(tmp_path, pair):
 
 
 def test_eval_cli_bad_question_file(tmp_path, capsys):
-    from opttree.eval import main
+    from opttree.bench.answers import main
 
     qf = tmp_path / "q.jsonl"
     qf.write_text("{oops\n")
@@ -204,7 +204,7 @@ def test_bench_cli_rejects_bad_prompts_before_loading(tmp_path, capsys):
 
 
 def test_time_budget_stops_after_a_whole_prompt(pair):
-    from opttree.bench import run_bench
+    from opttree.bench.harness import run_bench
 
     prompts = parse_prompts(MT)
     cfg = DecodeConfig(method="ar", nodes=4, max_depth=2, max_new_tokens=4)
@@ -215,7 +215,7 @@ def test_time_budget_stops_after_a_whole_prompt(pair):
 
 
 def test_sweep_caps_and_reused_cost_curve(pair):
-    from opttree.sweep import run_sweep
+    from opttree.bench.sweep import run_sweep
 
     cost = {"meta": {}, "points": [{"tokens": 1, "median_ms": 10.0}, {"tokens": 8, "median_ms": 20.0}]}
     cfg = DecodeConfig(method="ar", nodes=4, max_depth=2, max_new_tokens=4)

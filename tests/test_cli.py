@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from opttree.cli import main
-from opttree.draft_assets import BUNDLED_HEAD
+from opttree.drafters.tree_temperature import card_temperature
+from opttree.models.draft_assets import BUNDLED_HEAD
 from opttree.trace import loads
-from opttree.tree_temperature import card_temperature
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from opttree.config import DecodeConfig
-from opttree.draft_assets import BUNDLED_CLASSIC, BUNDLED_HEAD
-from opttree.prompts import encode_prompt
-from opttree.speculative import run
+from opttree.decoding.prompts import encode_prompt
+from opttree.decoding.speculative import run
+from opttree.drafters.tree_temperature import card_temperature
+from opttree.models.draft_assets import BUNDLED_CLASSIC, BUNDLED_HEAD
 from opttree.train.card import eval_questions
 from opttree.train.prompts import build_prompts
-from opttree.tree_temperature import card_temperature
 
 TARGET = "smollm2-135m-instruct"
 PROMPTS = ["Name three colours.", "What is 2 + 3?"]
@@ -22,7 +22,7 @@ PROMPTS = ["Name three colours.", "What is 2 + 3?"]
 
 def _have_target() -> bool:
     try:
-        from opttree.bundled import converted_dir
+        from opttree.models.bundled import converted_dir
 
         converted_dir()
         return True
@@ -46,28 +46,29 @@ def test_eval_set_is_mt_bench_style_and_disjoint():
             assert t.strip().lower() not in train
 
 
-def test_training_prompt_set_is_diverse_and_deterministic():
-    a, b = build_prompts(), build_prompts()
-    assert a == b and len(a) >= 500 and len(set(a)) == len(a)
+def test_training_prompt_set_is_frozen_diverse_and_keyed_by_id():
+    import hashlib
 
+    from opttree import paths
+    from opttree.train.prompts import train_prompts
 
-def test_prompt_parts_are_appended_so_generated_shards_keep_their_indices():
-    from opttree.train.prompts import prompt_parts
-
-    parts = prompt_parts()
-    # The shipped data was generated part by part: 2,252 first-part prompts, then 1,043 broad ones,
-    # 1,482 varied ones, then the open part. A change that reorders or resizes an earlier part would
-    # silently re-label every stored shard.
-    assert [len(p) for p in parts[:3]] == [2252, 1043, 1482]
-    assert build_prompts() == [p for part in parts for p in part]
-    for k in (2, 3):
-        earlier = {p for part in parts[:k] for p in part}
-        assert len(parts[k]) >= 1000 and not set(parts[k]) & earlier
+    # The file is data: editing, reordering or re-generating a line would silently re-label every
+    # stored shard (a shard stores its prompt's line number). New prompts are appended as a new part.
+    digest = hashlib.sha256(paths.TRAIN_PROMPTS.read_bytes()).hexdigest()
+    assert digest == "7f6d6b60abdd41a598e7d446eb60295d515bf60b5c1fa4a3128c90c18f6a558d"
+    prompts = train_prompts()
+    texts = [p.text for p in prompts]
+    assert len(texts) == 6302 and len(set(texts)) == len(texts) and all(t.strip() for t in texts)
+    assert len({p.id for p in prompts}) == len(prompts)
+    assert [sum(p.part == k for p in prompts) for k in (1, 2, 3, 4)] == [2252, 1043, 1482, 1525]
+    held = [p for p in prompts if p.heldout]
+    assert 0.03 < len(held) / len(prompts) < 0.05 and {p.part for p in held} == {1, 2, 3, 4}
+    assert build_prompts() == texts
 
 
 @pytest.fixture(scope="module")
 def pairs():
-    from opttree.loading import load_pair
+    from opttree.models.loading import load_pair
 
     if not (BUNDLED_HEAD.exists() and BUNDLED_CLASSIC.exists()):
         pytest.skip("bundled draft weights not built")
@@ -129,7 +130,7 @@ def test_classic_draft_works_as_transformers_assistant(pairs):
 
 @needs_target
 def test_tiny_training_run_end_to_end(tmp_path):
-    from opttree.loading import load_pair
+    from opttree.models.loading import load_pair
     from opttree.train.__main__ import main
 
     prompts = tmp_path / "prompts.jsonl"
@@ -157,7 +158,7 @@ def test_tiny_training_run_end_to_end(tmp_path):
 
 def test_init_from_keeps_learned_layers_across_draft_vocabularies(tmp_path):
     """A head retrained with another draft vocabulary starts from the shipped layers (not from noise)."""
-    from opttree.feature_head import FeatureHead
+    from opttree.drafters.head_model import FeatureHead
     from opttree.train.common import export_fp16
     from opttree.train.loop import init_from
 
@@ -221,7 +222,7 @@ def test_generated_sequences_end_at_their_first_end_of_turn():
 
 def test_tree_temperature_is_fitted_on_heldout_training_prompts_not_the_eval_set():
     from opttree.train.card import heldout_questions
-    from opttree.train.data import is_heldout
+    from opttree.train.prompts import is_heldout
 
     qs = heldout_questions(12)
     prompts = build_prompts()

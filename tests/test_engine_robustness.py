@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from tiny import tiny_pair
 
 from opttree.config import LIMITS, METHODS, DecodeConfig
+from opttree.decoding.prompts import clean_prompt
+from opttree.decoding.speculative import Cancelled, run, stream_run
 from opttree.errors import BadInput
-from opttree.prompts import clean_prompt
-from opttree.speculative import Cancelled, run, stream_run
 from opttree.trace import loads
 
 ANY = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
@@ -106,7 +106,7 @@ def test_cancel_stops_between_steps_and_next_run_is_clean():
 
 def test_exception_mid_verification_leaves_shared_models_intact(monkeypatch):
     """A run that dies inside verification leaves nothing behind for the next run."""
-    import opttree.speculative as spec
+    import opttree.decoding.speculative as spec
 
     pair = tiny_pair("eagle")
     cfg = DecodeConfig(max_new_tokens=16, nodes=8)

@@ -8,9 +8,9 @@ import torch.nn.functional as F
 from test_greedy_exact import PROMPTS, reference
 from tiny import tiny_pair
 
-from opttree import few_row_linear as FR
 from opttree.config import DecodeConfig
-from opttree.speculative import run
+from opttree.decoding.speculative import run
+from opttree.models import few_row_linear as FR
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -134,8 +134,8 @@ def test_small_trees_through_the_kernel_stay_exact(drafter):
 
 
 def test_verify_cost_curve_times_both_kernels_and_leaves_the_fast_one_on(tmp_path):
-    from opttree.bench_plot import plot_verify_cost
-    from opttree.sweep_cost import verify_cost_curve
+    from opttree.bench.plots import plot_verify_cost
+    from opttree.bench.verify_cost import verify_cost_curve
 
     pair = tiny_pair("none")
     FR.use_few_row_linear(pair.target)

@@ -5,7 +5,7 @@ import torch
 from tiny import DEVICES, tiny_pair
 
 from opttree.config import METHODS, DecodeConfig
-from opttree.speculative import run
+from opttree.decoding.speculative import run
 
 PROMPTS = [[3, 5, 7, 11, 13], [1, 2], [40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50]]
 
@@ -76,9 +76,9 @@ BUNDLED_PROMPTS = ["Explain photosynthesis.", "Write a haiku about the sea.", "W
 @pytest.mark.parametrize("prompt", BUNDLED_PROMPTS)
 def test_bundled_smollm_matches_generate(smollm, prompt):
     """The real model: tree decoding (random head, and the target as its own classic draft)."""
-    from opttree.draft_assets import RANDOM_HEAD, load_feature_head
-    from opttree.loading import ModelPair
-    from opttree.prompts import encode_prompt
+    from opttree.decoding.prompts import encode_prompt
+    from opttree.models.draft_assets import RANDOM_HEAD, load_feature_head
+    from opttree.models.loading import ModelPair
 
     ids = encode_prompt(smollm.tokenizer, prompt)
     ref = reference(smollm.target, ids, 24)

@@ -4,7 +4,7 @@ import pytest
 import torch
 from tiny import tiny_pair
 
-from opttree.kv_cache import compact, new_cache, truncate
+from opttree.decoding.kv_cache import compact, new_cache, truncate
 
 
 class _Layer:  # the two attributes compaction touches on a transformers cache layer

@@ -6,8 +6,8 @@ from scipy.stats import chisquare
 from tiny import tiny_pair
 
 from opttree.config import DecodeConfig
-from opttree.sampling import warp
-from opttree.speculative import run
+from opttree.decoding.sampling import warp
+from opttree.decoding.speculative import run
 
 V = 6
 PROMPT = [1, 2, 3]
@@ -61,9 +61,9 @@ def synthetic_logits(context: tuple[int, ...]) -> torch.Tensor:
 def test_acceptance_rule_is_lossless(temperature, top_k, top_p, shape):
     """The verifier's walk alone, many samples: committed tokens follow the target exactly,
     whichever tree the draft proposed (a rejected first token continues from a fresh root)."""
-    from opttree.draft_tree import ROOT, DraftTree
-    from opttree.sampling import TokenPicker
-    from opttree.verify import accept
+    from opttree.decoding.sampling import TokenPicker
+    from opttree.decoding.verify import accept
+    from opttree.trees.draft_tree import ROOT, DraftTree
 
     tree = DraftTree()
     if shape == "wide":  # three root children, one with two children of its own

@@ -7,8 +7,8 @@ import pytest
 from tiny import tiny_pair
 
 from opttree.config import DecodeConfig
+from opttree.decoding.speculative import run
 from opttree.errors import BadInput
-from opttree.speculative import run
 from opttree.trace import dumps, loads, validate_trace
 
 STEP_FIELDS = {"tokens", "texts", "parents", "depth", "q", "p_hat", "accepted", "bonus_token",

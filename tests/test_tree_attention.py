@@ -6,9 +6,9 @@ import pytest
 import torch
 from tiny import DEVICES, tiny_llama
 
-from opttree.draft_tree import ROOT, DraftTree
-from opttree.kv_cache import new_cache
-from opttree.verify import keep_accepted, verify_tree
+from opttree.decoding.kv_cache import new_cache
+from opttree.decoding.verify import keep_accepted, verify_tree
+from opttree.trees.draft_tree import ROOT, DraftTree
 
 
 def random_tree(rng: random.Random, n: int, vocab: int) -> DraftTree:
@@ -54,7 +54,7 @@ def test_tree_logits_equal_sequential_over_steps(attn, device):
 
 def test_bool_mask_would_be_wrong_with_eager():
     """Why the mask is additive float: documents the transformers 5.x pitfall we guard against."""
-    from opttree.tree_attention import tree_mask
+    from opttree.decoding.tree_attention import tree_mask
 
     mask = tree_mask(2, 5, [[2], [3]], torch.float32, "cpu")
     assert mask.dtype == torch.float32 and mask.shape == (1, 1, 2, 5)

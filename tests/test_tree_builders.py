@@ -6,11 +6,11 @@ import itertools
 import pytest
 import torch
 
-from opttree.delta_rule import expected_acceptance
-from opttree.draft_tree import ROOT
-from opttree.eagle_dynamic import build_eagle_dynamic
-from opttree.opt_tree import build_opt_tree
-from opttree.static_trees import EAGLE_25, build_static, shape_paths
+from opttree.trees.delta_rule import expected_acceptance
+from opttree.trees.draft_tree import ROOT
+from opttree.trees.eagle_dynamic import build_eagle_dynamic
+from opttree.trees.opt_tree import build_opt_tree
+from opttree.trees.static import EAGLE_25, build_static, shape_paths
 
 VOCAB = 5
 

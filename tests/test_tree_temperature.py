@@ -10,9 +10,9 @@ from test_greedy_exact import PROMPTS, reference
 from tiny import tiny_pair
 
 from opttree.config import DecodeConfig
+from opttree.decoding.speculative import make_drafter, run
+from opttree.drafters.tree_temperature import card_temperature
 from opttree.errors import BadInput
-from opttree.speculative import make_drafter, run
-from opttree.tree_temperature import card_temperature
 
 
 def test_card_temperature_reads_the_card_and_defaults_to_one(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 from tiny import tiny_pair
 
 from opttree.config import DecodeConfig
-from opttree.speculative import run
+from opttree.decoding.speculative import run
 from opttree.trace import dumps, loads
 from viz import style
 from viz.metrics import compare_chart, compare_rows, step_metrics

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from opttree.loading import ModelPair
+from opttree.models.loading import ModelPair
 
 
 class ToyTokenizer:
@@ -50,7 +50,7 @@ def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, voca
         pair.draft_model = target if draft_is_target else tiny_llama(draft_seed, vocab, layers=1, scale=scale)
         pair.draft_name = "tiny-draft"
     elif drafter == "eagle":
-        from opttree.feature_head import FeatureHead, head_config_from_target
+        from opttree.drafters.head_model import FeatureHead, head_config_from_target
 
         torch.manual_seed(draft_seed)
         pair.drafter_kind = "eagle"

@@ -41,3 +41,14 @@ def visible(text: str) -> str:
 def hover_safe(text: str) -> str:
     """Token text for Plotly hover/labels: visible whitespace and no markup Plotly would interpret."""
     return html.escape(visible(text), quote=False)
+
+# The page's own CSS (the app passes it to `launch`); the token colours come from the constants above.
+PAGE_CSS = f"""
+.gen-text {{ font-family: ui-monospace, monospace; line-height: 1.9; white-space: pre-wrap; font-size: 15px; }}
+.gen-text .tok {{ cursor: pointer; border-radius: 3px; padding: 1px 0; }}
+.gen-text .tok.current {{ outline: 2px solid {ACCEPTED}; }}
+.gen-legend {{ font-size: 12px; margin-bottom: 4px; }}
+.gen-legend .tok {{ padding: 1px 4px; border-radius: 3px; }}
+.gen-legend .hint {{ color: #666; margin-left: 8px; }}
+.notice {{ background: #fff4e5; border-left: 4px solid {BONUS}; padding: 6px 10px; }}
+"""

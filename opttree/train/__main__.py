@@ -15,12 +15,13 @@ from pathlib import Path
 
 import torch
 
-from . import card as C
-from . import classic as CL
-from . import data as D
-from . import head as H
-from .common import CKPT_DIR
-from .generate import DEFAULT_DIR, gen_stats, run_generation
+from opttree.models.loading import load_pair
+from opttree.train import card as C
+from opttree.train import classic as CL
+from opttree.train import data as D
+from opttree.train import head as H
+from opttree.train.common import CKPT_DIR, load_target
+from opttree.train.generate import DEFAULT_DIR, gen_stats, run_generation
 
 
 def parse(argv=None):
@@ -47,7 +48,6 @@ def parse(argv=None):
     ap.add_argument("--max-len", type=int, default=0, help="truncate sequences (0: no)")
     ap.add_argument("--layers", type=int, default=None, help="head: 1; classic: 3")
     ap.add_argument("--eval-every", type=int, default=100)
-    ap.add_argument("--heldout", type=float, default=0.04)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--extend", action="store_true", help="with --resume: train further with a new schedule")
     ap.add_argument("--out", default=None, help="weights file (default: the bundled asset path)")
@@ -82,7 +82,7 @@ def main(argv=None) -> dict:
             max_prompts=args.max_prompts, first_prompt=args.first_prompt, batch=args.gen_batch,
             max_new=args.max_new, topk=args.topk,
             threads=args.threads))
-    train, test = D.load_split(args.data, args.heldout, args.tokens)
+    train, test = D.load_split(args.data, args.tokens)
     if not train:
         raise SystemExit(f"no generated data in {args.data}: run without --no-generate.")
     print(f"data: {D.response_tokens(train)} train / {D.response_tokens(test)} held-out response tokens "
@@ -102,8 +102,6 @@ def main(argv=None) -> dict:
     card_path = Path(args.out).with_suffix(".json")
     C.write_card(card_path, card)
     if args.fit_temperature or args.tau_prompts:
-        from ..loading import load_pair
-
         pair = load_pair(args.target, drafter="eagle" if args.kind == "head" else "classic",
                          draft=args.out, device="cpu")
         if args.fit_temperature:
@@ -121,8 +119,6 @@ def main(argv=None) -> dict:
 
 
 def C_load_target(name):
-    from .common import load_target
-
     return load_target(name)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -10,8 +12,15 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-ROOT = Path(__file__).resolve().parents[2]
-EVAL_SET = ROOT / "assets" / "prompts" / "eval.jsonl"
+from opttree import paths
+from opttree.config import DecodeConfig
+from opttree.decoding.speculative import run
+from opttree.drafters.tree_temperature import for_decoding
+from opttree.models.draft_assets import BUNDLED_CLASSIC, BUNDLED_HEAD, load_bundled_classic, load_feature_head
+from opttree.models.loading import load_pair
+from opttree.train.prompts import train_prompts
+
+EVAL_SET = paths.EVAL_PROMPTS
 
 
 def eval_questions(path: str | Path = EVAL_SET) -> list[dict]:
@@ -37,9 +46,6 @@ def eval_subset(n: int, path: str | Path = EVAL_SET) -> list[dict]:
 def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None = None) -> dict:
     """τ with the real decoding loop on the first turn of `questions` (default: `n_prompts` eval
     questions, round-robin over categories)."""
-    from ..config import DecodeConfig
-    from ..speculative import run
-    from ..tree_temperature import for_decoding
 
     cfg = decode or DecodeConfig(method="opt-tree", nodes=60, threshold=0.5, max_depth=10,
                                  max_new_tokens=128, temperature=0.0)
@@ -66,13 +72,11 @@ def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None 
 def heldout_questions(n: int) -> list[dict]:
     """`n` held-out training prompts spread over the whole prompt set, as eval-style questions: the
     tree temperature is fitted on these, never on the eval set."""
-    from .data import is_heldout
-    from .prompts import build_prompts
 
-    prompts = build_prompts()
-    held = [i for i in range(len(prompts)) if is_heldout(i)]
+    prompts = train_prompts()
+    held = [i for i, p in enumerate(prompts) if p.heldout]
     picked = [held[round(j * (len(held) - 1) / max(1, n - 1))] for j in range(min(n, len(held)))]
-    return [{"question_id": i, "category": "heldout", "turns": [prompts[i]]} for i in picked]
+    return [{"question_id": i, "category": "heldout", "turns": [prompts[i].text]} for i in picked]
 
 
 TEMPERATURE_GRID = (1.0, 0.85, 0.7, 0.6, 0.5)
@@ -95,8 +99,6 @@ def fit_tree_temperature(pair, n_prompts: int = 12, grid=TEMPERATURE_GRID) -> di
 
 
 def machine() -> str:
-    import os
-
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}"
 
 
@@ -109,8 +111,6 @@ def write_card(path: str | Path, card: dict) -> Path:
 
 def measure_load_seconds(target_name: str = "smollm2-135m-instruct", repeats: int = 3) -> dict:
     """Seconds that loading the two bundled drafts adds on top of the target (best of `repeats`)."""
-    from ..draft_assets import BUNDLED_CLASSIC, BUNDLED_HEAD, load_bundled_classic, load_feature_head
-    from ..loading import load_pair
 
     pair = load_pair(target_name, drafter="none", device="cpu")
     best = {"eagle": 1e9, "classic": 1e9}
@@ -127,10 +127,7 @@ def measure_load_seconds(target_name: str = "smollm2-135m-instruct", repeats: in
 def main(argv=None):
     """Re-measure τ for a shipped draft and update its card:
     python -m opttree.train.card --kind head --prompts 10"""
-    import argparse
 
-    from ..draft_assets import BUNDLED_CLASSIC, BUNDLED_HEAD
-    from ..loading import load_pair
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--kind", choices=["head", "classic"], required=True)

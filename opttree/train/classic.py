@@ -14,11 +14,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..draft_assets import BUNDLED_CLASSIC
-from . import data as D
-from .common import export_fp16
-from .generate import target_eos
-from .loop import init_from, train_loop
+from opttree.models.draft_assets import BUNDLED_CLASSIC
+from opttree.train import data as D
+from opttree.train.common import export_fp16
+from opttree.train.generate import target_eos
+from opttree.train.loop import init_from, train_loop
 
 SHARED = {"model.embed_tokens.weight": "model.embed_tokens.weight"}
 
@@ -37,7 +37,7 @@ def draft_config(target, layers: int) -> dict:
 
 
 def build_draft(target, layers: int, source_layers: list[int] | None = None):
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM  # transformers is heavy: imported when a model is built
 
     cfg_dict = draft_config(target, layers)
     cfg = AutoConfig.for_model(**cfg_dict)

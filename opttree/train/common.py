@@ -10,13 +10,13 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
-CKPT_DIR = ROOT / "checkpoints"
+from opttree import paths
+from opttree.models.loading import load_causal_lm
+
+CKPT_DIR = paths.checkpoints_dir()
 
 
 def load_target(name: str):
-    from ..loading import load_causal_lm
-
     return load_causal_lm(name, torch.device("cpu"), torch.float32)
 
 
@@ -41,7 +41,7 @@ def load_checkpoint(path: Path):
 
 
 def export_fp16(path: Path, tensors: dict, config: dict, extra_meta: dict | None = None) -> int:
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # imported with the weights it reads or writes
 
     path.parent.mkdir(parents=True, exist_ok=True)
     out = {}

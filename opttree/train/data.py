@@ -3,28 +3,23 @@
 from __future__ import annotations
 
 import random
-import zlib
 from collections import Counter
 
 import torch
 
-from .generate import load_shards
+from opttree.train.generate import load_shards
+from opttree.train.prompts import is_heldout
 
 
-def is_heldout(prompt_index: int, heldout_frac: float = 0.04) -> bool:
-    """Whether a training prompt is held out (a hash of its index: stable as more shards arrive)."""
-    return zlib.crc32(str(int(prompt_index)).encode()) % 10000 < heldout_frac * 10000
-
-
-def split(seqs: list[dict], heldout_frac: float = 0.04) -> tuple[list[dict], list[dict]]:
-    """Deterministic split by prompt index."""
+def split(seqs: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Train / held-out by each sequence's prompt (the prompt's frozen `heldout` flag)."""
     train, test = [], []
     for s in seqs:
-        (test if is_heldout(s.get("prompt_index", 0), heldout_frac) else train).append(s)
+        (test if is_heldout(s.get("prompt_index", 0)) else train).append(s)
     return train, test
 
 
-def load_split(data_dir, heldout_frac: float = 0.04, max_tokens: int = 0):
+def load_split(data_dir, max_tokens: int = 0):
     seqs = load_shards(data_dir)
     if max_tokens:
         kept, n = [], 0
@@ -34,7 +29,7 @@ def load_split(data_dir, heldout_frac: float = 0.04, max_tokens: int = 0):
             kept.append(s)
             n += int(s["ids"].numel() - s["plen"])
         seqs = kept
-    train, test = split(seqs, heldout_frac)
+    train, test = split(seqs)
     if not test and len(train) > 1:  # tiny data (tests): keep one sequence aside anyway
         test = train[-1:]
         train = train[:-1]

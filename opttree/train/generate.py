@@ -14,6 +14,7 @@ One shard per batch (data/gen/shard_00012.pt); existing shards are skipped, so a
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
@@ -21,9 +22,13 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from ..prompts import encode_prompt
+from opttree import paths
+from opttree.decoding.prompts import encode_prompt
+from opttree.models.loading import load_causal_lm, load_tokenizer
+from opttree.train.common import ThreadTuner
+from opttree.train.prompts import read_prompts, write_prompts
 
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "data" / "gen"
+DEFAULT_DIR = paths.data_dir() / "gen"
 
 
 def shard_paths(data_dir: str | Path) -> list[Path]:
@@ -55,7 +60,7 @@ def _keep_rows(cache, rows: torch.Tensor) -> None:
 @torch.inference_mode()
 def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int, eos: set[int],
                    tuner=None) -> list[dict]:
-    from transformers import DynamicCache
+    from transformers import DynamicCache  # transformers is heavy: imported when a model is built
 
     body, lm_head = model.model, model.lm_head
     B = len(prompts_ids)
@@ -127,8 +132,6 @@ def target_eos(model, tok=None) -> set[int]:
 
 
 def _add_stats(out: Path, wall: float, tokens: int, seqs: int) -> None:
-    import json
-
     path = out / "stats.json"
     st = json.loads(path.read_text()) if path.exists() else {"wall_s": 0.0, "tokens": 0, "sequences": 0}
     st["wall_s"] = round(st["wall_s"] + wall, 1)
@@ -138,8 +141,6 @@ def _add_stats(out: Path, wall: float, tokens: int, seqs: int) -> None:
 
 
 def gen_stats(out) -> dict:
-    import json
-
     path = Path(out) / "stats.json"
     return json.loads(path.read_text()) if path.exists() else {}
 
@@ -162,10 +163,6 @@ def main(argv=None):
 
 
 def run_generation(args):
-    from ..loading import load_causal_lm, load_tokenizer
-    from .common import ThreadTuner
-    from .prompts import read_prompts, write_prompts
-
     tuner = ThreadTuner(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -16,12 +16,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..draft_assets import BUNDLED_HEAD
-from ..feature_head import FeatureHead, head_config_from_target
-from . import data as D
-from .common import export_fp16, load_checkpoint
-from .generate import target_eos
-from .loop import init_from, train_loop
+from opttree.drafters.head_model import FeatureHead, head_config_from_target
+from opttree.models.draft_assets import BUNDLED_HEAD
+from opttree.train import data as D
+from opttree.train.common import export_fp16, load_checkpoint
+from opttree.train.generate import target_eos
+from opttree.train.loop import init_from, train_loop
 
 
 def depth_mask(n: int, k: int, dtype) -> torch.Tensor:
@@ -35,7 +35,7 @@ def depth_mask(n: int, k: int, dtype) -> torch.Tensor:
 
 def unrolled(head, embed, batch: dict, depth: int, noise: float = 0.0):
     """Per-depth predicted features [F_1 .. F_depth], each (B, n, h) with n = L - 1 chains."""
-    from transformers import DynamicCache
+    from transformers import DynamicCache  # transformers is heavy: imported when a model is built
 
     ids, feats = batch["ids"], batch["feats"]
     B, L = ids.shape

@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from . import data as D
-from .common import ThreadTuner, Timer, budget_total, load_checkpoint, lr_at, save_checkpoint
+from opttree.train import data as D
+from opttree.train.common import ThreadTuner, Timer, budget_total, load_checkpoint, lr_at, save_checkpoint
 
 
 def autocast(args):
@@ -98,7 +98,7 @@ def train_loop(args, name: str, module, config: dict, train: list[dict], forward
 def init_from(module, path: str | Path) -> int:
     """Warm start from an exported draft (e.g. the shipped asset): copies every tensor whose name and
     shape match, so a head retrained with another draft vocabulary keeps its learned layers."""
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # imported with the weights it reads or writes
 
     state = module.state_dict()
     loaded = 0

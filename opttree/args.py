@@ -1,0 +1,49 @@
+"""Command-line arguments shared by every command (`generate`, `bench`, `sweep`, `eval`).
+
+The decode flags come from the settings' declarations (`config.add_decode_args`); this module adds
+the model flags and turns parsed arguments into a loaded pair and a validated `DecodeConfig`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from opttree.config import add_decode_args, from_args
+
+__all__ = ["add_decode_args", "add_model_args", "decode_config", "load_from_args"]
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--base-model-path", "--target", dest="target", default="smollm2-135m-instruct",
+                   help="target model: the bundled 'smollm2-135m-instruct', a hub id or a local path")
+    p.add_argument("--drafter", choices=["classic", "eagle"], default="eagle",
+                   help="eagle = feature head on the target's hidden states; classic = independent draft LM")
+    p.add_argument("--draft-model-path", default=None, help="classic draft: hub id, local path or .safetensors")
+    p.add_argument("--ea-model-path", default=None, help="eagle feature head: .safetensors file or folder")
+    p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
+    p.add_argument("--dtype", default="auto", help="auto (fp32 on CPU, bf16/fp16 on GPU), fp32, fp16, bf16")
+    p.add_argument("--device-map", default=None, help="e.g. 'auto' to spread a big target over GPUs")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow model repos' own code (off by default)")
+
+
+def device_type(args) -> str:
+    """'cuda' or 'cpu': where the run will decode (for `--nodes auto`)."""
+    if getattr(args, "device_map", None):
+        return "cuda"
+    from opttree.models.loading import resolve_device  # torch stays out of `--help`
+
+    return resolve_device(getattr(args, "device", "auto")).type
+
+
+def decode_config(args, method: str):
+    """The run's validated settings; `--nodes auto` resolved for the device the run will use."""
+    return from_args(args, method, device_type(args) if getattr(args, "nodes", None) == "auto" else "cpu")
+
+
+def load_from_args(args, need_draft: bool = True):
+    from opttree.models.loading import load_pair  # torch stays out of `--help`
+
+    draft = args.ea_model_path if args.drafter == "eagle" else args.draft_model_path
+    return load_pair(args.target, drafter=args.drafter if need_draft else "none", draft=draft,
+                     device=args.device, dtype=args.dtype, device_map=args.device_map,
+                     trust_remote_code=args.trust_remote_code)

@@ -1,0 +1,163 @@
+"""`python -m opttree.bench.answers`: answer a question file with the reference repo's evaluation flags.
+
+Flags follow Jikai0Wang/OPT-Tree's evaluation scripts (`--base-model-path --draft-model-path
+--ea-model-path --bench-name --answer-file --temperature --nodes --threshold --max_depth`, plus
+`--model-id --question-begin --question-end --max-new-token`). Questions are MT-bench JSONL
+(`{"question_id", "category", "turns"}`) or `{"prompt"}` lines; every turn is answered in one
+conversation (chat template), like the reference. One answer line per question, FastChat style:
+`{"question_id", "answer_id", "model_id", "category", "choices": [{"index", "turns", "idxs",
+"new_tokens", "wall_time", "tau", "accept_lengths"}], "tstamp", "config"}`.
+
+Drafter: `--ea-model-path` selects the EAGLE-style head, `--draft-model-path` a classic draft LM;
+neither = the bundled EAGLE head (`--drafter` overrides).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from opttree import paths
+from opttree.args import add_decode_args, decode_config
+from opttree.bench.prompts import read_prompts
+from opttree.decoding.prompts import clean_prompt, encode_prompt
+from opttree.decoding.speculative import run
+from opttree.errors import BadInput, OptTreeError
+from opttree.models.loading import load_pair
+
+
+def question_file(bench_name: str, explicit: str | None) -> Path:
+    if explicit:
+        return Path(explicit)
+    candidates = [paths.PROMPTS / f"{bench_name}.jsonl", Path("data") / bench_name / "question.jsonl",
+                  paths.data_dir() / bench_name / "question.jsonl"]
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise BadInput(f"no question file for --bench-name {bench_name!r}: looked for "
+                   + ", ".join(str(c) for c in candidates) + " (or pass --question-file).")
+
+
+def read_questions(path: Path) -> list[dict]:
+    """Questions with all their turns (the benchmark reader validates the file and the first turn)."""
+
+    first = read_prompts(path)  # raises BadInput with the line number on a bad file
+    out = []
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    for i, (q, line) in enumerate(zip(first, lines)):
+        obj = json.loads(line)
+        turns = obj.get("turns") if isinstance(obj.get("turns"), list) else [q.prompt]
+        turns = [t for t in turns if isinstance(t, str) and t.strip()] or [q.prompt]
+        qid = obj.get("question_id", obj.get("id", i + 1))
+        out.append({"question_id": qid, "category": q.category, "turns": turns})
+    return out
+
+
+def conversation_ids(tokenizer, turns: list[str], answers: list[str]) -> list[int]:
+    """Token ids for the conversation so far (user turns with the answers given), ready to answer."""
+
+    if len(turns) == 1 or not getattr(tokenizer, "chat_template", None):
+        if len(turns) == 1:
+            return encode_prompt(tokenizer, turns[0])
+        text = "".join(f"{t} {a} " for t, a in zip(turns, answers)) + turns[-1]
+        return encode_prompt(tokenizer, text, chat=False)
+    msgs = []
+    for t, a in zip(turns, answers):
+        msgs += [{"role": "user", "content": clean_prompt(t)}, {"role": "assistant", "content": a}]
+    msgs.append({"role": "user", "content": clean_prompt(turns[-1])})
+    enc = tokenizer.apply_chat_template(msgs, add_generation_prompt=True, return_dict=True)
+    return [int(i) for i in enc["input_ids"]]
+
+
+def run_eval(pair, questions: list[dict], cfg, answer_file, model_id: str, max_turns: int | None = None,
+             log=None) -> int:
+    """Answer every question, appending one JSON line per question as it finishes."""
+
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    path = Path(answer_file)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    with path.open("w", encoding="utf-8") as f:
+        for qi, q in enumerate(questions):
+            turns = q["turns"][:max_turns] if max_turns else q["turns"]
+            answers, idxs, new_tokens, walls, taus, accepts = [], [], [], [], [], []
+            for j in range(len(turns)):
+                ids = conversation_ids(pair.tokenizer, turns[: j + 1], answers)
+                t0 = time.perf_counter()
+                trace = run(pair, turns[j], cfg, prompt_ids=ids)
+                walls.append(round(time.perf_counter() - t0, 4))
+                s = trace["summary"]
+                answers.append(trace["output_text"].strip())
+                idxs.append(s["steps"])
+                new_tokens.append(s["new_tokens"])
+                taus.append(s["tau"])
+                accepts.append([st["accept_length"] for st in trace["steps"]])
+            record = {"question_id": q["question_id"], "answer_id": uuid.uuid4().hex[:22], "model_id": model_id,
+                      "category": q["category"],
+                      "choices": [{"index": 0, "turns": answers, "idxs": idxs, "new_tokens": new_tokens,
+                                   "wall_time": walls, "tau": taus, "accept_lengths": accepts}],
+                      "tstamp": time.time(), "config": cfg.to_dict()}
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.flush()
+            written += 1
+            log(f"question {qi + 1}/{len(questions)} (id {q['question_id']}): τ={taus}")
+    return written
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="opttree eval", description=__doc__.split("\n")[0])
+    p.add_argument("--base-model-path", default="smollm2-135m-instruct")
+    p.add_argument("--draft-model-path", default=None, help="classic draft LM (selects the classic drafter)")
+    p.add_argument("--ea-model-path", default=None, help="EAGLE-style head (selects the eagle drafter)")
+    p.add_argument("--drafter", choices=["classic", "eagle"], default=None)
+    p.add_argument("--model-id", default=None)
+    p.add_argument("--bench-name", default="eval",
+                   help="question set: assets/prompts/NAME.jsonl or data/NAME/question.jsonl")
+    p.add_argument("--question-file", default=None)
+    p.add_argument("--question-begin", type=int, default=None)
+    p.add_argument("--question-end", type=int, default=None)
+    p.add_argument("--answer-file", default=None, help="default: NAME/model_answer/MODEL_ID.jsonl")
+    p.add_argument("--max-turns", type=int, default=None, help="answer at most this many turns per question")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (1 is much faster on a shared, busy CPU; see benchmarks/NOTES.md)")
+    add_decode_args(p)
+    p.add_argument("--max-new-token", dest="max_new_tokens", type=int, help="alias of --max-new-tokens")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.threads:
+            import torch  # torch stays out of `--help`
+
+            torch.set_num_threads(args.threads)
+        if args.max_new_tokens is None:
+            args.max_new_tokens = 128
+        cfg = decode_config(args, args.method)
+        qpath = question_file(args.bench_name, args.question_file)
+        questions = read_questions(qpath)[args.question_begin:args.question_end]
+        if not questions:
+            raise BadInput("no questions selected (check --question-begin/--question-end).")
+        drafter = args.drafter or ("eagle" if args.ea_model_path else "classic" if args.draft_model_path else "eagle")
+        draft = args.ea_model_path if drafter == "eagle" else args.draft_model_path
+        model_id = args.model_id or f"{Path(args.base_model_path).name}-{args.method}-{drafter}-n{cfg.nodes}"
+        answer_file = args.answer_file or f"{args.bench_name}/model_answer/{model_id}.jsonl"
+        pair = load_pair(args.base_model_path, drafter="none" if args.method == "ar" else drafter, draft=draft,
+                         device=args.device, dtype=args.dtype)
+        n = run_eval(pair, questions, cfg, answer_file, model_id, args.max_turns)
+        print(f"wrote {n} answers to {answer_file}")
+        return 0
+    except OptTreeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

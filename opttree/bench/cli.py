@@ -1,0 +1,210 @@
+"""`python -m opttree bench ...` and `python -m opttree sweep ...` (registered by opttree/cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from opttree import paths
+from opttree.args import add_decode_args, add_model_args, decode_config, load_from_args
+from opttree.bench.harness import BENCH_METHODS, HF_METHOD, format_table, parse_methods, run_bench
+from opttree.bench.plots import plot_bench, plot_ea_vs_a, plot_node_sweep, plot_threshold_sweep, plot_verify_cost
+from opttree.bench.pool import pool_ea_a
+from opttree.bench.prompts import read_prompts
+from opttree.bench.sweep import DEFAULT_BUDGETS, DEFAULT_SWEEP_METHODS, parse_numbers, run_sweep
+from opttree.bench.verify_cost import verify_cost_curve
+from opttree.errors import BadInput
+from opttree.models.draft_assets import default_draft_for
+from opttree.models.loading import load_classic_draft, load_pair
+
+DEFAULT_PROMPTS = str(paths.EVAL_PROMPTS)
+
+
+def _common(p: argparse.ArgumentParser, limit: int | None) -> None:
+    p.add_argument("--prompts", default=DEFAULT_PROMPTS,
+                   help="JSONL: MT-bench form {question_id, category, turns} (first turn used) or {prompt}")
+    p.add_argument("--limit", type=int, default=limit, help="use N prompts, spread over categories")
+    p.add_argument("--categories", default=None, help="comma-separated categories to keep")
+    add_model_args(p)
+    add_decode_args(p, method=False)
+    p.add_argument("--warmup", type=int, default=1, help="warm-up prompts (short, not recorded)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
+    p.add_argument("--out", default=None, help="write the result JSON here")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="time budget: after the prompt that crosses it, stop (all methods ran on every prompt)")
+
+
+def register(sub) -> None:
+    b = sub.add_parser("bench", help="τ, speed and exact match of several methods, interleaved per prompt")
+    _common(b, None)
+    b.add_argument("--methods", default=",".join(BENCH_METHODS),
+                   help="comma-separated: " + ",".join(BENCH_METHODS) + " (ar is always added)")
+    b.add_argument("--assistant-model-path", default=None,
+                   help="hf-assisted's classic draft (default: the bundled classic draft, or the "
+                        "--draft-model-path when --drafter classic)")
+    b.add_argument("--hf-num-assistant-tokens", type=int, default=20)
+    b.add_argument("--hf-schedule", default="constant", choices=["constant", "heuristic", "heuristic_transient"])
+    b.add_argument("--hf-confidence", type=float, default=0.4, help="assistant_confidence_threshold (0 = off)")
+    b.add_argument("--plot", default=None, help="write a PNG chart (τ and speedup per method)")
+    b.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("sweep", help="τ/speedup vs node budget, OPT-Tree vs δ, E(A) vs A, verify-cost curve")
+    _common(s, 3)
+    s.add_argument("--methods", default=",".join(DEFAULT_SWEEP_METHODS))
+    s.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)))
+    s.add_argument("--thresholds", default="", help="δ values for OPT-Tree at --threshold-nodes (e.g. 0,0.1,0.5,1)")
+    s.add_argument("--threshold-nodes", type=int, default=None, help="budget for the δ sweep (default --nodes)")
+    s.add_argument("--no-verify-cost", action="store_true", help="skip the target forward-time curve")
+    s.add_argument("--cost-sizes", default="1,2,4,8,16,32,64,128,256,512")
+    s.add_argument("--cost-reps", type=int, default=5)
+    s.add_argument("--cost-only", action="store_true", help="measure only the verify-cost curve (no draft needed)")
+    s.add_argument("--cost-from", default=None, help="reuse the verify-cost curve in this JSON instead of measuring")
+    s.add_argument("--cap", default="", help="skip budgets above a cap per method, e.g. binary=150 (slow trees)")
+    s.add_argument("--pool", nargs="*", default=[], help="bench result JSONs whose E(A)/A steps are pooled in")
+    s.add_argument("--plot-dir", default=None, help="folder for the PNG curves")
+    s.set_defaults(func=cmd_sweep)
+
+
+def _setup(args, need_draft: bool = True):
+    import torch  # torch stays out of `--help`
+
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    cfg = decode_config(args, "ar")  # validate settings before loading anything
+    cats = [c.strip() for c in args.categories.split(",")] if args.categories else None
+    prompts = read_prompts(args.prompts, args.limit, cats)
+    pair = load_from_args(args, need_draft=need_draft)
+    return cfg, prompts, pair
+
+
+def load_assistant(args, pair):
+    if args.assistant_model_path is None and pair.drafter_kind == "classic":
+        return pair.draft_model
+    spec = args.assistant_model_path or default_draft_for(args.target, "classic")
+    model = load_classic_draft(spec, pair.target, pair.device, pair.dtype, args.trust_remote_code)
+    if not getattr(model, "name_or_path", ""):
+        model.name_or_path = str(spec)
+    return model
+
+
+def bench_to_files(pair, prompts, methods, cfg, assistant=None, hf_knobs=None, out=None, plot=None,
+                   warmup: int = 1, chat: bool = True, log=None, max_minutes=None) -> dict:
+
+    result = run_bench(pair, prompts, methods, cfg, assistant, hf_knobs, warmup, chat, log, max_minutes)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    if plot:
+        plot_bench(result, plot)
+    print(format_table(result))
+    return result
+
+
+def cmd_bench(args) -> int:
+    methods = parse_methods(args.methods)
+    need_draft = any(m not in ("ar", HF_METHOD) for m in methods)
+    cfg, prompts, pair = _setup(args, need_draft)
+    assistant = load_assistant(args, pair) if HF_METHOD in methods else None
+    knobs = {"num_assistant_tokens": args.hf_num_assistant_tokens, "num_assistant_tokens_schedule": args.hf_schedule,
+             "assistant_confidence_threshold": args.hf_confidence}
+    bench_to_files(pair, prompts, methods, cfg, assistant, knobs, args.out, args.plot, args.warmup,
+                   chat=not args.no_chat, max_minutes=args.max_minutes)
+    return 0
+
+
+def sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds=(), threshold_nodes=None, cost_sizes=None,
+                   cost_reps: int = 5, pool=(), out=None, plot_dir=None, warmup: int = 1, chat: bool = True,
+                   log=None, max_minutes=None, caps=None, cost=None) -> dict:
+
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    if cost is None and cost_sizes:
+        cost = verify_cost_curve(pair, tuple(cost_sizes), reps=cost_reps, log=log)
+    result = run_sweep(pair, prompts, cfg, methods, budgets, thresholds, threshold_nodes, warmup, chat, cost, log,
+                       max_minutes, caps)
+    pooled = pool_ea_a(result, pool)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    if plot_dir:
+        Path(plot_dir).mkdir(parents=True, exist_ok=True)
+        plot_node_sweep(result, plot_dir)
+        plot_threshold_sweep(result, plot_dir)
+        pooled_stats = result["ea_a_pooled"]
+        plot_ea_vs_a(pooled, {m: v["pearson_r"] for m, v in pooled_stats["by_method"].items()},
+                     pooled_stats["pearson_r"], Path(plot_dir) / "ea_vs_a.png", result["meta"])
+        if cost:
+            plot_verify_cost(cost, Path(plot_dir) / "verify_cost.png")
+    print(format_sweep(result))
+    return result
+
+
+def format_sweep(result: dict) -> str:
+    lines = [f"{'method':<14}{'nodes':>6}{'τ':>7}{'speedup':>9}{'pred.':>7}{'depth':>7}{'E(A)':>7}{'A':>6}"]
+    for m, pts in result["nodes"]["curves"].items():
+        for p in pts:
+            sp = f"{p['speedup']:.2f}" if p["speedup"] is not None else "-"
+            pr = f"{p['predicted_speedup']:.2f}" if p.get("predicted_speedup") is not None else "-"
+            lines.append(f"{m:<14}{p['nodes']:>6}{p['tau']:>7.2f}{sp:>9}{pr:>7}{p['mean_depth'] or 0:>7.2f}"
+                         f"{p['mean_expected_accept'] or 0:>7.2f}{p['mean_accept_length'] or 0:>6.2f}"
+                         + (f"  (same tree as n={p['same_as']['nodes']})" if p.get("same_as") else ""))
+    for p in result["threshold"]["points"]:
+        lines.append(f"opt-tree δ={p['threshold']:<6g} n={result['threshold']['nodes']}: τ={p['tau']:.2f} "
+                     f"speedup={p['speedup']} depth={p['mean_depth']}")
+    ea = result.get("ea_a_pooled") or result["ea_a_summary"]
+    lines.append(f"E(A) vs A: Pearson r={ea['pearson_r']} over {ea['steps']} steps")
+    if result.get("best_budget"):
+        b = result["best_budget"]
+        lines.append(f"best OPT-Tree budget on this device: n={b['nodes']} (speedup {b['speedup']}, τ {b['tau']})")
+    return "\n".join(lines)
+
+
+def cmd_sweep(args) -> int:
+    methods = [m for m in parse_methods(args.methods) if m != "ar"]
+    if "hf-assisted" in methods:
+        raise BadInput("the sweep varies tree budgets: hf-assisted belongs in `bench`.")
+    budgets = parse_numbers(args.budgets, int, "--budgets")
+    thresholds = parse_numbers(args.thresholds, float, "--thresholds") if args.thresholds.strip() else []
+    sizes = None if args.no_verify_cost else parse_numbers(args.cost_sizes, int, "--cost-sizes")
+    if sizes and min(sizes) < 1:
+        raise BadInput("--cost-sizes must be at least 1.")
+    caps = {}
+    for item in filter(None, (x.strip() for x in args.cap.split(","))):
+        m, _, n = item.partition("=")
+        caps[m.strip()] = parse_numbers(n, int, "--cap")[0]
+    cost = None
+    if args.cost_from:
+        try:
+            cost = json.loads(Path(args.cost_from).read_text(encoding="utf-8"))
+            cost = cost.get("verify_cost", cost)
+            assert cost["points"]
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, AssertionError):
+            raise BadInput(f"--cost-from {args.cost_from}: not a verify-cost JSON.") from None
+    if args.cost_only:
+        if not sizes:
+            raise BadInput("--cost-only needs --cost-sizes.")
+        if args.threads:
+            import torch  # torch stays out of `--help`
+
+            torch.set_num_threads(args.threads)
+
+        pair = load_pair(args.target, drafter="none", device=args.device, dtype=args.dtype)
+        cost = verify_cost_curve(pair, tuple(sizes), reps=args.cost_reps,
+                                 log=lambda msg: print(msg, file=sys.stderr, flush=True))
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(cost, indent=1), encoding="utf-8")
+        if args.plot_dir:
+            Path(args.plot_dir).mkdir(parents=True, exist_ok=True)
+            plot_verify_cost(cost, Path(args.plot_dir) / "verify_cost.png")
+        print("\n".join(f"{p['tokens']:>5} tokens: {p['median_ms']:8.1f} ms  ×{p['relative']:.2f}"
+                        for p in cost["points"]))
+        return 0
+    cfg, prompts, pair = _setup(args, need_draft=True)
+    sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds, args.threshold_nodes, sizes, args.cost_reps,
+                   args.pool, args.out, args.plot_dir, args.warmup, chat=not args.no_chat,
+                   max_minutes=args.max_minutes, caps=caps, cost=cost)
+    return 0

@@ -1,0 +1,54 @@
+"""What a benchmark ran on: CPU/GPU, threads, library versions, date — recorded in every result."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import subprocess
+
+import torch
+
+NOISE_NOTE = ("a shared VM: timings are noisy (other jobs may use the same cores; the load average says "
+              "how busy it was); methods ran interleaved per prompt in one process, so compare ratios, "
+              "not absolute times.")
+
+
+def cpu_name() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def machine_info(device) -> dict:
+    import transformers  # only for the version string; heavy to import
+
+    dev = torch.device(device) if not isinstance(device, torch.device) else device
+    info = {
+        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu_name(), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__, "transformers": transformers.__version__,
+        "python": platform.python_version(), "device": str(dev),
+        "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
+        "load_avg_at_start": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+        "noise": NOISE_NOTE,
+    }
+    return info
+
+
+def note_load(info: dict) -> dict:
+    if hasattr(os, "getloadavg"):
+        info["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    return info

@@ -1,0 +1,223 @@
+"""The benchmark runner: every method on every prompt, in one process, interleaved per prompt.
+
+Machine noise (other jobs on a shared CPU) then hits all methods alike; the order of methods is
+rotated from prompt to prompt so no method always follows the same neighbour. A short warm-up run
+of every method comes first and is not recorded. `ar` is always run: it is the speed and
+exact-match reference measured in the same run.
+
+Result JSON (the documented fields):
+  meta        machine (CPU, threads, versions, date, load), models, decode settings, hf config
+  methods     {method: aggregate}, aggregate = {prompts, new_tokens, steps, tau, tau_mean,
+              tokens_per_s, speedup, speedup_median, exact_match, mean_draft_ms, mean_build_ms,
+              mean_verify_ms, mean_nodes, mean_depth, mean_expected_accept, mean_accept_length,
+              ea_a_pearson_r, ea_a_steps}
+  by_category {category: {method: aggregate}}
+  runs        one row per (prompt, method): the trace summary plus wall_s, exact, output_ids
+  ea_a        {method: [[E(A), A], ...]} per verification step (tree methods)
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+import sys
+import time
+from dataclasses import replace
+
+from opttree.bench.env import machine_info, note_load
+from opttree.bench.hf_assisted import HF_METHOD, configure_assistant, run_hf_assisted
+from opttree.config import METHODS, DecodeConfig
+from opttree.decoding.prompts import encode_prompt
+from opttree.decoding.speculative import run
+from opttree.errors import BadInput
+
+BENCH_METHODS = ("ar", HF_METHOD, "chain", "binary", "eagle-static", "eagle-dynamic", "opt-tree")
+SUMMARY_KEYS = ("new_tokens", "steps", "tau", "tokens_per_s", "mean_draft_ms", "mean_build_ms",
+                "mean_verify_ms", "mean_nodes", "mean_depth", "mean_expected_accept", "mean_accept_length")
+
+
+def parse_methods(text) -> list[str]:
+    items = [m.strip() for m in (text.split(",") if isinstance(text, str) else text) if m.strip()]
+    if not items:
+        raise BadInput("--methods is empty: name at least one of " + ", ".join(BENCH_METHODS) + ".")
+    bad = [m for m in items if split_method(m)[0] not in METHODS and m != HF_METHOD]
+    if bad:
+        raise BadInput(f"unknown method(s) {', '.join(bad)}: choose from {', '.join(BENCH_METHODS)} "
+                       "(a tree method may carry its own budget, e.g. opt-tree@10).")
+    out = list(dict.fromkeys(items))
+    if "ar" not in out:
+        out.insert(0, "ar")  # the reference for speedup and exact match
+    return out
+
+
+def split_method(name: str) -> tuple[str, int | None]:
+    """'opt-tree@10' -> ('opt-tree', 10): a method run at its own node budget; 'binary' -> ('binary', None)."""
+    if "@" not in name:
+        return name, None
+    base, _, n = name.partition("@")
+    try:
+        nodes = int(n)
+    except ValueError:
+        raise BadInput(f"method {name!r}: the budget after '@' must be a whole number.") from None
+    if base in ("ar", HF_METHOD):
+        raise BadInput(f"method {name!r}: only tree methods take a budget.")
+    DecodeConfig(method=base if base in METHODS else "ar", nodes=nodes)  # validates the budget
+    return base, nodes
+
+
+def pearson(xs: list[float], ys: list[float]) -> float | None:
+    n = len(xs)
+    if n < 3:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx <= 0 or syy <= 0:
+        return None
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    return round(sxy / math.sqrt(sxx * syy), 4)
+
+
+class MethodRunner:
+    """Runs one method on one prompt and returns a flat row (engine methods and hf-assisted alike)."""
+
+    def __init__(self, pair, base: DecodeConfig, assistant=None, hf_knobs=None, chat: bool = True):
+        if assistant is not None and assistant is pair.target:
+            assistant = copy.deepcopy(assistant)  # the forward hook must count target calls only
+        self.pair, self.base, self.assistant, self.chat = pair, base, assistant, chat
+        self.hf_config = configure_assistant(assistant, hf_knobs) if assistant is not None else None
+
+    def __call__(self, method: str, prompt: str, prompt_ids: list[int], max_new_tokens: int | None = None,
+                 **overrides) -> tuple[dict, list]:
+        cfg = replace(self.base, **overrides)
+        if max_new_tokens is not None:
+            cfg = replace(cfg, max_new_tokens=max_new_tokens)
+        if method == HF_METHOD:
+            if self.assistant is None:
+                raise BadInput("hf-assisted needs a classic draft model as the assistant "
+                               "(--assistant-model-path, or --drafter classic).")
+            row = run_hf_assisted(self.pair, self.assistant, prompt_ids, cfg.max_new_tokens, cfg.temperature,
+                                  cfg.top_p, cfg.top_k, cfg.seed)
+            return row, []
+        method, nodes = split_method(method)
+        cfg = replace(cfg, method=method, **({"nodes": nodes} if nodes else {}))
+        t0 = time.perf_counter()
+        trace = run(self.pair, prompt, cfg, chat=self.chat, prompt_ids=prompt_ids)
+        wall = time.perf_counter() - t0
+        row = {k: trace["summary"][k] for k in SUMMARY_KEYS}
+        row.update(wall_s=round(wall, 4), tokens_per_s=round(row["new_tokens"] / wall, 3) if wall > 0 else 0.0,
+                   output_ids=trace["output_ids"])
+        steps = [[s["expected_accept"], s["accept_length"]] for s in trace["steps"]] if method != "ar" else []
+        return row, steps
+
+
+def aggregate(rows: list[dict], ar_rows: dict, ea_a: list, greedy: bool) -> dict:
+    """Aggregate one method's rows; `ar_rows` maps prompt id -> the ar row of the same run."""
+    tokens = sum(r["new_tokens"] for r in rows)
+    steps = sum(r["steps"] for r in rows)
+    wall = sum(r["wall_s"] for r in rows)
+    out = {"prompts": len(rows), "new_tokens": tokens, "steps": steps,
+           "tau": round(tokens / steps, 4) if steps else 0.0,
+           "tau_mean": round(statistics.fmean(r["tau"] for r in rows), 4) if rows else 0.0,
+           "wall_s": round(wall, 3), "tokens_per_s": round(tokens / wall, 3) if wall > 0 else 0.0}
+    ar = [ar_rows[r["prompt_id"]] for r in rows if r["prompt_id"] in ar_rows]
+    ar_tokens, ar_wall = sum(r["new_tokens"] for r in ar), sum(r["wall_s"] for r in ar)
+    out["speedup"] = (round(out["tokens_per_s"] / (ar_tokens / ar_wall), 4)
+                      if ar and ar_wall > 0 and ar_tokens and out["tokens_per_s"] else None)
+    ratios = [r["tokens_per_s"] / ar_rows[r["prompt_id"]]["tokens_per_s"] for r in rows
+              if r["prompt_id"] in ar_rows and ar_rows[r["prompt_id"]]["tokens_per_s"] > 0]
+    out["speedup_median"] = round(statistics.median(ratios), 4) if ratios else None
+    if greedy and ar:
+        same = [r["output_ids"] == ar_rows[r["prompt_id"]]["output_ids"] for r in rows if r["prompt_id"] in ar_rows]
+        out["exact_match"] = round(sum(same) / len(same), 4) if same else None
+    else:
+        out["exact_match"] = None  # sampled outputs differ run to run by design
+    for key in ("mean_draft_ms", "mean_build_ms", "mean_verify_ms", "mean_nodes", "mean_depth",
+                "mean_expected_accept", "mean_accept_length"):
+        have = [r for r in rows if r.get(key) is not None]
+        n = sum(r["steps"] for r in have)
+        out[key] = round(sum(r[key] * r["steps"] for r in have) / n, 3) if have and n else None
+    out["ea_a_pearson_r"] = pearson([p[0] for p in ea_a], [p[1] for p in ea_a])
+    out["ea_a_steps"] = len(ea_a)
+    return out
+
+
+def summarize_runs(rows: list[dict], methods: list[str], ea_a: dict, greedy: bool) -> tuple[dict, dict]:
+    ar_rows = {r["prompt_id"]: r for r in rows if r["method"] == "ar"}
+    by_method = {m: aggregate([r for r in rows if r["method"] == m], ar_rows, ea_a.get(m, []), greedy)
+                 for m in methods}
+    by_cat: dict = {}
+    for cat in sorted({r["category"] for r in rows}):
+        cat_rows = [r for r in rows if r["category"] == cat]
+        ids = {r["prompt_id"] for r in cat_rows}
+        by_cat[cat] = {m: {k: v for k, v in aggregate([r for r in cat_rows if r["method"] == m],
+                                                      {i: ar_rows[i] for i in ids if i in ar_rows},
+                                                      [], greedy).items()
+                           if k not in ("ea_a_pearson_r", "ea_a_steps")}
+                       for m in methods}
+    return by_method, by_cat
+
+
+def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=None, hf_knobs=None,
+              warmup: int = 1, chat: bool = True, log=None, max_minutes: float | None = None) -> dict:
+    """Run the benchmark; returns the result dict (see the module docstring)."""
+
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    methods = parse_methods(methods)
+    runner = MethodRunner(pair, base, assistant, hf_knobs, chat)
+    encoded = [(q, encode_prompt(pair.tokenizer, q.prompt, chat=chat)) for q in prompts]
+    meta = {"machine": machine_info(pair.device), "target": pair.target_name, "drafter": pair.drafter_kind,
+            "draft": pair.draft_name, "dtype": str(pair.dtype).replace("torch.", ""),
+            "assistant": getattr(assistant, "name_or_path", None) and str(assistant.name_or_path),
+            "config": {k: v for k, v in base.to_dict().items() if k != "method"},
+            "methods": methods, "prompts": len(prompts), "warmup_runs": warmup,
+            "hf_assisted_config": runner.hf_config,
+            "order": "methods interleaved per prompt, rotated by one each prompt; warm-up not recorded"}
+    for w in range(min(warmup, len(encoded))):
+        q, ids = encoded[w]
+        for m in methods:
+            runner(m, q.prompt, ids, max_new_tokens=min(16, base.max_new_tokens))
+        log(f"warm-up {w + 1}/{warmup} done")
+    rows, ea_a = [], {m: [] for m in methods}
+    t_start = time.perf_counter()
+    for i, (q, ids) in enumerate(encoded):
+        k = i % len(methods)
+        for m in methods[k:] + methods[:k]:
+            row, steps = runner(m, q.prompt, ids)
+            rows.append({"prompt_id": q.id, "category": q.category, "method": m, "prompt_tokens": len(ids), **row})
+            ea_a[m].extend(steps)
+        done = [r for r in rows if r["prompt_id"] == q.id]
+        log(f"prompt {i + 1}/{len(encoded)} [{q.category}] " + "  ".join(
+            f"{r['method']}: τ={r['tau']:.2f} {r['tokens_per_s']:.1f}t/s" for r in done))
+        if max_minutes and time.perf_counter() - t_start > 60 * max_minutes and i + 1 < len(encoded):
+            meta["stopped_early"] = (f"time budget of {max_minutes:g} min reached: {i + 1} of {len(encoded)} "
+                                     "prompts run (every method on each of them)")
+            meta["prompts"] = i + 1
+            log(meta["stopped_early"])
+            break
+    by_method, by_cat = summarize_runs(rows, methods, ea_a, base.greedy)
+    meta["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
+    note_load(meta["machine"])
+    return {"meta": meta, "methods": by_method, "by_category": by_cat, "runs": rows,
+            "ea_a": {m: v for m, v in ea_a.items() if v}}
+
+
+def format_table(result: dict) -> str:
+    head = (f"{'method':<14}{'τ':>6}{'tok/s':>8}{'speedup':>9}{'exact':>7}{'draft':>8}{'build':>7}"
+            f"{'verify':>8}{'nodes':>7}{'depth':>7}{'E(A)':>7}{'A':>6}")
+    lines = [head, "-" * len(head)]
+
+    def f(x, spec):
+        return format(x, spec) if isinstance(x, (int, float)) else format("-", ">" + spec.split(".")[0])
+
+    for m, a in result["methods"].items():
+        exact = f"{a['exact_match'] * 100:.0f}%" if a.get("exact_match") is not None else "-"
+        lines.append(f"{m:<14}{f(a['tau'], '6.2f')}{f(a['tokens_per_s'], '8.1f')}"
+                     f"{f(a['speedup'], '8.2f')}x{exact:>7}{f(a['mean_draft_ms'], '8.1f')}"
+                     f"{f(a['mean_build_ms'], '7.1f')}{f(a['mean_verify_ms'], '8.1f')}{f(a['mean_nodes'], '7.1f')}"
+                     f"{f(a['mean_depth'], '7.2f')}{f(a['mean_expected_accept'], '7.2f')}"
+                     f"{f(a['mean_accept_length'], '6.2f')}")
+    lines.append("τ = tokens per target forward (bonus included); speedup = tokens/s over ar in this run; "
+                 "times are ms per step.")
+    return "\n".join(lines)

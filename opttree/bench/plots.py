@@ -1,0 +1,164 @@
+"""PNG charts for benchmark and sweep results (matplotlib, headless)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from opttree.errors import BadInput
+
+
+def _plt():
+    try:
+        import matplotlib  # only the plotting commands need matplotlib
+    except ImportError:
+        raise BadInput("PNG charts need matplotlib: pip install -r requirements.txt") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # only the plotting commands need matplotlib
+
+    return plt
+
+
+def _subtitle(meta: dict) -> str:
+    m = meta.get("machine", {})
+    dev = m.get("gpu") or f"{m.get('cpu', '?')}, {m.get('torch_threads', '?')} threads"
+    cfg = meta.get("config", {})
+    return (f"{meta.get('target', '?')} + {meta.get('drafter', '?')} draft · {dev} · "
+            f"T={cfg.get('temperature', '?')}, {cfg.get('max_new_tokens', '?')} new tokens, "
+            + (f"n={cfg['nodes']}" if "nodes" in cfg else f"n∈{meta.get('budgets', '?')}")
+            + f" · {m.get('date_utc', '')}")
+
+
+def plot_bench(result: dict, path) -> str:
+    plt = _plt()
+    methods = list(result["methods"])
+    tau = [result["methods"][m]["tau"] for m in methods]
+    speed = [result["methods"][m]["speedup"] or 0.0 for m in methods]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    colors = ["#888888" if m == "ar" else "#d98c1f" if m.startswith("hf") else
+              "#2a7ab9" if m.startswith("opt-tree") else "#7fb3d5" for m in methods]
+    for ax, vals, title, ref in ((axes[0], tau, "τ: tokens per target forward", 1.0),
+                                 (axes[1], speed, "speedup over AR (tokens/s ratio, same run)", 1.0)):
+        bars = ax.bar(methods, vals, color=colors)
+        ax.axhline(ref, color="black", lw=0.8, ls="--")
+        ax.set_title(title)
+        for b, v in zip(bars, vals):
+            ax.text(b.get_x() + b.get_width() / 2, v, f"{v:.2f}", ha="center", va="bottom", fontsize=9)
+        ax.tick_params(axis="x", rotation=30)
+    fig.suptitle(_subtitle(result["meta"]), fontsize=9)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
+def plot_node_sweep(sweep: dict, folder, stem: str = "sweep") -> list[str]:
+    """τ vs nodes and speedup vs nodes, one line per method."""
+    plt = _plt()
+    out = []
+    curves = sweep["nodes"]["curves"]
+    for key, label, fname in (("tau", "τ (tokens per target forward)", f"{stem}_tau_vs_nodes.png"),
+                              ("speedup", "speedup over AR (same run)", f"{stem}_speedup_vs_nodes.png")):
+        fig, ax = plt.subplots(figsize=(6.4, 4.4))
+        for method, pts in curves.items():
+            xs = [p["nodes"] for p in pts]
+            ys = [p[key] if p[key] is not None else float("nan") for p in pts]
+            line = ax.plot(xs, ys, marker="o", label=f"{method} (measured)" if key == "speedup" else method,
+                           lw=2.2 if method == "opt-tree" else 1.3)[0]
+            if key == "speedup" and any(p.get("predicted_speedup") is not None for p in pts):
+                ax.plot(xs, [p.get("predicted_speedup") or float("nan") for p in pts], ls="--", marker=".",
+                        color=line.get_color(), label=f"{method} (predicted from verify cost)")
+        ax.axhline(1.0, color="black", lw=0.8, ls="--")
+        ax.set_xscale("log")
+        ax.set_xlabel("node budget n")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7)
+        ax.set_title(_subtitle(sweep["meta"]), fontsize=7)
+        fig.tight_layout()
+        path = Path(folder) / fname
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        out.append(str(path))
+    return out
+
+
+def plot_threshold_sweep(sweep: dict, folder, stem: str = "sweep") -> str | None:
+    pts = sweep.get("threshold", {}).get("points") or []
+    if not pts:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    xs = [p["threshold"] for p in pts]
+    ax.plot(xs, [p["tau"] for p in pts], marker="o", label="τ")
+    ax.plot(xs, [p["speedup"] or float("nan") for p in pts], marker="s", label="speedup over AR")
+    ax.plot(xs, [p["mean_depth"] for p in pts], marker="^", label="mean depth", ls=":")
+    ax.set_xscale("symlog", linthresh=0.1)
+    ax.set_xlabel("δ (deepen while E(A) grows by more than δ)")
+    ax.set_title(f"OPT-Tree, n={sweep['threshold']['nodes']} · " + _subtitle(sweep["meta"]), fontsize=7)
+    ax.legend()
+    fig.tight_layout()
+    path = Path(folder) / f"{stem}_threshold.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
+def plot_ea_vs_a(pairs_by_method: dict, r_by_method: dict, r_all, path, meta: dict) -> str:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 5.2))
+    top = 1.0
+    for method, pts in pairs_by_method.items():
+        if not pts:
+            continue
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        top = max(top, max(xs), max(ys))
+        r = r_by_method.get(method)
+        ax.scatter(xs, ys, s=6, alpha=0.35, label=f"{method} (r={r if r is not None else '-'}, {len(pts)} steps)")
+    ax.plot([0, top], [0, top], color="black", lw=0.8, ls="--", label="A = E(A)")
+    pooled = sorted(p for pts in pairs_by_method.values() for p in pts)
+    if len(pooled) >= 20:  # mean A per E(A) bin (equal-count bins): calibration at a glance
+        k = max(len(pooled) // 12, 1)
+        bins = [pooled[i:i + k] for i in range(0, len(pooled), k)]
+        ax.plot([sum(p[0] for p in b) / len(b) for b in bins], [sum(p[1] for p in b) / len(b) for b in bins],
+                color="black", marker="D", lw=1.5, label="mean A per E(A) bin (all methods)")
+    n = sum(len(p) for p in pairs_by_method.values())
+    ax.set_xlabel("E(A) = Σ p̂ over the tree (predicted)")
+    ax.set_ylabel("A = accepted draft tokens (measured)")
+    ax.set_title(f"E(A) vs A, pooled r={r_all} over {n} steps\n" + _subtitle(meta), fontsize=7)
+    ax.legend(fontsize=7, markerscale=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
+def plot_verify_cost(cost: dict, path) -> str:
+    plt = _plt()
+    pts = cost["points"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    xs = [p["tokens"] for p in pts]
+    kernel = cost["meta"].get("kernel", "default")
+    ax.plot(xs, [p["median_ms"] for p in pts], marker="o",
+            label="target forward (median)" + (", few-row kernel" if kernel == "few-row" else ""))
+    ax.fill_between(xs, [p["p25_ms"] for p in pts], [p["p75_ms"] for p in pts], alpha=0.2)
+    if "plain_median_ms" in pts[0]:  # the same forward with plain F.linear (few_row_linear.py)
+        ax.plot(xs, [p["plain_median_ms"] for p in pts], marker="x", color="#888888", ls=":",
+                label="same, plain F.linear kernel")
+    ax2 = ax.twinx()
+    ax2.plot(xs, [p["relative"] for p in pts], color="#d98c1f", ls="--", marker=".", label="× one-token forward")
+    ax2.set_ylabel("relative to a 1-token forward")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")  # the few-token end, where the kernels differ, stays readable
+    ax.set_xlabel("tokens in the verified tree (root included)")
+    ax.set_ylabel("ms per target forward")
+    m = cost["meta"]["machine"]
+    dev = m.get("gpu") or f"{m.get('cpu')}, {m.get('torch_threads')} threads"
+    ax.set_title(f"verify cost: {cost['meta']['target']} ({cost['meta']['dtype']}) on {dev}\n"
+                 f"KV prefix {cost['meta']['prefix_tokens']} tokens · {m.get('date_utc', '')}", fontsize=8)
+    lines = ax.get_legend_handles_labels()
+    lines2 = ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)

@@ -1,0 +1,113 @@
+"""Benchmark prompt files: JSONL in MT-bench / Spec-Bench form or plain `{"prompt": ...}` lines.
+
+MT-bench form: `{"question_id": 81, "category": "writing", "turns": ["first turn", ...]}`; only the
+first turn is used (the benchmark measures single-turn decoding). Plain form: `{"prompt": "..."}`
+with optional `id` / `question_id` and `category`. Anything else is rejected with the file name,
+the line number and what is wrong, before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from opttree.decoding.prompts import clean_prompt
+from opttree.errors import BadInput
+
+MAX_FILE_BYTES = 32 * 1024 * 1024
+
+
+@dataclass
+class BenchPrompt:
+    id: str
+    category: str
+    prompt: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _one(obj, where: str, index: int) -> BenchPrompt:
+    if not isinstance(obj, dict):
+        raise BadInput(f"{where}: each line must be a JSON object, got {type(obj).__name__}.")
+    if "turns" in obj:
+        turns = obj["turns"]
+        if not isinstance(turns, list) or not turns or not isinstance(turns[0], str):
+            raise BadInput(f"{where}: 'turns' must be a non-empty list of strings.")
+        text = turns[0]
+    elif "prompt" in obj:
+        text = obj["prompt"]
+        if not isinstance(text, str):
+            raise BadInput(f"{where}: 'prompt' must be a string.")
+    else:
+        raise BadInput(f"{where}: expected MT-bench form {{\"question_id\", \"category\", \"turns\": [...]}} "
+                       "or {\"prompt\": ...}; found keys " + ", ".join(sorted(map(str, obj))[:8]) + ".")
+    try:
+        text = clean_prompt(text)
+    except BadInput as exc:
+        raise BadInput(f"{where}: {exc}") from None
+    qid = obj.get("question_id", obj.get("id", index + 1))
+    category = obj.get("category", "all")
+    if not isinstance(category, str) or not category.strip():
+        category = "all"
+    return BenchPrompt(str(qid), category.strip(), text)
+
+
+def parse_prompts(text: str, name: str = "<prompts>") -> list[BenchPrompt]:
+    out: list[BenchPrompt] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{name} line {lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{where}: not valid JSON ({exc.msg}); the file must be JSONL, one object a line.") \
+                from None
+        out.append(_one(obj, where, len(out)))
+    if not out:
+        raise BadInput(f"{name}: no prompts found (empty file).")
+    return out
+
+
+def read_prompts(path, limit: int | None = None, categories: list[str] | None = None) -> list[BenchPrompt]:
+    """Prompts from a JSONL file; `limit` keeps the first N (after the optional category filter)."""
+    p = Path(path)
+    if not p.is_file():
+        raise BadInput(f"prompt file {path} not found.")
+    if p.stat().st_size > MAX_FILE_BYTES:
+        raise BadInput(f"prompt file {path} is too large (limit 32 MB).")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"prompt file {path} is not UTF-8 text.") from None
+    prompts = parse_prompts(text, str(path))
+    if categories:
+        prompts = [q for q in prompts if q.category in categories]
+        if not prompts:
+            raise BadInput(f"{path}: no prompts in categories {', '.join(categories)}.")
+    if limit is not None:
+        if limit < 1:
+            raise BadInput(f"--limit must be at least 1, got {limit}.")
+        prompts = spread(prompts, limit)
+    return prompts
+
+
+def spread(prompts: list[BenchPrompt], limit: int) -> list[BenchPrompt]:
+    """`limit` prompts taken round-robin over categories (file order within each), so a short run
+    still covers every category instead of only the first one in the file."""
+    if limit >= len(prompts):
+        return prompts
+    by_cat: dict[str, list[BenchPrompt]] = {}
+    for q in prompts:
+        by_cat.setdefault(q.category, []).append(q)
+    picked: list[BenchPrompt] = []
+    depth = 0
+    while len(picked) < limit:
+        for items in by_cat.values():
+            if depth < len(items) and len(picked) < limit:
+                picked.append(items[depth])
+        depth += 1
+    order = {id(q): i for i, q in enumerate(prompts)}
+    return sorted(picked, key=lambda q: order[id(q)])

@@ -1,0 +1,262 @@
+"""Write `benchmarks/README.md` from a bench result and a sweep result (both JSON).
+
+`python -m opttree.bench.report --bench B.json --sweep S.json --out benchmarks/README.md
+[--notes NOTES.md] [--label TEXT]`: machine facts, the method table, per-category τ/speedup, the
+sweep curves, E(A) vs A, the verify-cost curve, the best budget, and a check of the project's goals
+(met / not met, with the measured numbers). Hand-written analysis goes in the notes file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from opttree.bench.plots import plot_node_sweep, plot_threshold_sweep
+from opttree.bench.sweep import best_budget
+
+
+def _f(x, spec=".2f", dash="–"):
+    return format(x, spec) if isinstance(x, (int, float)) else dash
+
+
+def _r(x):
+    return f"{x:.3f}" if isinstance(x, (int, float)) else "n/a (constant A or E(A))"
+
+
+def _pct(x):
+    return f"{x * 100:.0f} %" if isinstance(x, (int, float)) else "–"
+
+
+def machine_lines(meta: dict) -> list[str]:
+    m = meta["machine"]
+    return [
+        f"- **Date**: {m['date_utc']}",
+        f"- **Device**: `{m['device']}`" + (f" ({m['gpu']})" if m.get("gpu") else
+                                          f" — CPU **{m['cpu']}**, {m['cpu_count']} cores, "
+                                          f"torch threads **{m['torch_threads']}**"),
+        f"- **Software**: torch {m['torch']}, transformers {m['transformers']}, Python {m['python']}",
+        f"- **Load average** (1/5/15 min) at start {m.get('load_avg_at_start')}, at end {m.get('load_avg_at_end')}",
+        f"- **Noise**: {m['noise']}",
+    ]
+
+
+def bench_section(b: dict) -> list[str]:
+    meta, cfg = b["meta"], b["meta"]["config"]
+    out = ["## Methods side by side (`bench`)", "",
+           f"Target `{meta['target']}` ({meta['dtype']}), tree methods drafted by the **{meta['drafter']}** draft "
+           f"`{Path(str(meta['draft'])).name}`; hf-assisted assistant `{Path(str(meta.get('assistant'))).name}`. "
+           f"{meta['prompts']} prompts, T={cfg['temperature']}, {cfg['max_new_tokens']} new tokens max, node budget "
+           f"n={cfg['nodes']}, δ={cfg['threshold']}, max depth {cfg['max_depth']}; {meta['warmup_runs']} warm-up "
+           f"prompt(s); {meta['order']}. Run took {meta.get('bench_wall_s')} s."
+           + (f" **Stopped early**: {meta['stopped_early']}." if meta.get("stopped_early") else ""), "",
+           "| method | τ | tokens/s | speedup vs AR | median per-prompt speedup | exact match with AR | "
+           "draft ms/step | build ms/step | verify ms/step | nodes | depth | E(A) | A |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for m, a in b["methods"].items():
+        out.append(f"| {m} | {_f(a['tau'])} | {_f(a['tokens_per_s'], '.1f')} | {_f(a['speedup'])}× | "
+                   f"{_f(a['speedup_median'])}× | {_pct(a['exact_match'])} | {_f(a['mean_draft_ms'], '.1f')} | "
+                   f"{_f(a['mean_build_ms'], '.1f')} | {_f(a['mean_verify_ms'], '.1f')} | "
+                   f"{_f(a['mean_nodes'], '.1f')} | {_f(a['mean_depth'])} | {_f(a['mean_expected_accept'])} | "
+                   f"{_f(a['mean_accept_length'])} |")
+    out += ["", "τ = committed tokens per target forward, bonus token included (Spec-Bench/EAGLE convention, "
+            "AR = 1). For hf-assisted every target forward is counted with a forward hook. Speedup = tokens/s "
+            "over AR's tokens/s in the same run.", ""]
+    hf = meta.get("hf_assisted_config")
+    if hf:
+        adapt = ("adapting" if hf["confidence_threshold_adapts"]
+                 else "fixed: scikit-learn is not installed, so it does not adapt")
+        out += [f"hf-assisted configuration (set on the assistant's `generation_config`, where transformers 5.x "
+                f"reads it): `num_assistant_tokens={hf['num_assistant_tokens']}`, "
+                f"`num_assistant_tokens_schedule=\"{hf['num_assistant_tokens_schedule']}\"`, "
+                f"`assistant_confidence_threshold={hf['assistant_confidence_threshold']}` "
+                f"({adapt}); "
+                "greedy, batch 1. These are the library's defaults for an assistant.", ""]
+    out += ["![τ and speedup per method](bench.png)", "", "### Per category", "",
+            "| category | " + " | ".join(f"{m} τ / speedup" for m in b["methods"] if m != "ar") + " |",
+            "|---|" + "---|" * (len(b["methods"]) - 1)]
+    for cat, by_m in b["by_category"].items():
+        out.append(f"| {cat} | " + " | ".join(f"{_f(a['tau'])} / {_f(a['speedup'])}×"
+                                              for m, a in by_m.items() if m != "ar") + " |")
+    out.append("")
+    return out
+
+
+def sweep_section(s: dict) -> list[str]:
+    meta, cfg = s["meta"], s["meta"]["config"]
+    budgets = meta["budgets"]
+    out = ["## Node-budget sweep (`sweep`)", "",
+           f"{meta['prompts']} prompts × {cfg['max_new_tokens']} new tokens, δ={cfg['threshold']}, max depth "
+           f"{cfg['max_depth']}, {meta['drafter']} draft; AR measured in the same run (τ 1, "
+           f"{_f(s['ar']['tokens_per_s'], '.1f')} tokens/s). Run took {meta.get('sweep_wall_s')} s. "
+           "`pred.` = τ · t(1) / (t(nodes+1) + draft + build): the speedup the verify-cost curve predicts. "
+           "EAGLE-25 (eagle-static) stops at 25 nodes, so larger budgets repeat its n=25 point."
+           + (" Not run above a cap (too slow on this device): " + ", ".join(f"{m} > {n}" for m, n in
+                                                                            meta["caps"].items()) + "."
+              if meta.get("caps") else "")
+           + (f" **Stopped early**: {meta['stopped_early']}." if meta.get("stopped_early") else ""), "",
+           "| method | " + " | ".join(f"n={n} τ" for n in budgets) + " | " +
+           " | ".join(f"n={n} speedup (pred.)" for n in budgets) + " |",
+           "|---|" + "---|" * (2 * len(budgets))]
+    for m, pts in s["nodes"]["curves"].items():
+        at = {p["nodes"]: p for p in pts}
+        out.append(f"| {m} | " + " | ".join(_f(at[n]["tau"]) if n in at else "–" for n in budgets) + " | " +
+                   " | ".join(f"{_f(at[n]['speedup'])}× ({_f(at[n].get('predicted_speedup'))}×)" if n in at else "–"
+                              for n in budgets) + " |")
+    out += ["", "![τ vs nodes](sweep_tau_vs_nodes.png) ![speedup vs nodes](sweep_speedup_vs_nodes.png)", ""]
+    thr = s["threshold"]["points"]
+    if thr:
+        out += [f"### OPT-Tree vs δ (n={s['threshold']['nodes']})", "",
+                "| δ | τ | speedup | mean depth | mean nodes | E(A) | A |", "|---|---|---|---|---|---|---|"]
+        for p in thr:
+            out.append(f"| {p['threshold']:g} | {_f(p['tau'])} | {_f(p['speedup'])}× | {_f(p['mean_depth'])} | "
+                       f"{_f(p['mean_nodes'], '.1f')} | {_f(p['mean_expected_accept'])} | "
+                       f"{_f(p['mean_accept_length'])} |")
+        out += ["", "![δ sweep](sweep_threshold.png)", ""]
+    ea = s.get("ea_a_pooled") or s["ea_a_summary"]
+    out += ["## E(A) vs A", "",
+            f"Pearson r between the tree's expected acceptance E(A) = Σ p̂ and the measured accepted length A, "
+            f"pooled over **{ea['steps']} verification steps** (sources: {', '.join(ea.get('sources', ['sweep']))}): "
+            f"**r = {_r(ea['pearson_r'])}** (paper: > 0.95).", "",
+            "| method | r | steps |", "|---|---|---|"]
+    for m, v in ea["by_method"].items():
+        out.append(f"| {m} | {_r(v['pearson_r'])} | {v['steps']} |")
+    out += ["", "![E(A) vs A](ea_vs_a.png)", ""]
+    cost = s.get("verify_cost")
+    if cost:
+        pts = cost["points"]
+        out += ["## Verify cost on this device", "",
+                f"One target forward over a tree of k tokens (root included) after a {cost['meta']['prefix_tokens']}-"
+                f"token KV prefix, median of {cost['meta']['reps']} interleaved repetitions:", "",
+                "| tokens | " + " | ".join(str(p["tokens"]) for p in pts) + " |",
+                "|---|" + "---|" * len(pts),
+                "| ms | " + " | ".join(_f(p["median_ms"], ".0f") for p in pts) + " |",
+                "| × 1-token forward | " + " | ".join(_f(p["relative"]) for p in pts) + " |"]
+        if "plain_median_ms" in pts[0]:
+            out += ["| plain F.linear: ms | " + " | ".join(_f(p["plain_median_ms"], ".0f") for p in pts) + " |",
+                    "| plain: × 1-token | " + " | ".join(_f(p["plain_relative"]) for p in pts) + " |"]
+            out += ["", "The first two rows use the few-row CPU kernel the engine runs with "
+                    "(`opttree/models/few_row_linear.py`: oneDNN's inner product over weights reordered once); the "
+                    "last two time the same forwards, in the same repetitions, with plain `F.linear` (MKL's "
+                    "GEMV for one row, its GEMM for more). Both × rows are relative to the few-row kernel's "
+                    "1-token forward, the one AR decodes with."]
+        out += ["", "![verify cost](verify_cost.png)", ""]
+
+    pred = best_budget(s["nodes"]["curves"].get("opt-tree", []), "predicted_speedup")
+    meas = best_budget(s["nodes"]["curves"].get("opt-tree", []), "speedup")
+    if pred:
+        out += [f"**Best OPT-Tree budget on this machine (by the speedup the verify-cost curve predicts): "
+                f"n = {pred['nodes']}** (predicted {_f(pred['predicted_speedup'])}×, τ {_f(pred['tau'])}).", ""]
+    if meas:
+        out += [f"By the sweep's measured speedup: n = {meas['nodes']} ({_f(meas['speedup'])}×; see the notes "
+                "on how far the sweep's own timings can be trusted).", ""]
+    return out
+
+
+def _ordering_row(vals: dict, n, source: str) -> str | None:
+    """'OPT-Tree > EAGLE-25 > binary' in τ at budget n, from one source (a bench or the sweep)."""
+    if any(vals.get(m) is None for m in ("opt-tree", "eagle-static", "binary")):
+        return None
+    ok = vals["opt-tree"] > vals["eagle-static"] > vals["binary"]
+    return (f"| τ: OPT-Tree > EAGLE-25 > binary at n={n} ({source}) | {_f(vals['opt-tree'])} / "
+            f"{_f(vals['eagle-static'])} / {_f(vals['binary'])} | {'yes' if ok else 'no'} |")
+
+
+def _bench_ordering(b: dict) -> str | None:
+    ms = b["methods"]
+    n_prompts = len({r["prompt_id"] for r in b.get("runs", [])}) or "?"
+    return _ordering_row({m: (ms.get(m) or {}).get("tau") for m in ("opt-tree", "eagle-static", "binary")},
+                         b["meta"]["config"]["nodes"], f"bench, {n_prompts} prompts")
+
+
+def targets_section(b: dict | None, s: dict | None, also: list[dict] = ()) -> list[str]:
+    out = ["## Goals, checked", "", "| goal | measured | met? |", "|---|---|---|"]
+    if b:
+        ms = b["methods"]
+        ots = [m for m in ms if m.split("@")[0] == "opt-tree"]
+        best = max(ots, key=lambda m: ms[m]["speedup"] or 0, default=None)
+        ot, hf = ms.get(best) if best else None, ms.get("hf-assisted")
+        if ot:
+            n = best.split("@")[1] if "@" in best else b["meta"]["config"]["nodes"]
+            out.append(f"| OPT-Tree ≥ 1.4× over AR (bench, best variant `{best}`, n={n}) | "
+                       f"{_f(ot['speedup'])}× | {'yes' if (ot['speedup'] or 0) >= 1.4 else 'no'} |")
+        if ot and hf:
+            out.append(f"| OPT-Tree (`{best}`) faster than hf-assisted (same run) | {_f(ot['tokens_per_s'], '.1f')} vs "
+                       f"{_f(hf['tokens_per_s'], '.1f')} tokens/s | "
+                       f"{'yes' if ot['tokens_per_s'] > hf['tokens_per_s'] else 'no'} |")
+        tree = [m for m in ms if m not in ("ar", "hf-assisted")]
+        exact = [ms[m]["exact_match"] for m in tree if ms[m]["exact_match"] is not None]
+        if exact:
+            out.append("| exact match with AR = 100 % for every tree method | "
+                       + ", ".join(f"{m} {_pct(ms[m]['exact_match'])}" for m in tree)
+                       + f" | {'yes' if all(e == 1.0 for e in exact) else 'no'} |")
+    out += [row for row in map(_bench_ordering, [x for x in (b, *also) if x]) if row]
+    if s:
+        curves = s["nodes"]["curves"]
+        for n in (25, 60):
+            vals = {m: next((p["tau"] for p in curves.get(m, []) if p["nodes"] == n), None)
+                    for m in ("opt-tree", "eagle-static", "binary")}
+            row = _ordering_row(vals, n, "sweep")
+            out += [row] if row else []
+        ea = s.get("ea_a_pooled") or s["ea_a_summary"]
+        out.append(f"| E(A) vs A Pearson r over ≥ 1000 steps | r = {_r(ea['pearson_r'])} over {ea['steps']} steps | "
+                   f"{'reported' if ea['steps'] >= 1000 else 'fewer steps than asked'}"
+                   f"{'' if (ea['pearson_r'] or 0) > 0.95 else ' (below the paper’s 0.95)'} |")
+    return out + [""]
+
+
+def write_report(bench: dict | None, sweep: dict | None, out, notes: str = "", label: str = "",
+                 command: str = "", also: list[dict] = ()) -> str:
+    meta = (bench or sweep)["meta"]
+    lines = ["# Benchmarks: OPT-Tree vs AR, hf-assisted and static trees", ""]
+    if label:
+        lines += [f"> **{label}**", ""]
+    lines += ["## Machine", ""] + machine_lines(meta) + [
+        "- **GPU**: every number below is CPU. The same commands take `--device cuda` "
+        "(bf16/fp16 by default there).", ""]
+    if command:
+        lines += ["Regenerate everything in this folder with one command:", "", "```", command, "```", ""]
+    if notes:
+        lines += [notes.strip(), ""]
+    lines += targets_section(bench, sweep, also)
+    if bench:
+        lines += bench_section(bench)
+    if sweep:
+        lines += sweep_section(sweep)
+    lines += ["## Files", "", "- `bench.json`: every run (per prompt × method, with output ids), aggregates, "
+              "per-category aggregates, per-step (E(A), A) pairs, machine and settings.",
+              "- `sweep.json`: the curves, δ sweep, verify-cost points, best budget, E(A)/A pairs.",
+              "- `bench_n60.json` (when present): the second bench at n = 60 (ar, OPT-Tree, EAGLE-25, binary) "
+              "behind the τ-ordering check at that budget.",
+              "- `*.png`: the charts above.", ""]
+    text = "\n".join(lines)
+    Path(out).write_text(text, encoding="utf-8")
+    return text
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m opttree.bench.report")
+    p.add_argument("--bench", default=None)
+    p.add_argument("--sweep", default=None)
+    p.add_argument("--out", required=True)
+    p.add_argument("--notes", default=None, help="markdown file with hand-written analysis to include")
+    p.add_argument("--label", default="", help="a banner line (e.g. which drafts were used)")
+    p.add_argument("--command", default="", help="the regeneration command to show")
+    p.add_argument("--plot-dir", default=None, help="redraw the sweep's curves here")
+    p.add_argument("--also-bench", action="append", default=[],
+                   help="another bench JSON (e.g. at n=60) whose τ ordering is checked too")
+    args = p.parse_args(argv)
+    b = json.loads(Path(args.bench).read_text()) if args.bench else None
+    s = json.loads(Path(args.sweep).read_text()) if args.sweep else None
+    if s and args.plot_dir:
+        plot_node_sweep(s, args.plot_dir)
+        plot_threshold_sweep(s, args.plot_dir)
+    notes = Path(args.notes).read_text() if args.notes and Path(args.notes).exists() else ""
+    also = [json.loads(Path(f).read_text()) for f in args.also_bench if Path(f).exists()]
+    write_report(b, s, args.out, notes, args.label, args.command, also)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The speculative loop: verification and acceptance, sampling, KV cache, tree attention, chat prompts."""

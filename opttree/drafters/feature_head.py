@@ -1,0 +1,68 @@
+"""Feature-head drafter (EAGLE-style): drafts from the target's hidden states.
+
+For the token at position j the head reads the pair (target feature at j-1, embedding of token j)
+and predicts the feature at j, whose LM-head logits give token j+1. Committed pairs use the
+target's true features; tree nodes use the head's own predicted feature of their parent.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from opttree.decoding.kv_cache import new_cache, truncate
+from opttree.drafters.base import Drafter
+from opttree.errors import BadInput
+from opttree.trees.draft_tree import ROOT, DraftTree
+
+
+class FeatureHeadDrafter(Drafter):
+    needs_features = True
+
+    def __init__(self, head, target, vocab_size: int, temperature: float = 1.0):
+        super().__init__(vocab_size, temperature)
+        self.head = head
+        self.embed = target.get_input_embeddings()
+        self.lm_head = target.get_output_embeddings()
+        self.cache = new_cache(head.decoder)
+        self.n_pairs = 0  # pairs (tokens 1..n_pairs) in the cache, all with true target features
+        self.root_feature = None
+        self.node_feature: dict[int, torch.Tensor] = {}
+        p = next(head.parameters())
+        self.device, self.dtype = p.device, p.dtype
+
+    def _logits(self, features: torch.Tensor) -> torch.Tensor:
+        return self.head.logits(features.to(self.lm_head.weight.device), self.lm_head)
+
+    @torch.inference_mode()
+    def begin_step(self, committed: list[int], features: torch.Tensor) -> None:
+        first, stop = self.n_pairs + 1, len(committed)
+        if stop <= first:
+            raise BadInput("the feature-head drafter needs a prompt of at least two tokens.")
+        toks = torch.tensor([committed[first:stop]], device=self.device)
+        feats = features[first - 1: stop - 1].to(self.device, self.dtype)[None]
+        pos = torch.arange(first, stop, device=self.device)[None]
+        out = self.head.features(feats, self.embed(toks).to(self.dtype), pos, None, self.cache)
+        self.n_pairs = stop - 1
+        self.root_pos = stop - 1
+        self.root_feature = out[0, -1]
+        self.root_probs = self.probs(self._logits(self.root_feature))
+        self.slot, self.node_feature = {}, {}
+
+    @torch.inference_mode()
+    def expand(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
+        if self.asks_for_root(nodes):
+            return self.root_probs[None]
+        cache_len = self.cache.get_seq_length()
+        pos, mask = self.layer_inputs(tree, nodes, self.n_pairs, cache_len, self.dtype, self.device)
+        parent_feats = torch.stack([self.root_feature if tree.parents[n] == ROOT
+                                    else self.node_feature[tree.parents[n]] for n in nodes])
+        toks = torch.tensor([[tree.tokens[n] for n in nodes]], device=self.device)
+        out = self.head.features(parent_feats[None], self.embed(toks).to(self.dtype), pos, mask, self.cache)
+        for i, node in enumerate(nodes):
+            self.node_feature[node] = out[0, i]
+        return self.probs(self._logits(out[0]))
+
+    def end_step(self, accepted: list[int]) -> None:
+        # Tree entries were computed from predicted features; the accepted tokens are re-fed with
+        # the target's true features at the next begin_step (as EAGLE does).
+        truncate(self.cache, self.n_pairs)

@@ -1,0 +1,93 @@
+"""The EAGLE-style feature head: a one-layer draft that reads the target's own hidden states.
+
+Input at a token position: [target feature of the previous position ; embedding of this token]
+-> Linear(2h -> h) -> one Llama decoder layer (+ final norm) -> predicted feature -> the target's
+(frozen) LM head. Beyond the first tree layer it feeds on its own predicted features, which is why
+it stays cheap: one small layer per tree layer, batched over that layer's nodes.
+
+The decoder is transformers' own `LlamaModel` with one layer (no copied model code); its token
+embedding is unused (we pass `inputs_embeds`), so it is created with a one-row vocabulary.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from opttree.models.few_row_linear import PackedWeight, few_row_matmul
+
+
+def head_config_from_target(cfg, layers: int = 1, draft_vocab: int = 0) -> dict:
+    """The head mirrors the target's attention shape so features line up with no projection."""
+    return {
+        "hidden_size": cfg.hidden_size,
+        "intermediate_size": cfg.intermediate_size,
+        "num_attention_heads": cfg.num_attention_heads,
+        "num_key_value_heads": getattr(cfg, "num_key_value_heads", cfg.num_attention_heads),
+        "head_dim": getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads,
+        "rms_norm_eps": getattr(cfg, "rms_norm_eps", 1e-5),
+        "rope_theta": _rope_theta(cfg),
+        "max_position_embeddings": cfg.max_position_embeddings,
+        "num_hidden_layers": layers,
+        "draft_vocab": draft_vocab,  # 0 = full target vocabulary
+    }
+
+
+def _rope_theta(cfg) -> float:
+    params = getattr(cfg, "rope_parameters", None) or {}
+    if isinstance(params, dict) and "rope_theta" in params:
+        return float(params["rope_theta"])
+    return float(getattr(cfg, "rope_theta", 10000.0))
+
+
+class FeatureHead(nn.Module):
+    def __init__(self, config: dict):
+        super().__init__()
+        from transformers import LlamaConfig, LlamaModel  # transformers is heavy: imported when a model is built
+
+        self.config = dict(config)
+        h = config["hidden_size"]
+        self.fc = nn.Linear(2 * h, h, bias=True)
+        llama = LlamaConfig(
+            vocab_size=1, hidden_size=h, intermediate_size=config["intermediate_size"],
+            num_hidden_layers=config["num_hidden_layers"],
+            num_attention_heads=config["num_attention_heads"],
+            num_key_value_heads=config["num_key_value_heads"], head_dim=config["head_dim"],
+            rms_norm_eps=config["rms_norm_eps"],
+            rope_parameters={"rope_type": "default", "rope_theta": config["rope_theta"]},
+            max_position_embeddings=config["max_position_embeddings"],
+            bos_token_id=None, eos_token_id=None, pad_token_id=None,
+        )
+        llama._attn_implementation = "sdpa"
+        self.decoder = LlamaModel(llama)
+        # Optional reduced draft vocabulary: rows of the target LM head the head may propose.
+        n_vocab = int(config.get("draft_vocab") or 0)
+        self.register_buffer("vocab_ids", torch.zeros(n_vocab, dtype=torch.long), persistent=True)
+
+    def features(self, prev_features, token_embeds, position_ids, attention_mask=None, cache=None):
+        """Predicted features for a batch of (previous feature, token) pairs, shape (1, k, h)."""
+        x = self.fc(torch.cat([prev_features, token_embeds], dim=-1))
+        out = self.decoder(inputs_embeds=x, position_ids=position_ids,
+                           attention_mask=attention_mask, past_key_values=cache, use_cache=cache is not None)
+        return out.last_hidden_state
+
+    def _draft_rows(self, weight: torch.Tensor) -> torch.Tensor:
+        """The LM-head rows of the draft vocabulary, gathered once: gathering them per call copied
+        14 MB each time and was the largest single cost of a small-tree step on CPU."""
+        key = (weight.data_ptr(), weight.dtype, weight.device, self.vocab_ids.data_ptr(), self.vocab_ids._version)
+        if getattr(self, "_rows_key", None) != key:
+            with torch.no_grad():
+                self._rows = weight[self.vocab_ids].contiguous()
+            self._rows_key, self._rows_pack = key, PackedWeight()
+        return self._rows
+
+    def logits(self, features, lm_head: nn.Module):
+        """Logits over the target vocabulary; with a reduced vocabulary the rest get -inf."""
+        if self.vocab_ids.numel() == 0:
+            return lm_head(features)
+        rows = self._draft_rows(lm_head.weight)
+        flat = features.reshape(-1, features.shape[-1])
+        sub = few_row_matmul(flat, rows, self._rows_pack).reshape(*features.shape[:-1], rows.shape[0])
+        full = sub.new_full((*sub.shape[:-1], lm_head.weight.shape[0]), float("-inf"))
+        full[..., self.vocab_ids] = sub
+        return full

@@ -1,0 +1,92 @@
+"""Bundled draft weights in `assets/drafts/` and how a draft argument maps to a draft model.
+
+File format (both kinds): one fp16 safetensors file whose metadata holds a JSON `config`; a JSON
+card beside it (`*.json`) records how it was trained and what it reached.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from opttree import paths
+from opttree.drafters.head_model import FeatureHead, head_config_from_target
+from opttree.errors import BadInput, ModelLoadError
+from opttree.models import bundled
+from opttree.models.few_row_linear import use_few_row_linear
+
+ASSETS = paths.DRAFTS
+BUNDLED_HEAD = ASSETS / "smollm2-eagle-head.safetensors"
+BUNDLED_CLASSIC = ASSETS / "smollm2-classic.safetensors"
+RANDOM_HEAD = "random"  # an untrained head: for tests and to show what a useless draft looks like
+
+
+def default_draft_for(target: str, drafter: str) -> str:
+    if target in bundled.BUNDLED_ALIASES:
+        return str(BUNDLED_HEAD if drafter == "eagle" else BUNDLED_CLASSIC)
+    flag = "--ea-model-path" if drafter == "eagle" else "--draft-model-path"
+    raise BadInput(f"target {target!r} has no bundled {drafter} draft: pass one with {flag}.")
+
+
+def _read(path: Path) -> tuple[dict, dict]:
+    from safetensors import safe_open  # imported with the weights it reads or writes
+
+    if not path.exists():
+        raise ModelLoadError(f"draft weights {path} not found (train them: python -m opttree.train).")
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata() or {}
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    return json.loads(meta.get("config", "{}")), tensors
+
+
+def load_feature_head(spec: str, target):
+    if spec == RANDOM_HEAD:
+        torch.manual_seed(0)
+        head = FeatureHead(head_config_from_target(target.config))
+    else:
+        path = Path(spec)
+        if path.is_dir():
+            path = path / "head.safetensors"
+        config, tensors = _read(path)
+        if config.get("hidden_size") != target.config.hidden_size:
+            raise ModelLoadError(f"feature head {spec} was trained for hidden size "
+                                 f"{config.get('hidden_size')}, target has {target.config.hidden_size}.")
+        head = FeatureHead(config)
+        head.load_state_dict(tensors)
+    emb = target.get_input_embeddings().weight
+    head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
+    use_few_row_linear(head)  # a tree layer drafts a few nodes at once (few_row_linear.py)
+    return head
+
+
+def load_bundled_classic(spec: str, target):
+    """A classic draft stored as a safetensors file; None when `spec` is a hub id or HF folder.
+
+    Tensors named in the metadata's `from_target` map are copied from the target at load time
+    instead of being stored (e.g. the embedding the draft was initialised from and kept frozen).
+    """
+    path = Path(spec)
+    if path.suffix != ".safetensors":
+        return None
+    from transformers import AutoConfig, AutoModelForCausalLM  # transformers is heavy: imported when a model is built
+
+    config, tensors = _read(path)
+    from safetensors import safe_open  # imported with the weights it reads or writes
+
+    with safe_open(str(path), framework="pt") as f:
+        shared = json.loads((f.metadata() or {}).get("from_target", "{}"))
+    cfg = AutoConfig.for_model(**config)
+    cfg._attn_implementation = "sdpa"
+    model = AutoModelForCausalLM.from_config(cfg)
+    target_state = target.state_dict()
+    for name, src in shared.items():
+        tensors[name] = target_state[src]
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    missing = [m for m in missing if not (m == "lm_head.weight" and cfg.tie_word_embeddings)]
+    if missing or unexpected:
+        raise ModelLoadError(f"classic draft {spec}: missing {missing[:3]}, unexpected {unexpected[:3]}")
+    model.tie_weights()
+    emb = target.get_input_embeddings().weight
+    return model.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)

@@ -1,0 +1,158 @@
+"""The one loader: target and draft models from the bundled GGUF, a hub id or a local path.
+
+Everything that touches `from_pretrained` lives here, so the app, CLI, benchmarks and tests load
+models the same way (same device choice, dtype, attention implementation and error messages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from opttree import paths
+from opttree.drafters.tree_temperature import card_temperature
+from opttree.errors import BadInput, ModelLoadError
+from opttree.models import bundled
+from opttree.models.draft_assets import default_draft_for, load_bundled_classic, load_feature_head
+from opttree.models.few_row_linear import use_few_row_linear
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    if device in (None, "", "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise BadInput(f"--device {device} asked for, but no CUDA GPU is visible to torch.")
+    if device not in ("cpu", "mps") and not device.startswith("cuda"):
+        raise BadInput(f"unknown device {device!r}: use auto, cpu or cuda[:N].")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """fp32 on CPU (exactness, and CPU half matmuls are slow); bf16/fp16 on GPU."""
+    if dtype in (None, "", "auto"):
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    table = {"fp32": torch.float32, "float32": torch.float32, "fp16": torch.float16,
+             "float16": torch.float16, "bf16": torch.bfloat16, "bfloat16": torch.bfloat16}
+    if dtype not in table:
+        raise BadInput(f"unknown dtype {dtype!r}: use auto, fp32, fp16 or bf16.")
+    return table[dtype]
+
+
+def model_folder(spec: str) -> str:
+    """Map a model argument to what `from_pretrained` takes (the bundled id becomes its cache dir)."""
+    if not spec or not str(spec).strip():
+        raise BadInput("a model id or path is required.")
+    spec = str(spec).strip()
+    if spec in bundled.BUNDLED_ALIASES:
+        return str(bundled.converted_dir())
+    return spec
+
+
+def _quiet_transformers() -> None:
+    """Weight-loading progress bars flood the CLI and test logs; our own phases report progress."""
+    from transformers.utils import logging as hf_logging  # transformers is heavy: imported when a model is built
+
+    hf_logging.disable_progress_bar()
+
+
+def load_tokenizer(spec: str, trust_remote_code: bool = False):
+    from transformers import AutoTokenizer  # transformers is heavy: imported when a model is built
+
+    folder = model_folder(spec)
+    try:
+        return AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    except Exception as exc:  # transformers raises OSError/ValueError/HTTP errors for bad ids
+        raise ModelLoadError(_load_message(spec, exc)) from exc
+
+
+def load_causal_lm(spec: str, device: torch.device, dtype: torch.dtype,
+                   device_map: str | None = None, trust_remote_code: bool = False):
+    from transformers import AutoModelForCausalLM  # transformers is heavy: imported when a model is built
+
+    _quiet_transformers()
+    folder = model_folder(spec)
+    kwargs = dict(dtype=dtype, attn_implementation=paths.attention_impl(), trust_remote_code=trust_remote_code)
+    if device_map:
+        kwargs["device_map"] = device_map  # spreads a big target over the visible GPUs
+    try:
+        model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
+    except Exception as exc:
+        raise ModelLoadError(_load_message(spec, exc)) from exc
+    if not device_map:
+        model.to(device)
+    model.eval()
+    model.requires_grad_(False)
+    use_few_row_linear(model)
+    return model
+
+
+def _load_message(spec: str, exc: Exception) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return (f"could not load model {spec!r}: {first[:300]} "
+            f"(use '{bundled.BUNDLED_ID}' for the bundled offline model, a local folder, or a "
+            "Hugging Face id with network access)")
+
+
+def input_device(model) -> torch.device:
+    """Where inputs go: the embedding's device (differs from model.device under device_map)."""
+    return model.get_input_embeddings().weight.device
+
+
+@dataclass
+class ModelPair:
+    """A target, its tokenizer, and (optionally) a drafter; shared read-only between runs."""
+
+    target: object
+    tokenizer: object
+    target_name: str
+    drafter_kind: str = "none"          # "classic", "eagle" or "none" (AR only)
+    draft_model: object = None          # classic: an independent causal LM; eagle: a FeatureHead
+    draft_name: str = ""
+    tree_temperature: float = 1.0       # from the draft's card (tree_temperature.py)
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    dtype: torch.dtype = torch.float32
+
+    @property
+    def eos_ids(self) -> set[int]:
+        eos = self.target.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        if eos is None:
+            return set()
+        return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])}
+
+
+def load_pair(target: str = bundled.BUNDLED_ID, drafter: str = "eagle", draft: str | None = None,
+              device: str = "auto", dtype: str = "auto", device_map: str | None = None,
+              trust_remote_code: bool = False) -> ModelPair:
+    """Load a target and its draft. `draft=None` picks the bundled draft of that kind."""
+
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
+    tok = load_tokenizer(target, trust_remote_code)
+    tgt = load_causal_lm(target, dev, dt, device_map, trust_remote_code)
+    pair = ModelPair(tgt, tok, target, device=input_device(tgt), dtype=dt)
+    if drafter in (None, "", "none"):
+        return pair
+    if drafter not in ("classic", "eagle"):
+        raise BadInput(f"unknown drafter {drafter!r}: use classic or eagle.")
+    draft = draft or default_draft_for(target, drafter)
+    pair.drafter_kind, pair.draft_name = drafter, draft
+    pair.tree_temperature = card_temperature(draft)
+    if drafter == "eagle":
+        pair.draft_model = load_feature_head(draft, tgt)
+    else:
+        pair.draft_model = load_classic_draft(draft, tgt, dev, dt, trust_remote_code)
+    return pair
+
+
+def load_classic_draft(draft: str, target, device, dtype, trust_remote_code=False):
+    model = load_bundled_classic(draft, target)
+    if model is None:
+        model = load_causal_lm(draft, device, dtype, None, trust_remote_code)
+    model = model.to(input_device(target))
+    use_few_row_linear(model)
+    return model

@@ -1,0 +1,67 @@
+"""Where things live: the one module that knows the package's assets, the working folders and the
+environment variables the engine reads.
+
+Assets (the model allow-list, the bundled drafts and their cards, the prompt sets) ship inside the
+package, so an installed wheel finds them as a source checkout does. Working folders (generated
+training data, checkpoints) belong to a source checkout and are resolved against the current
+directory when the package is installed elsewhere.
+
+Environment variables, each read when it is needed (never at import time):
+
+| variable | meaning | default |
+| --- | --- | --- |
+| OPTTREE_CACHE | the cache of converted weights and measured costs | `$XDG_CACHE_HOME/opttree` or `~/.cache/opttree` |
+| OPTTREE_MODELS | the model allow-list the app serves | `assets/models.json` |
+| OPTTREE_ATTN | attention kernel for targets and drafts (`sdpa` or `eager`; tree masks need one of them) | `sdpa` |
+| OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`models/few_row_linear.py`) | off |
+
+The app's server settings (lane size, time limit, port…) are read once at start-up by
+`opttree.serve.settings.ServerSettings.from_env`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+ASSETS = PACKAGE / "assets"
+DRAFTS = ASSETS / "drafts"
+MODELS_FILE = ASSETS / "models.json"
+PROMPTS = ASSETS / "prompts"
+EVAL_PROMPTS = PROMPTS / "eval.jsonl"
+TRAIN_PROMPTS = PROMPTS / "train.jsonl"
+
+
+def checkout() -> Path:
+    """The source checkout holding the package, or the current directory for an installed wheel."""
+    root = PACKAGE.parent
+    return root if (root / "pyproject.toml").is_file() else Path.cwd()
+
+
+def data_dir() -> Path:
+    """Generated training data (`data/gen`) and public question sets (`data/NAME/question.jsonl`)."""
+    return checkout() / "data"
+
+
+def checkpoints_dir() -> Path:
+    return checkout() / "checkpoints"
+
+
+def cache_dir() -> Path:
+    """Where converted weights and measured cost curves live; OPTTREE_CACHE overrides."""
+    base = os.environ.get("OPTTREE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "opttree")
+    return Path(base)
+
+
+def models_file() -> Path:
+    return Path(os.environ.get("OPTTREE_MODELS") or MODELS_FILE)
+
+
+def attention_impl() -> str:
+    return os.environ.get("OPTTREE_ATTN", "sdpa")
+
+
+def plain_linear() -> bool:
+    return os.environ.get("OPTTREE_PLAIN_LINEAR", "") not in ("", "0")

@@ -1,0 +1,1 @@
+"""Serving runs to page visitors: the run service, its lane, and the server settings (no Gradio here)."""

@@ -1,0 +1,325 @@
+"""Serving runs to many page visitors: shared models, one bounded lane, limits, clean failures.
+
+The app calls only this module for model work, so the reliability rules live in one testable place:
+- models are loaded once per allow-listed id and shared read-only (every run builds its own KV
+  caches, drafter state and RNG inside `stream_run`);
+- model work passes through a FIFO `Lane` with a bounded number of slots; a waiting run reports its
+  queue position instead of silently blocking;
+- settings are validated by `DecodeConfig` on the server whatever the page sent;
+- every run can be cancelled (Stop, closed tab, per-run time limit) between decoding steps;
+- failures become a `RunError` with a message for the page: out-of-memory is caught per request, and
+  unexpected exceptions are logged here with their traceback but never shown to the visitor.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from opttree.config import SETTING_NAMES, DecodeConfig
+from opttree.decoding import speculative  # called as speculative.stream_run: tests swap it in place
+from opttree.decoding.prompts import clean_prompt
+from opttree.drafters.tree_temperature import card_temperature
+from opttree.errors import BadInput, ModelLoadError, OptTreeError
+from opttree.models.draft_assets import load_feature_head
+from opttree.models.loading import load_classic_draft, load_pair
+from opttree.models.registry import ModelEntry, Registry, load_registry
+
+log = logging.getLogger("opttree.serve.service")
+
+
+
+class RunError(Exception):
+    """A run that could not finish; `kind` is bad_input | model | oom | cancelled | timeout | internal."""
+
+    def __init__(self, kind: str, message: str, trace: dict | None = None):
+        super().__init__(message)
+        self.kind, self.message, self.trace = kind, message, trace
+
+
+@dataclass
+class Update:
+    """One message from a streaming run: a queue position while waiting, then traces."""
+
+    state: str                      # queued | running | done
+    trace: dict | None = None
+    position: int = 0               # 1 = next to run (only while queued)
+    notice: str = ""
+
+
+class Lane:
+    """A first-come-first-served gate with `slots` concurrent holders and visible positions.
+
+    Runs are generators, and a consumer can stop iterating without closing one (a dropped
+    connection): its ticket would then block the line forever. So each run marks itself
+    `suspend`ed while it hands an update out and `resume`s after; a ticket suspended for longer than
+    `stale_s` loses its place or its slot, and its run stops if it is ever resumed.
+    """
+
+    def __init__(self, slots: int = 1, stale_s: float = 30.0):
+        self.slots = max(1, int(slots))
+        self.stale_s = stale_s
+        self._cond = threading.Condition()
+        self._waiting: list[object] = []
+        self._held: set[object] = set()
+        self._revoked: set[object] = set()
+        self._suspended: dict[object, float] = {}
+
+    def enter(self) -> object:
+        ticket = object()
+        with self._cond:
+            self._waiting.append(ticket)
+        return ticket
+
+    def _reclaim(self) -> None:
+        """Drop tickets whose consumers went away (lock held by the caller)."""
+        now = time.monotonic()
+        for ticket, since in list(self._suspended.items()):
+            if now - since > self.stale_s:
+                del self._suspended[ticket]
+                if ticket in self._held:
+                    self._held.discard(ticket)
+                elif ticket in self._waiting:
+                    self._waiting.remove(ticket)
+                else:
+                    continue
+                self._revoked.add(ticket)
+                self._cond.notify_all()
+
+    def position(self, ticket) -> int:
+        """0 when the ticket may run now (and then it holds a slot), else its place in line."""
+        with self._cond:
+            self._reclaim()
+            if ticket in self._waiting:
+                free = self.slots - len(self._held)
+                idx = self._waiting.index(ticket)
+                if idx < free:
+                    self._waiting.remove(ticket)
+                    self._held.add(ticket)
+                    self._cond.notify_all()
+                    return 0
+                return idx - max(free, 0) + 1
+            return 0
+
+    def wait(self, ticket, timeout: float) -> int:
+        with self._cond:
+            self._cond.wait(timeout)
+        return self.position(ticket)
+
+    def suspend(self, ticket) -> None:
+        with self._cond:
+            self._suspended[ticket] = time.monotonic()
+
+    def resume(self, ticket) -> bool:
+        """False when the ticket was reclaimed while suspended: the run must stop."""
+        with self._cond:
+            self._suspended.pop(ticket, None)
+            if ticket in self._revoked:
+                self._revoked.discard(ticket)
+                return False
+            return True
+
+    def leave(self, ticket) -> None:
+        with self._cond:
+            if ticket in self._waiting:
+                self._waiting.remove(ticket)
+            self._held.discard(ticket)
+            self._revoked.discard(ticket)
+            self._suspended.pop(ticket, None)
+            self._cond.notify_all()
+
+    @property
+    def active(self) -> int:
+        return len(self._held)
+
+    @property
+    def queued(self) -> int:
+        return len(self._waiting)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    name = type(exc).__name__
+    return name == "OutOfMemoryError" or (isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower())
+
+
+def _free_memory() -> None:
+    gc.collect()
+    try:
+        import torch  # torch stays out of `--help`
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 (best effort; never mask the real error)
+        pass
+
+
+def _public_name(draft: str) -> str:
+    """The draft's file name only: traces are shown and exported, server paths stay private."""
+    return os.path.basename(draft) or draft
+
+
+@dataclass
+class RunService:
+    registry: Registry = field(default_factory=load_registry)
+    lane_slots: int = 1
+    time_limit_s: float = 180.0     # the app passes ServerSettings.run_time_limit_s
+    device: str = "auto"
+    pair_factory: object = None     # tests inject tiny models: callable(entry) -> ModelPair
+
+    def __post_init__(self):
+        self.lane = Lane(self.lane_slots)
+        self._pairs: dict[str, object] = {}
+        self._targets: dict[tuple, object] = {}
+        self._load_lock = threading.Lock()
+        self._session_cancels: dict[str, set] = {}
+        self._sessions_lock = threading.Lock()
+
+    # ---- models -------------------------------------------------------------------------------
+    def pair_for(self, model_id) -> tuple[object, str]:
+        """The shared pair for an allow-listed id (loaded once), and any stand-in notice."""
+        entry, notice = self.registry.resolve(model_id)
+        with self._load_lock:
+            if entry.id not in self._pairs:
+                self._pairs[entry.id] = (self.pair_factory or self._load)(entry)
+        return self._pairs[entry.id], notice
+
+    def _load(self, entry: ModelEntry):
+        key = (entry.target, entry.trust_remote_code)
+        if key not in self._targets:
+            self._targets[key] = load_pair(entry.target, drafter="none", device=self.device,
+                                           trust_remote_code=entry.trust_remote_code)
+        base = self._targets[key]
+        pair = type(base)(base.target, base.tokenizer, base.target_name, device=base.device, dtype=base.dtype)
+        if entry.drafter == "self":
+            # The target proposes its own continuations: acceptance is perfect at T=0, speed is not.
+            pair.drafter_kind, pair.draft_model, pair.draft_name = "classic", base.target, "self"
+        elif entry.drafter == "eagle":
+            pair.drafter_kind, pair.draft_name = "eagle", _public_name(entry.draft)
+            pair.tree_temperature = card_temperature(entry.draft)
+            pair.draft_model = load_feature_head(entry.draft, base.target)
+        elif entry.drafter == "classic":
+            pair.drafter_kind, pair.draft_name = "classic", _public_name(entry.draft)
+            pair.tree_temperature = card_temperature(entry.draft)
+            pair.draft_model = load_classic_draft(entry.draft, base.target, base.device, base.dtype,
+                                                  entry.trust_remote_code)
+        return pair
+
+    def preload(self, model_id=None) -> str:
+        """Load a pair ahead of the first visitor; returns its notice ('' when none)."""
+        return self.pair_for(model_id or self.registry.default)[1]
+
+    # ---- sessions (closing a tab cancels its runs) -------------------------------------------
+    def _register(self, session: str | None, flag: threading.Event) -> None:
+        if session:
+            with self._sessions_lock:
+                self._session_cancels.setdefault(session, set()).add(flag)
+
+    def _unregister(self, session: str | None, flag: threading.Event) -> None:
+        if session:
+            with self._sessions_lock:
+                flags = self._session_cancels.get(session)
+                if flags:
+                    flags.discard(flag)
+                    if not flags:
+                        del self._session_cancels[session]
+
+    def cancel_session(self, session: str | None) -> int:
+        """Stop every run of one browser session; returns how many were signalled."""
+        with self._sessions_lock:
+            flags = list(self._session_cancels.get(session or "", ()))
+        for f in flags:
+            f.set()
+        return len(flags)
+
+    # ---- runs ---------------------------------------------------------------------------------
+    @staticmethod
+    def config(settings: dict) -> DecodeConfig:
+        if not isinstance(settings, dict):
+            raise BadInput("settings must be an object.")
+        unknown = set(settings) - set(SETTING_NAMES)
+        if unknown:
+            raise BadInput(f"unknown setting(s): {', '.join(sorted(map(str, unknown)))[:200]}.")
+        return DecodeConfig(**settings)
+
+    def stream(self, model_id, prompt, settings: dict, cancel: threading.Event | None = None,
+               session: str | None = None):
+        """Yield `Update`s: queue positions while waiting, then the growing trace after each step.
+
+        Raises RunError (with the partial trace when there is one) on any failure or cancellation.
+        """
+
+        cancel = cancel or threading.Event()
+        try:
+            cfg = self.config(settings)
+            clean_prompt(prompt)
+            self.registry.get(model_id)
+        except OptTreeError as exc:
+            raise RunError("bad_input", str(exc)) from None
+        self._register(session, cancel)
+        ticket, trace, timed_out = self.lane.enter(), None, []
+        try:
+            pos = self.lane.position(ticket)
+            while pos:
+                if cancel.is_set():
+                    raise RunError("cancelled", "Stopped while waiting in the queue.")
+                yield from self._hand_out(ticket, Update("queued", position=pos), None)
+                pos = self.lane.wait(ticket, 0.5)
+            if cancel.is_set():
+                raise RunError("cancelled", "Stopped before it started.")
+            pair, notice = self.pair_for(model_id)
+            deadline = time.monotonic() + self.time_limit_s
+
+            def stop() -> bool:
+                if time.monotonic() > deadline:
+                    timed_out.append(True)
+                    return True
+                return cancel.is_set()
+
+            for trace in speculative.stream_run(pair, prompt, cfg, cancel=stop):
+                yield from self._hand_out(ticket, Update("running", trace=trace, notice=notice), trace)
+            # The work is over: free the slot before handing out the result, whoever reads it.
+            self.lane.leave(ticket)
+            yield Update("done", trace=trace, notice=notice)
+        except RunError:
+            raise
+        except speculative.Cancelled:
+            if timed_out:
+                raise RunError("timeout", f"Stopped at the time limit of {self.time_limit_s:g} s per run "
+                               "(try fewer new tokens or nodes).", trace) from None
+            raise RunError("cancelled", "Stopped.", trace) from None
+        except ModelLoadError as exc:
+            log.warning("model %r unavailable: %s", model_id, exc)
+            raise RunError("model", f"This model pair is unavailable right now: {exc}", trace) from None
+        except OptTreeError as exc:
+            raise RunError("bad_input", str(exc), trace) from None
+        except Exception as exc:  # noqa: BLE001 (one run's failure must not reach other visitors)
+            if _is_oom(exc):
+                _free_memory()
+                raise RunError("oom", "Out of memory for this run: try fewer nodes, a smaller max depth "
+                               "or fewer new tokens.", trace) from None
+            log.exception("run failed (model=%r)", model_id)
+            raise RunError("internal", f"The run failed unexpectedly ({type(exc).__name__}); "
+                           "the error was logged on the server.", trace) from None
+        finally:
+            self.lane.leave(ticket)
+            self._unregister(session, cancel)
+
+    def _hand_out(self, ticket, update: Update, trace):
+        """Yield one update; if nobody asked for the next one in time, the lane moved on: stop."""
+        self.lane.suspend(ticket)
+        yield update
+        if not self.lane.resume(ticket):
+            raise RunError("cancelled", "Stopped: nobody was reading this run's updates.", trace)
+
+    def run(self, model_id, prompt, settings: dict, cancel: threading.Event | None = None) -> dict:
+        """The finished trace of one run (blocking); raises RunError like `stream`."""
+        last = None
+        for update in self.stream(model_id, prompt, settings, cancel):
+            last = update
+        return last.trace

@@ -1,0 +1,64 @@
+"""Static draft trees: the same shape every step, children picked by draft rank.
+
+A shape is a list of rank paths in breadth-first order: (0,) is the root's most likely child,
+(0, 1) that child's second most likely child, and so on. Cutting a breadth-first list at any length
+leaves a connected tree, which is how the node budget and max depth are applied.
+"""
+
+from __future__ import annotations
+
+from opttree.trees.delta_rule import expected_acceptance
+from opttree.trees.draft_tree import ROOT, DraftTree
+
+# The EAGLE-1-style 25-node tree: widths 4/8/8/3/2 by depth, most of it on the top-ranked chain.
+EAGLE_25 = [
+    (0,), (1,), (2,), (3,),
+    (0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (2, 0), (3, 0),
+    (0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 0), (0, 1, 1), (0, 2, 0), (1, 0, 0), (1, 0, 1),
+    (0, 0, 0, 0), (0, 0, 0, 1), (0, 1, 0, 0),
+    (0, 0, 0, 0, 0), (0, 0, 0, 0, 1),
+]
+
+
+def chain_paths(depth: int) -> list[tuple[int, ...]]:
+    return [(0,) * d for d in range(1, depth + 1)]
+
+
+def kary_paths(k: int, nodes: int, max_depth: int) -> list[tuple[int, ...]]:
+    """A complete k-ary tree filled breadth-first up to `nodes` nodes and `max_depth` levels."""
+    out, layer = [], [()]
+    while len(out) < nodes and layer and len(layer[0]) < max_depth:
+        layer = [p + (r,) for p in layer for r in range(k)]
+        out.extend(layer)
+    return out[:nodes]
+
+
+def shape_paths(method: str, nodes: int, max_depth: int) -> list[tuple[int, ...]]:
+    if method == "chain":
+        return chain_paths(min(nodes, max_depth))
+    if method == "binary":
+        return kary_paths(2, nodes, max_depth)
+    if method == "eagle-static":
+        return [p for p in EAGLE_25 if len(p) <= max_depth][:nodes]
+    raise ValueError(f"unknown static tree {method!r}")
+
+
+def build_static(expand, paths: list[tuple[int, ...]], nodes: int):
+    """Grow the given shape: one `expand` per depth over the nodes that have children there."""
+    tree = DraftTree()
+    node_of = {(): ROOT}
+    ea = [0.0]
+    for depth in range(1, max((len(p) for p in paths), default=0) + 1):
+        layer = [p for p in paths if len(p) == depth and p[:-1] in node_of]
+        if not layer:
+            break
+        parents = sorted({p[:-1] for p in layer}, key=lambda p: node_of[p])
+        width = max(p[-1] for p in layer) + 1
+        tokens, q = expand(tree, [node_of[p] for p in parents], width)
+        row = {p: i for i, p in enumerate(parents)}
+        for p in layer:
+            r, rank = row[p[:-1]], p[-1]
+            if rank < q.shape[1] and float(q[r, rank]) > 0.0:
+                node_of[p] = tree.add(node_of[p[:-1]], int(tokens[r, rank]), float(q[r, rank]), rank)
+        ea.append(expected_acceptance(tree.p_hat, nodes))
+    return tree.subset(list(range(len(tree)))), {"ea_by_depth": ea, "stop_reason": "static shape"}

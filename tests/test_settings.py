@@ -1,0 +1,89 @@
+"""Each decode setting is declared once (opttree/config.py) and reaches every entry point from there."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from opttree.config import SETTING_NAMES, SETTINGS, DecodeConfig, app_defaults
+from opttree.errors import BadInput
+
+# A value inside each setting's range that differs from its default (so reaching the config is visible).
+PROBE = {"method": "binary", "nodes": 7, "max_depth": 3, "threshold": 0.25, "temperature": 0.5,
+         "max_new_tokens": 9, "seed": 11, "tree_temperature": 0.6, "top_p": 0.9, "top_k": 5, "eagle_top_k": 4}
+
+
+def test_probe_covers_every_setting_with_a_non_default_value():
+    assert set(PROBE) == set(SETTING_NAMES)
+    for name, value in PROBE.items():
+        assert value != SETTINGS[name].default, name
+    assert DecodeConfig(**PROBE).to_dict() == PROBE
+
+
+@pytest.mark.parametrize("name", SETTING_NAMES)
+def test_every_setting_reaches_the_cli(name):
+    from opttree.args import decode_config
+    from opttree.cli import build_parser
+
+    flag = "--" + name.replace("_", "-")
+    args = build_parser().parse_args(["generate", "--prompt", "x", "--device", "cpu", flag, str(PROBE[name])])
+    cfg = decode_config(args, args.method)
+    assert getattr(cfg, name) == PROBE[name]
+    help_text = build_parser()._subparsers._group_actions[0].choices["generate"].format_help()
+    assert flag in help_text
+
+
+def test_every_setting_reaches_the_api():
+    from ui.app import GENERATE_SIGNATURE, generate
+
+    class Recorder:
+        def run(self, model, prompt, settings):
+            self.got = (model, prompt, settings)
+            return {"ok": True}
+
+    params = list(GENERATE_SIGNATURE.parameters)
+    assert params == ["model", "prompt", *SETTING_NAMES]
+    rec = Recorder()
+    generate(rec, "m", "p", **PROBE)
+    assert rec.got == ("m", "p", PROBE)
+    generate(rec, "m", "p")     # every parameter has the library's default
+    assert rec.got[2] == {name: SETTINGS[name].default for name in SETTING_NAMES}
+    assert list(inspect.signature(generate).parameters)[1:] == params
+
+
+def test_every_setting_reaches_the_app_and_its_run_endpoint():
+    from opttree.models.registry import load_registry
+    from opttree.serve.service import RunService
+    from ui.app import build_app
+    from ui.controls import elem_id, settings_from
+
+    demo = build_app(RunService(registry=load_registry()))
+    by_elem = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
+    run = next(d for d in demo.config["dependencies"] if d.get("api_name") == "run")
+    for name in SETTING_NAMES:
+        control = by_elem.get(elem_id(name))
+        assert control is not None, name
+        assert control._id in run["inputs"], name
+        assert control.value == app_defaults()[name] or (name == "method" and control.value == "opt-tree")
+    assert settings_from({}) == app_defaults()
+    assert settings_from({"nodes": 5})["nodes"] == 5
+
+
+def test_lesson_presets_use_declared_settings_only():
+    from viz.lessons import PRESETS
+
+    for p in PRESETS:
+        extra = set(p) - {"name", "lesson", "prompt"}
+        assert extra <= set(SETTING_NAMES), extra - set(SETTING_NAMES)
+        DecodeConfig(**{k: p[k] for k in extra})
+    # Every preset sets the same settings, so clicking one never leaves another's values behind.
+    assert len({frozenset(p) for p in PRESETS}) == 1
+
+
+def test_service_accepts_exactly_the_declared_settings():
+    from opttree.serve.service import RunService
+
+    assert RunService.config(dict(PROBE)).to_dict() == PROBE
+    with pytest.raises(BadInput, match="unknown setting"):
+        RunService.config({"nodes": 4, "bogus": 1})

@@ -1,0 +1,132 @@
+"""OPT-Tree Explorer's page: the tabs composed, the events that cross tabs, the `/generate` API, launch.
+
+Model work goes through `opttree.serve.RunService` (allow-listed models, one bounded lane, limits,
+cancellation, clean errors); figures come from `viz/` (never a model). View updates (scrubbing,
+playing, clicking a token, importing a trace) run with `queue=False`: they never wait behind a run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import threading
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+import gradio as gr  # noqa: E402 (the analytics switch must be set before gradio is imported)
+
+from opttree.config import SETTING_NAMES, SETTINGS, python_type  # noqa: E402
+from opttree.errors import OptTreeError  # noqa: E402
+from opttree.serve.service import RunError, RunService  # noqa: E402
+from opttree.serve.settings import ServerSettings  # noqa: E402
+from ui import compare, ea_vs_a, explore, files, learn  # noqa: E402
+from ui.common import Page, bind, md_safe  # noqa: E402
+from viz.style import PAGE_CSS  # noqa: E402
+
+log = logging.getLogger("opttree.app")
+
+
+def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
+    registry = service.registry
+    try:
+        _, startup_notice = registry.resolve(registry.default)
+    except OptTreeError as exc:
+        startup_notice = str(exc)
+    # Runs waiting for the model lane wait inside the service (which reports their position and lets
+    # Stop / closing the tab cancel them); Gradio's own queue holds anything beyond this.
+    lane = dict(concurrency_id="model", concurrency_limit=service.lane_slots + waiting_runs,
+                show_progress="minimal")   # "minimal": the tree keeps updating in view while a run streams
+    page = Page()
+
+    with gr.Blocks(title="OPT-Tree Explorer") as demo:
+        page.trace, page.history = gr.State(None), gr.State([])
+        gr.Markdown("# OPT-Tree Explorer\nWatch a small draft model guess a **tree** of next tokens and a "
+                    "target model check them all in one pass. Press **Run**, then scrub through the steps.")
+        gr.Markdown(f"⚠️ {md_safe(startup_notice)}" if startup_notice else "", elem_classes=["notice"],
+                    visible=bool(startup_notice), elem_id="startup-notice")
+        with gr.Tabs(elem_id="tabs"):
+            with gr.Tab("Explore", id="explore"):
+                explore_parts = explore.build(page, registry)
+            with gr.Tab("Compare", id="compare"):
+                compare_parts = compare.build()
+            with gr.Tab("E(A) vs A", id="ea"):
+                ea_parts = ea_vs_a.build(page)
+            with gr.Tab("Learn", id="learn") as learn_tab:
+                learn_parts = learn.build(page)
+            with gr.Tab("Export / Import", id="files"):
+                file_parts = files.build()
+
+        explore.wire(page, explore_parts, service, lane)
+        explore.wire_presets(page, explore_parts["presets"] + learn_parts["presets"], service, lane)
+        compare.wire(page, compare_parts, service, bind(explore.stop, service), lane)
+        ea_vs_a.wire(page, ea_parts)
+        learn.wire(page, learn_tab)
+        files.wire(page, file_parts)
+        # A closed tab cancels its runs so the lane is free for the next visitor.
+        demo.unload(bind(on_unload, service))
+        gr.api(bind(generate, service), api_name="generate", concurrency_id=lane["concurrency_id"],
+               concurrency_limit=lane["concurrency_limit"])
+    return demo
+
+
+def on_unload(service, request: gr.Request = None):
+    service.cancel_session(getattr(request, "session_hash", None))
+
+
+def generate(service, model: str, prompt: str, *args, **kwargs) -> dict:
+    """Decode `prompt` with an allow-listed model pair; returns the step trace (JSON).
+
+    One parameter per decode setting (declared in opttree/config.py), in that order, each with its
+    default; `seed` picks the random draw when temperature > 0 (same seed, same output) and
+    `tree_temperature` rescales draft probabilities at T = 0 (0 = the draft's fitted value)."""
+    bound = GENERATE_SIGNATURE.bind(model, prompt, *args, **kwargs)
+    bound.apply_defaults()
+    settings = {name: bound.arguments[name] for name in SETTING_NAMES}
+    try:
+        return service.run(bound.arguments["model"], bound.arguments["prompt"], settings)
+    except RunError as exc:
+        raise gr.Error(exc.message, print_exception=False) from None
+
+
+def _generate_signature() -> inspect.Signature:
+    """(model, prompt, then every decode setting with its type and library default)."""
+    P = inspect.Parameter
+    params = [P("model", P.POSITIONAL_OR_KEYWORD, annotation=str),
+              P("prompt", P.POSITIONAL_OR_KEYWORD, annotation=str)]
+    for name in SETTING_NAMES:
+        kind = python_type(name)
+        params.append(P(name, P.POSITIONAL_OR_KEYWORD, default=SETTINGS[name].default,
+                        annotation=float if kind is int else kind))   # JSON clients send numbers as floats
+    return inspect.Signature(params, return_annotation=dict)
+
+
+GENERATE_SIGNATURE = _generate_signature()
+generate.__signature__ = inspect.Signature([inspect.Parameter("service", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                                            *GENERATE_SIGNATURE.parameters.values()], return_annotation=dict)
+generate.__annotations__ = {**{p.name: p.annotation for p in GENERATE_SIGNATURE.parameters.values()}, "return": dict}
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        settings = ServerSettings.from_env()
+        service = RunService(lane_slots=settings.lane_slots, time_limit_s=settings.run_time_limit_s,
+                             device=settings.device)
+    except OptTreeError as exc:   # a broken model list or setting: say which and why, not a traceback
+        raise SystemExit(f"error: {exc}") from None
+    demo = build_app(service, settings.max_waiting)
+    # Load the default pair in the background so the page is up at once and the first run is quick.
+    threading.Thread(target=_preload, args=(service,), daemon=True).start()
+    demo.queue(max_size=settings.queue_size)
+    demo.launch(server_name=settings.server_name, server_port=settings.server_port, share=False,
+                show_error=False, css=PAGE_CSS, theme=gr.themes.Soft(), max_file_size="64mb",
+                footer_links=["api"])
+
+
+def _preload(service: RunService) -> None:
+    try:
+        service.preload()
+    except Exception:  # noqa: BLE001 (a failed preload is retried, and reported, by the first run)
+        log.exception("preloading the default model failed")
+

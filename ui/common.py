@@ -1,0 +1,133 @@
+"""What every tab shares: the per-session state, step arithmetic, safe text and the scrubber views."""
+
+from __future__ import annotations
+
+import html
+import inspect
+import typing
+from dataclasses import dataclass, field
+
+import gradio as gr
+
+from viz.metrics import step_metrics
+from viz.step_charts import accept_bars, ea_scatter, why_shape
+from viz.text_view import text_html
+from viz.tree_figure import step_title, tree_figure
+
+HISTORY_RUNS = 200     # E(A)-vs-A runs kept per browser session (oldest dropped first)
+
+# A delegated listener: the HTML is re-rendered on every update, the container element is not.
+TOKEN_CLICK_JS = """
+element.addEventListener('click', (e) => {
+  const t = e.target.closest('[data-step]');
+  if (t) trigger('click', {step: parseInt(t.dataset.step, 10)});
+});
+"""
+
+PRIVATE = dict(queue=False, api_visibility="private")   # pure view updates: never wait behind a model run
+
+
+@dataclass
+class Page:
+    """Components that more than one tab reads or writes (filled in as the tabs are built)."""
+
+    trace: gr.State = None          # the Explore run (a trace dict)
+    history: gr.State = None        # E(A)-vs-A points of this session's runs
+    settings: dict = field(default_factory=dict)   # setting name -> control (ui/controls.py)
+    model: gr.Dropdown = None
+    prompt: gr.Textbox = None
+    status: gr.Markdown = None
+    step: gr.Slider = None
+    views: list = field(default_factory=list)      # tree, text, metrics, why: move with the scrubber
+    bars: gr.Plot = None
+    learn_plot: gr.Plot = None
+    learn_status: gr.Markdown = None
+    ea_plot: gr.Plot = None
+    ea_text: gr.Markdown = None
+
+    @property
+    def run_views(self) -> list:
+        return [*self.views, self.bars, self.learn_plot]
+
+
+def bind(fn, *first):
+    """`fn` with its first arguments fixed, as a plain function Gradio can inspect.
+
+    Gradio reads a handler's signature and type hints (to pass gr.Request, to stream generators), which
+    `functools.partial` hides; this keeps both, so handlers can live at module level."""
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())[len(first):]
+    hints = typing.get_type_hints(fn)
+    if inspect.isgeneratorfunction(fn):
+        def bound(*args, **kwargs):
+            yield from fn(*first, *args, **kwargs)
+    else:
+        def bound(*args, **kwargs):
+            return fn(*first, *args, **kwargs)
+    bound.__name__ = bound.__qualname__ = fn.__name__
+    bound.__doc__ = fn.__doc__
+    bound.__signature__ = sig.replace(parameters=params)
+    bound.__annotations__ = {k: v for k, v in hints.items() if k in {p.name for p in params} or k == "return"}
+    return bound
+
+
+def steps_of(trace) -> int:
+    return len((trace or {}).get("steps", []))
+
+
+def clamp(trace, step) -> int:
+    """0-based step index from a 1-based slider value (any junk becomes a valid index)."""
+    n = steps_of(trace)
+    try:
+        i = int(float(step)) - 1
+    except (TypeError, ValueError, OverflowError):
+        i = n - 1
+    return max(0, min(i, n - 1)) if n else 0
+
+
+def md_safe(text: str) -> str:
+    """Error messages can quote what a visitor sent (a model id, a setting): show it as plain text,
+    never as Markdown or HTML."""
+    escaped = html.escape(str(text), quote=False)
+    return "".join("\\" + c if c in "\\`*_[]()#+!|~<>" else c for c in escaped)
+
+
+def session_of(request) -> str | None:
+    return getattr(request, "session_hash", None) if request is not None else None
+
+
+def slider_update(trace, index: int):
+    n = steps_of(trace)
+    # Gradio needs maximum > minimum; a one-step run shows 1..2 and the view clamps to step 1.
+    return gr.Slider(minimum=1, maximum=max(n, 2), value=index + 1 if n else 1, step=1, interactive=n > 1)
+
+
+def step_figure(trace, index: int, uirevision: str):
+    steps = (trace or {}).get("steps", [])
+    return tree_figure(steps[index] if steps else None, step_title(trace, index) if steps else "",
+                       uirevision=uirevision)
+
+
+def step_views(trace, index: int):
+    """What moves with the scrubber: tree, text, metrics and the why-curve.
+
+    The accepted-length bars and the Learn tab's mirror are redrawn per run (and when the Learn tab
+    opens), not per scrub: every extra Plotly figure adds visible latency to each step."""
+    steps = (trace or {}).get("steps", [])
+    step = steps[index] if steps else None
+    meta = (trace or {}).get("meta", {})
+    return (step_figure(trace, index, "explore"), text_html(trace, index if steps else None),
+            step_metrics(trace, index if steps else None), why_shape(step, meta))
+
+
+def run_views(trace, index: int):
+    """Scrubber views plus the per-run ones: accepted-length bars and the Learn tab's mirror tree."""
+    return (*step_views(trace, index), accept_bars(trace, None), step_figure(trace, index, "learn"))
+
+
+def history_views(history):
+    fig, r = ea_scatter(history or [])
+    n = sum(len(h["ea"]) for h in history or [])
+    text = (f"**Pearson r = {r:.3f}** over {n} steps of {len(history)} run(s)." if r is not None
+            else f"{n} steps so far: run a few prompts (Explore or Compare) to fill this plot.")
+    return fig, text

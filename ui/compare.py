@@ -1,0 +1,101 @@
+"""Compare: the Explore prompt and settings with OPT-Tree, the chosen static trees and AR, side by side."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from opttree.serve.service import RunError
+from ui.common import HISTORY_RUNS, PRIVATE, Page, bind, clamp, history_views, md_safe, session_of, steps_of
+from ui.controls import STATIC_CHOICES, settings_from
+from viz.metrics import COMPARE_COLUMNS, compare_chart, compare_rows
+from viz.step_charts import ea_points
+from viz.tree_figure import step_title, tree_figure
+
+
+def build() -> dict:
+    gr.Markdown("Runs the Explore prompt, model and settings with **OPT-Tree**, the static trees "
+                "you pick (same node budget) and plain autoregressive decoding (AR) as the baseline.")
+    with gr.Row():
+        statics = gr.CheckboxGroup(STATIC_CHOICES, value=["binary", "eagle-static"],
+                                   label="Static trees to compare", elem_id="statics")
+        with gr.Column(scale=0, min_width=200):
+            run_btn = gr.Button("Compare", variant="primary", elem_id="compare-run")
+            stop_btn = gr.Button("Stop", variant="stop", elem_id="compare-stop")
+    status = gr.Markdown("", elem_id="compare-status")
+    with gr.Row():
+        table = gr.Dataframe(headers=COMPARE_COLUMNS, value=None, interactive=False, elem_id="compare-table", scale=3)
+        chart = gr.Plot(label="τ and speedup", elem_id="compare-chart", scale=2)
+    with gr.Row():
+        step = gr.Slider(1, 2, value=1, step=1, label="Step (both panels)", elem_id="compare-step", scale=3)
+        right = gr.Dropdown(STATIC_CHOICES, value="binary", label="Right panel", elem_id="compare-right", scale=1)
+    with gr.Row():
+        left_plot = gr.Plot(tree_figure(None), label="OPT-Tree", elem_id="compare-left")
+        right_plot = gr.Plot(tree_figure(None), label="Static tree", elem_id="compare-right-plot")
+    return dict(traces=gr.State({}), statics=statics, run=run_btn, stop=stop_btn, status=status, table=table,
+                chart=chart, step=step, right=right, left_plot=left_plot, right_plot=right_plot)
+
+
+def run_compare(page: Page, parts: dict, service, request: gr.Request, model, prompt, *values):
+    """AR, OPT-Tree and each chosen static tree, one after another through the lane."""
+    *values, chosen, history = values
+    # Unknown names from the API are dropped; with none left, the binary tree is the comparison.
+    chosen = [m for m in (chosen or []) if m in {v for _, v in STATIC_CHOICES}] or ["binary"]
+    methods = ["ar", "opt-tree", *chosen]
+    traces: dict[str, dict] = {}
+    status = parts["status"]
+    for meth in methods:
+        settings = {**settings_from(dict(zip(page.settings, values))), "method": meth}
+        try:
+            for up in service.stream(model, prompt, settings, session=session_of(request)):
+                if up.state == "queued":
+                    yield {status: f"⏳ {meth}: waiting for the model, position **{up.position}**…"}
+                elif up.state == "running":
+                    yield {status: f"Running **{meth}** ({len(traces) + 1}/{len(methods)}): "
+                                   f"{up.trace['summary']['new_tokens']} tokens…"}
+                else:
+                    traces[meth] = up.trace
+        except RunError as exc:
+            yield {status: f"⚠️ {meth}: {md_safe(exc.message)}"}
+            return
+    history = ((history or []) + [ea_points(t) for m, t in traces.items() if m != "ar"])[-HISTORY_RUNS:]
+    fig, r_text = history_views(history)
+    longest = max(steps_of(t) for m, t in traces.items() if m != "ar")
+    right = chosen[0]
+    left_fig, right_fig = panels(traces, right, 1)
+    yield {parts["traces"]: traces, status: "Done. Timings share this machine with other visitors.",
+           parts["table"]: compare_rows(traces), parts["chart"]: compare_chart(traces),
+           parts["step"]: gr.Slider(minimum=1, maximum=max(longest, 2), value=1, step=1),
+           parts["right"]: gr.Dropdown(choices=[c for c in STATIC_CHOICES if c[1] in chosen], value=right),
+           parts["left_plot"]: left_fig, parts["right_plot"]: right_fig,
+           page.history: history, page.ea_plot: fig, page.ea_text: r_text}
+
+
+def panels(traces: dict, right: str, step):
+    """OPT-Tree on the left and one static tree on the right, both at the same step."""
+    figs = []
+    for meth in ("opt-tree", right):
+        tr = traces.get(meth) if traces else None
+        if not tr or not tr.get("steps"):
+            figs.append(tree_figure(None))
+            continue
+        i = clamp(tr, step)
+        title = step_title(tr, i)
+        try:
+            asked = int(float(step))
+        except (TypeError, ValueError, OverflowError):
+            asked = i + 1
+        if asked > steps_of(tr):
+            title += " (finished earlier)"
+        figs.append(tree_figure(tr["steps"][i], title, uirevision=f"compare-{meth}"))
+    return tuple(figs)
+
+
+def wire(page: Page, parts: dict, service, stop, lane: dict) -> None:
+    inputs = [page.model, page.prompt, *page.settings.values(), parts["statics"], page.history]
+    outputs = [parts[k] for k in ("traces", "status", "table", "chart", "step", "right", "left_plot", "right_plot")]
+    outputs += [page.history, page.ea_plot, page.ea_text]
+    parts["run"].click(bind(run_compare, page, parts, service), inputs, outputs, api_name="compare", **lane)
+    parts["stop"].click(stop, None, parts["status"], queue=False, api_visibility="private")
+    for evt in (parts["step"].input, parts["right"].input):
+        evt(panels, [parts["traces"], parts["right"], parts["step"]], [parts["left_plot"], parts["right_plot"]],
+            trigger_mode="always_last", **PRIVATE)

@@ -1,0 +1,184 @@
+"""Explore: run one prompt live, then scrub its steps (tree, text, metrics, why this shape)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from opttree.serve.service import RunError
+from ui.common import (
+    HISTORY_RUNS,
+    PRIVATE,
+    TOKEN_CLICK_JS,
+    Page,
+    bind,
+    clamp,
+    history_views,
+    md_safe,
+    run_views,
+    session_of,
+    slider_update,
+    step_views,
+    steps_of,
+)
+from ui.controls import settings_controls, settings_from
+from viz import lessons
+from viz.metrics import step_metrics
+from viz.step_charts import accept_bars, ea_points, why_shape
+from viz.text_view import text_html
+from viz.tree_figure import tree_figure
+
+
+def build(page: Page, registry) -> dict:
+    """The Explore tab's components; fills the shared ones into `page`."""
+    with gr.Row():
+        with gr.Column(scale=1, min_width=300):
+            page.prompt = gr.Textbox(label="Prompt", value=lessons.PRESETS[1]["prompt"], lines=3, max_lines=8,
+                                     elem_id="prompt")
+            page.model = gr.Dropdown(registry.choices(), value=registry.default, label="Model pair", elem_id="model")
+            page.settings = settings_controls()
+            with gr.Row():
+                run_btn = gr.Button("Run", variant="primary", elem_id="run")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+            page.status = gr.Markdown("Ready.", elem_id="status")
+            gr.Markdown("**One-click lessons** (details in the Learn tab):")
+            presets = [gr.Button(p["name"], size="sm", elem_id=f"preset-{i}") for i, p in enumerate(lessons.PRESETS)]
+        with gr.Column(scale=3):
+            tree_plot = gr.Plot(tree_figure(None), label="Draft tree of the selected step", elem_id="tree-plot")
+            with gr.Row(equal_height=True):
+                prev_btn = gr.Button("◀ Prev", size="sm", scale=0, min_width=80, elem_id="prev")
+                page.step = gr.Slider(1, 2, value=1, step=1, label="Step", interactive=False, elem_id="step", scale=4)
+                next_btn = gr.Button("Next ▶", size="sm", scale=0, min_width=80, elem_id="next")
+                play_btn = gr.Button("▶ Play", size="sm", scale=0, min_width=80, elem_id="play")
+                pause_btn = gr.Button("❚❚ Pause", size="sm", scale=0, min_width=80, elem_id="pause")
+            text_out = gr.HTML(text_html(None), js_on_load=TOKEN_CLICK_JS, elem_id="gen-text")
+            with gr.Row():
+                with gr.Column(scale=1):
+                    metrics = gr.Markdown(step_metrics(None, None), elem_id="metrics")
+                with gr.Column(scale=1):
+                    page.bars = gr.Plot(accept_bars(None), label="Accepted length per step", elem_id="bars")
+            why_plot = gr.Plot(why_shape(None, None), label="Why this shape", elem_id="why")
+    page.views = [tree_plot, text_out, metrics, why_plot]
+    return dict(run=run_btn, stop=stop_btn, presets=presets, prev=prev_btn, next=next_btn, play=play_btn,
+                pause=pause_btn, text=text_out, timer=gr.Timer(0.8, active=False))
+
+
+# ---------------------------------------------------------------- model work (through the service's lane)
+
+def run_inputs(page: Page) -> list:
+    return [page.model, page.prompt, *page.settings.values(), page.history]
+
+
+def run_outputs(page: Page) -> list:
+    return [page.trace, page.step, *page.run_views, page.status, page.history, page.ea_plot, page.ea_text,
+            page.learn_status]
+
+
+def run_explore(page: Page, service, request: gr.Request, model, prompt, *values):
+    """Stream one run into the Explore views (and the Learn mirror, and the session's E(A)-vs-A plot).
+
+    `request` comes first: Gradio passes it only to positional parameters, and the settings are variadic."""
+    *values, history = values
+    settings = settings_from(dict(zip(page.settings, values)))
+    try:
+        for up in service.stream(model, prompt, settings, session=session_of(request)):
+            if up.state == "queued":
+                msg = f"⏳ Waiting for the model: position **{up.position}** in the queue…"
+                yield {page.status: msg, page.learn_status: msg}
+                continue
+            trace = up.trace
+            i = steps_of(trace) - 1
+            note = f"⚠️ {md_safe(up.notice)}\n\n" if up.notice else ""
+            s = trace["summary"]
+            verb = "Done" if up.state == "done" else "Running"
+            msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
+                   f"tokens, τ = {s['tau']:.2f}")
+            out = {page.trace: trace, page.step: slider_update(trace, i), page.status: msg, page.learn_status: msg,
+                   **dict(zip(page.run_views, run_views(trace, i)))}
+            if up.state == "done":
+                history = ((history or []) + [ea_points(trace)])[-HISTORY_RUNS:]
+                fig, r_text = history_views(history)
+                out.update({page.history: history, page.ea_plot: fig, page.ea_text: r_text})
+            yield out
+    except RunError as exc:
+        msg = f"⚠️ {md_safe(exc.message)}"
+        out = {page.status: msg, page.learn_status: msg}
+        if exc.trace and exc.trace.get("steps"):
+            i = steps_of(exc.trace) - 1
+            out.update({page.trace: exc.trace, page.step: slider_update(exc.trace, i),
+                        **dict(zip(page.run_views, run_views(exc.trace, i)))})
+        yield out
+
+
+def stop(service, request: gr.Request = None):
+    # When a run was signalled, the run itself writes "Stopped." at its next step boundary;
+    # writing "Stopping…" here too would race it (a late reply overwrote the final status).
+    n = service.cancel_session(session_of(request))
+    return gr.skip() if n else "Nothing is running."
+
+
+def apply_preset(page: Page, index: int):
+    """A lesson's prompt and settings (each preset names the settings it sets)."""
+    preset = lessons.PRESETS[index]
+    return [preset["prompt"], *(preset[name] for name in preset_settings(page))]
+
+
+def preset_settings(page: Page) -> list[str]:
+    return [name for name in page.settings if name in lessons.PRESETS[0]]
+
+
+# ---------------------------------------------------------------- pure view updates (no queue)
+
+def show(trace, step):
+    i = clamp(trace, step)
+    return (gr.Slider(value=i + 1), *step_views(trace, i))
+
+
+def prev_step(trace, step):
+    return show(trace, clamp(trace, step))          # 1-based value → previous 0-based index + 1
+
+
+def next_step(trace, step):
+    return show(trace, clamp(trace, step) + 2)
+
+
+def jump(trace, evt: gr.EventData):
+    data = getattr(evt, "_data", None) or {}
+    return show(trace, (data.get("step", 0) if isinstance(data, dict) else 0) + 1)
+
+
+def play(trace, step):
+    start = 1 if clamp(trace, step) >= steps_of(trace) - 1 else step
+    return (gr.Timer(active=steps_of(trace) > 1), *show(trace, start))
+
+
+def tick(trace, step):
+    i = clamp(trace, step)
+    if i >= steps_of(trace) - 1:
+        return (gr.Timer(active=False), *show(trace, i + 1))
+    return (gr.Timer(active=True), *show(trace, i + 2))
+
+
+def wire(page: Page, parts: dict, service, lane: dict) -> None:
+    inputs, outputs = run_inputs(page), run_outputs(page)
+    runner = bind(run_explore, page, service)
+    parts["run"].click(runner, inputs, outputs, api_name="run", **lane)
+    parts["stop"].click(bind(stop, service), None, page.status, queue=False, api_name="stop")
+    scrub = [page.step, *page.views]
+    page.step.input(show, [page.trace, page.step], scrub, trigger_mode="always_last", **PRIVATE)
+    parts["prev"].click(prev_step, [page.trace, page.step], scrub, **PRIVATE)
+    parts["next"].click(next_step, [page.trace, page.step], scrub, **PRIVATE)
+    parts["text"].click(jump, [page.trace], scrub, **PRIVATE)
+    timer = parts["timer"]
+    parts["play"].click(play, [page.trace, page.step], [timer, *scrub], **PRIVATE)
+    parts["pause"].click(lambda: gr.Timer(active=False), None, timer, **PRIVATE)
+    timer.tick(tick, [page.trace, page.step], [timer, *scrub], **PRIVATE)
+
+
+def wire_presets(page: Page, buttons: list, service, lane: dict) -> None:
+    """Each lesson button (Explore's and Learn's) sets the prompt and its settings, then runs."""
+    targets = [page.prompt, *(page.settings[name] for name in preset_settings(page))]
+    runner = bind(run_explore, page, service)
+    for i, btn in enumerate(buttons):
+        k = i % len(lessons.PRESETS)
+        btn.click(bind(apply_preset, page, k), None, targets, **PRIVATE).then(
+            runner, run_inputs(page), run_outputs(page), api_visibility="private", **lane)
