@@ -2,7 +2,9 @@
 
 import copy
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from tiny import tiny_pair
@@ -50,7 +52,7 @@ def test_prompt_reader_accepts_both_forms(tmp_path):
     ("", "no prompts"),
     ("not json\n", "line 1: not valid JSON"),
     ('{"prompt": "ok"}\n[1, 2]\n', "line 2: each line must be a JSON object"),
-    ('{"question": "hi"}\n', "expected MT-bench form"),
+    ('{"q": "hi"}\n', "expected MT-bench form"),
     ('{"turns": []}\n', "'turns' must be a non-empty list"),
     ('{"prompt": 5}\n', "'prompt' must be a string"),
     ('{"prompt": "   "}\n', "prompt is empty"),
@@ -172,7 +174,7 @@ def test_eval_writes_one_answer_per_question(tmp_path, pair):
     assert [len(q["turns"]) for q in questions] == [2, 1, 1]
     cfg = DecodeConfig(method="opt-tree", nodes=6, max_depth=3, max_new_tokens=6)
     ans = tmp_path / "out" / "answers.jsonl"
-    assert run_eval(pair, questions, cfg, ans, "tiny", log=lambda m: None) == 3
+    assert run_eval(pair, questions, cfg, ans, "tiny") == 3
     lines = [json.loads(x) for x in ans.read_text().splitlines()]
     assert [x["question_id"] for x in lines] == [1, 2, 3]
     assert len(lines[0]["choices"][0]["turns"]) == 2 and all(x["model_id"] == "tiny" for x in lines)
@@ -181,6 +183,49 @@ def test_eval_writes_one_answer_per_question(tmp_path, pair):
                                       "--bench-name", "mt_bench", "--answer-file", "a.jsonl", "--temperature", "0",
                                       "--nodes", "50", "--threshold", "0.7", "--max_depth", "10"])
     assert (args.nodes, args.threshold, args.max_depth, args.max_new_tokens) == (50, 0.7, 10, 128)
+
+
+def spec_bench_speed(answer_file, base_file, count_tokens):
+    """Spec-Bench's `evaluation/speed.py`, as its code reads our files: per answer it sums
+    `choices[0].new_tokens` and `.wall_time`, extends one list with `.accept_lengths` and takes its
+    mean; the baseline's tokens are counted from its answer texts (tokenizer length minus one)."""
+    speeds, accept = [], []
+    for line in Path(answer_file).read_text().splitlines():
+        c = json.loads(line)["choices"][0]
+        speeds.append(sum(c["new_tokens"]) / sum(c["wall_time"]))
+        accept.extend(c["accept_lengths"])
+    base = []
+    for line in Path(base_file).read_text().splitlines():
+        c = json.loads(line)["choices"][0]
+        base.append(sum(count_tokens(t) - 1 for t in c["turns"]) / sum(c["wall_time"]))
+    return float(np.mean(accept)), float(np.mean(speeds) / np.mean(base))
+
+
+def test_eval_answer_files_are_readable_by_spec_bench(tmp_path, pair):
+    from opttree.bench.answers import read_questions, run_eval
+
+    qf = tmp_path / "question.jsonl"
+    qf.write_text(MT + '{"question": "t3 t3"}\n{"prompt": "t2 t2"}\n')
+    questions = read_questions(qf)
+    assert [q["turns"] for q in questions][2:] == [["t3 t3"], ["t2 t2"]]
+    files = {}
+    for method in ("ar", "opt-tree"):
+        cfg = DecodeConfig(method=method, nodes=6, max_depth=3, max_new_tokens=8)
+        files[method] = tmp_path / f"{method}.jsonl"
+        run_eval(pair, questions, cfg, files[method], method)
+    tau, speedup = spec_bench_speed(files["opt-tree"], files["ar"], lambda text: len(text.split()) + 1)
+    assert speedup > 0
+    steps = new = 0
+    for line in files["opt-tree"].read_text().splitlines():
+        c = json.loads(line)["choices"][0]
+        # One flat list over turns: tokens committed per step (bonus included), one entry per forward.
+        assert len(c["accept_lengths"]) == sum(c["idxs"]) and sum(c["accept_lengths"]) == sum(c["new_tokens"])
+        assert all(isinstance(x, int) and x >= 1 for x in c["accept_lengths"])
+        assert [len(a) for a in c["accepted_draft_tokens"]] == c["idxs"]
+        steps, new = steps + sum(c["idxs"]), new + sum(c["new_tokens"])
+    assert tau == pytest.approx(new / steps) and tau > 1.0      # the draft is the target: long accepts
+    ar = [json.loads(line)["choices"][0] for line in files["ar"].read_text().splitlines()]
+    assert all(set(c["accept_lengths"]) == {1} for c in ar)
 
 
 def test_eval_cli_bad_question_file(tmp_path, capsys):
@@ -196,7 +241,7 @@ def test_bench_cli_rejects_bad_prompts_before_loading(tmp_path, capsys):
     from opttree.cli import main
 
     qf = tmp_path / "q.jsonl"
-    qf.write_text('{"question": 1}\n')
+    qf.write_text('{"nope": 1}\n')
     assert main(["bench", "--prompts", str(qf), "--methods", "ar,opt-tree"]) == 2
     assert "expected MT-bench form" in capsys.readouterr().err
     assert main(["sweep", "--prompts", str(qf), "--budgets", "10,x"]) == 2

@@ -139,3 +139,15 @@ def test_largest_allowed_tree_runs():
         DecodeConfig(nodes=501)
     with pytest.raises(BadInput):
         DecodeConfig(max_depth=21)
+
+
+def test_a_prompt_that_encodes_to_nothing_is_bad_input():
+    # The tiny tokenizer knows only words like "t3": this prompt encodes to no ids at all, and the
+    # first step would have no root token (it once crashed with an IndexError).
+    from tiny import tiny_pair
+
+    from opttree.decoding.speculative import run
+
+    pair = tiny_pair("classic", draft_is_target=True)
+    with pytest.raises(BadInput, match="encodes to no tokens"):
+        run(pair, "q3 q3", DecodeConfig(max_new_tokens=3), chat=False)

@@ -1,12 +1,17 @@
-"""`python -m opttree.bench.answers`: answer a question file with the reference repo's evaluation flags.
+"""`opttree eval`: answer a question file with the reference repo's evaluation flags.
 
 Flags follow Jikai0Wang/OPT-Tree's evaluation scripts (`--base-model-path --draft-model-path
 --ea-model-path --bench-name --answer-file --temperature --nodes --threshold --max_depth`, plus
-`--model-id --question-begin --question-end --max-new-token`). Questions are MT-bench JSONL
-(`{"question_id", "category", "turns"}`) or `{"prompt"}` lines; every turn is answered in one
-conversation (chat template), like the reference. One answer line per question, FastChat style:
-`{"question_id", "answer_id", "model_id", "category", "choices": [{"index", "turns", "idxs",
-"new_tokens", "wall_time", "tau", "accept_lengths"}], "tstamp", "config"}`.
+`--model-id --question-begin --question-end --max-new-token`). Questions are MT-bench / Spec-Bench
+JSONL (`{"question_id", "category", "turns"}`) or `{"question"}` / `{"prompt"}` lines; every turn is
+answered in one conversation (chat template), like the reference. One answer line per question,
+FastChat style, readable unchanged by Spec-Bench's `evaluation/speed.py`:
+`{"question_id", "answer_id", "model_id", "category", "choices": [{...}], "tstamp", "config"}` with
+`choices[0]` holding, per turn, `turns` (the answer texts), `idxs` (target forwards), `new_tokens` and
+`wall_time` (seconds), and `accept_lengths`: ONE flat list over all turns of the tokens committed at
+each step (accepted draft tokens + the bonus token, so AR gives 1s; its mean is τ, what Spec-Bench
+prints as "#Mean accepted tokens"). Richer fields sit beside them under their own names: `tau` per
+turn and `accepted_draft_tokens` (per turn, per step: draft tokens accepted, without the bonus).
 
 Drafter: `--ea-model-path` selects the EAGLE-style head, `--draft-model-path` a classic draft LM;
 neither = the bundled EAGLE head (`--drafter` overrides).
@@ -23,6 +28,7 @@ from pathlib import Path
 
 from opttree import paths
 from opttree.args import add_decode_args, decode_config
+from opttree.bench.env import progress_bar
 from opttree.bench.prompts import read_prompts
 from opttree.decoding.prompts import clean_prompt, encode_prompt
 from opttree.decoding.speculative import run
@@ -73,18 +79,16 @@ def conversation_ids(tokenizer, turns: list[str], answers: list[str]) -> list[in
     return [int(i) for i in enc["input_ids"]]
 
 
-def run_eval(pair, questions: list[dict], cfg, answer_file, model_id: str, max_turns: int | None = None,
-             log=None) -> int:
+def run_eval(pair, questions: list[dict], cfg, answer_file, model_id: str, max_turns: int | None = None) -> int:
     """Answer every question, appending one JSON line per question as it finishes."""
-
-    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     path = Path(answer_file)
     path.parent.mkdir(parents=True, exist_ok=True)
     written = 0
     with path.open("w", encoding="utf-8") as f:
-        for qi, q in enumerate(questions):
+        progress = progress_bar(questions, "questions")
+        for q in progress:
             turns = q["turns"][:max_turns] if max_turns else q["turns"]
-            answers, idxs, new_tokens, walls, taus, accepts = [], [], [], [], [], []
+            answers, idxs, new_tokens, walls, taus, committed, accepted = [], [], [], [], [], [], []
             for j in range(len(turns)):
                 ids = conversation_ids(pair.tokenizer, turns[: j + 1], answers)
                 t0 = time.perf_counter()
@@ -95,16 +99,18 @@ def run_eval(pair, questions: list[dict], cfg, answer_file, model_id: str, max_t
                 idxs.append(s["steps"])
                 new_tokens.append(s["new_tokens"])
                 taus.append(s["tau"])
-                accepts.append([st["accept_length"] for st in trace["steps"]])
+                committed.extend(len(st["committed"]) for st in trace["steps"])
+                accepted.append([st["accept_length"] for st in trace["steps"]])
             record = {"question_id": q["question_id"], "answer_id": uuid.uuid4().hex[:22], "model_id": model_id,
                       "category": q["category"],
                       "choices": [{"index": 0, "turns": answers, "idxs": idxs, "new_tokens": new_tokens,
-                                   "wall_time": walls, "tau": taus, "accept_lengths": accepts}],
+                                   "wall_time": walls, "accept_lengths": committed, "tau": taus,
+                                   "accepted_draft_tokens": accepted}],
                       "tstamp": time.time(), "config": cfg.to_dict()}
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
             f.flush()
             written += 1
-            log(f"question {qi + 1}/{len(questions)} (id {q['question_id']}): τ={taus}")
+            progress.set_postfix_str(f"id {q['question_id']}: τ={', '.join(f'{x:.2f}' for x in taus)}")
     return written
 
 

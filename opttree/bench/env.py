@@ -6,8 +6,10 @@ import datetime as dt
 import os
 import platform
 import subprocess
+import sys
 
 import torch
+from tqdm import tqdm
 
 NOISE_NOTE = ("a shared VM: timings are noisy (other jobs may use the same cores; the load average says "
               "how busy it was); methods ran interleaved per prompt in one process, so compare ratios, "
@@ -52,3 +54,9 @@ def note_load(info: dict) -> dict:
     if hasattr(os, "getloadavg"):
         info["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     return info
+
+
+def progress_bar(items, unit: str):
+    """A progress bar with an ETA on a terminal (stderr); silent when stderr is a file or a pipe."""
+    return tqdm(items, unit=unit[:-1] if unit.endswith("s") else unit, desc=unit, file=sys.stderr,
+                disable=not sys.stderr.isatty(), dynamic_ncols=True)

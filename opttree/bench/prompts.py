@@ -1,7 +1,8 @@
 """Benchmark prompt files: JSONL in MT-bench / Spec-Bench form or plain `{"prompt": ...}` lines.
 
 MT-bench form: `{"question_id": 81, "category": "writing", "turns": ["first turn", ...]}`; only the
-first turn is used (the benchmark measures single-turn decoding). Plain form: `{"prompt": "..."}`
+first turn is used (the benchmark measures single-turn decoding). Plain form: `{"prompt": "..."}` or
+`{"question": "..."}`
 with optional `id` / `question_id` and `category`. Anything else is rejected with the file name,
 the line number and what is wrong, before any model is loaded.
 """
@@ -36,13 +37,15 @@ def _one(obj, where: str, index: int) -> BenchPrompt:
         if not isinstance(turns, list) or not turns or not isinstance(turns[0], str):
             raise BadInput(f"{where}: 'turns' must be a non-empty list of strings.")
         text = turns[0]
-    elif "prompt" in obj:
-        text = obj["prompt"]
+    elif "prompt" in obj or "question" in obj:
+        key = "prompt" if "prompt" in obj else "question"
+        text = obj[key]
         if not isinstance(text, str):
-            raise BadInput(f"{where}: 'prompt' must be a string.")
+            raise BadInput(f"{where}: '{key}' must be a string.")
     else:
         raise BadInput(f"{where}: expected MT-bench form {{\"question_id\", \"category\", \"turns\": [...]}} "
-                       "or {\"prompt\": ...}; found keys " + ", ".join(sorted(map(str, obj))[:8]) + ".")
+                       "or {\"prompt\": ...} or {\"question\": ...}; found keys "
+                       + ", ".join(sorted(map(str, obj))[:8]) + ".")
     try:
         text = clean_prompt(text)
     except BadInput as exc:

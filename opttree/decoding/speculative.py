@@ -70,6 +70,8 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
     """
     if prompt_ids is None:
         prompt_ids = encode_prompt(pair.tokenizer, prompt, chat=chat)
+    if not prompt_ids:
+        raise BadInput("the prompt encodes to no tokens: the first step needs one to continue from.")
     limit = getattr(pair.target.config, "max_position_embeddings", None)
     if limit and len(prompt_ids) + cfg.max_new_tokens + cfg.max_depth + 1 > limit:
         raise BadInput(f"prompt ({len(prompt_ids)} tokens) + max new tokens exceeds the model's "
