@@ -60,6 +60,11 @@ class FeatureHead(nn.Module):
         )
         llama._attn_implementation = "sdpa"
         self.decoder = LlamaModel(llama)
+        if config.get("eagle_norms"):
+            # EAGLE-1/2 checkpoints (models/eagle_checkpoint.py): layer 0 reads the projection with no
+            # input norm, and no final norm follows the last layer.
+            self.decoder.layers[0].input_layernorm = nn.Identity()
+            self.decoder.norm = nn.Identity()
         # Optional reduced draft vocabulary: rows of the target LM head the head may propose.
         n_vocab = int(config.get("draft_vocab") or 0)
         self.register_buffer("vocab_ids", torch.zeros(n_vocab, dtype=torch.long), persistent=True)

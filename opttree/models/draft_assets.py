@@ -15,6 +15,7 @@ from opttree import paths
 from opttree.drafters.head_model import FeatureHead, head_config_from_target
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
+from opttree.models.eagle_checkpoint import is_eagle_checkpoint, load_eagle_head
 from opttree.models.few_row_linear import use_few_row_linear
 
 ASSETS = paths.DRAFTS
@@ -45,6 +46,8 @@ def load_feature_head(spec: str, target):
     if spec == RANDOM_HEAD:
         torch.manual_seed(0)
         head = FeatureHead(head_config_from_target(target.config))
+    elif is_eagle_checkpoint(spec):
+        head = load_eagle_head(spec, target)
     else:
         path = Path(spec)
         if path.is_dir():
