@@ -77,7 +77,9 @@ def test_tree_figure_traces_from_a_real_trace(trace):
         edges, nodes = fig.data[0], fig.data[1]
         n = len(step["tokens"])
         assert len(edges.x) == 3 * n and list(edges.x[2::3]) == [None] * n   # one trace, None-separated
-        assert list(nodes.marker.color) == step["p_hat"]
+        assert list(nodes.marker.color) == style.colour_values("log_p_hat", step["p_hat"], step["q"])
+        assert list(tree_figure(step, colour="p_hat").data[1].marker.color) == step["p_hat"]
+        assert list(tree_figure(step, colour="q").data[1].marker.color) == step["q"]
         acc = by_name(fig, "accepted path")
         assert acc is not None and len(acc.x) == 1 + len(step["accepted"])   # root + accepted nodes
         assert list(acc.marker.symbol[1:]) == ["diamond"] * len(step["accepted"])
@@ -86,12 +88,24 @@ def test_tree_figure_traces_from_a_real_trace(trace):
         assert by_name(fig, "bonus token") is not None
 
 
-def test_colour_scale_is_fixed_and_titled(trace):
-    axes = [tree_figure(s).layout.coloraxis for s in trace["steps"]] + [tree_figure(None).layout.coloraxis]
+@pytest.mark.parametrize("mode,limits,word", [("log_p_hat", (style.LOG_FLOOR, 0), "log"),
+                                               ("p_hat", style.P_HAT_RANGE, "p̂"), ("q", (0.0, 1.0), "q")])
+def test_colour_scale_is_fixed_and_titled(trace, mode, limits, word):
+    axes = [tree_figure(s, colour=mode).layout.coloraxis for s in trace["steps"]]
+    axes.append(tree_figure(None, colour=mode).layout.coloraxis)
     first = axes[0].to_plotly_json()
-    assert (first["cmin"], first["cmax"]) == style.P_HAT_RANGE
-    assert "p̂" in first["colorbar"]["title"]["text"]
+    assert (first["cmin"], first["cmax"]) == limits
+    assert word in first["colorbar"]["title"]["text"]       # the colour bar says what it shows
     assert all(a.to_plotly_json() == first for a in axes)
+
+
+def test_log_scale_separates_small_p_hat():
+    # On the linear scale p̂ = 0.001 and 0.03 are the same dark colour (both < 3 % of the range);
+    # on the log scale they are half the range apart. Values at or below the floor share the bottom.
+    lin = style.colour_values("p_hat", [0.001, 0.03], [1, 1])
+    log = style.colour_values("log_p_hat", [0.001, 0.03, 1e-9, 0.0], [1, 1, 1, 1])
+    assert lin[1] - lin[0] < 0.03 and log[1] - log[0] > 1.4
+    assert log[2] == log[3] == style.LOG_FLOOR and style.colour_values("log_p_hat", [1.0], [1])[0] == 0
 
 
 def test_hover_shows_whitespace_and_escapes_markup():

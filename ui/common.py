@@ -34,6 +34,7 @@ class Page:
     trace: gr.State = None          # the Explore run (a trace dict)
     history: gr.State = None        # E(A)-vs-A points of this session's runs
     settings: dict = field(default_factory=dict)   # setting name -> control (ui/controls.py)
+    colour: gr.Radio = None         # what tree node colour shows (viz/style.py COLOUR_MODES)
     model: gr.Dropdown = None
     prompt: gr.Textbox = None
     status: gr.Markdown = None
@@ -102,13 +103,13 @@ def slider_update(trace, index: int):
     return gr.Slider(minimum=1, maximum=max(n, 2), value=index + 1 if n else 1, step=1, interactive=n > 1)
 
 
-def step_figure(trace, index: int, uirevision: str):
+def step_figure(trace, index: int, uirevision: str, colour: str = "log_p_hat"):
     steps = (trace or {}).get("steps", [])
     return tree_figure(steps[index] if steps else None, step_title(trace, index) if steps else "",
-                       uirevision=uirevision)
+                       uirevision=uirevision, colour=colour)
 
 
-def step_views(trace, index: int):
+def step_views(trace, index: int, colour: str = "log_p_hat"):
     """What moves with the scrubber: tree, text, metrics and the why-curve.
 
     The accepted-length bars and the Learn tab's mirror are redrawn per run (and when the Learn tab
@@ -116,13 +117,13 @@ def step_views(trace, index: int):
     steps = (trace or {}).get("steps", [])
     step = steps[index] if steps else None
     meta = (trace or {}).get("meta", {})
-    return (step_figure(trace, index, "explore"), text_html(trace, index if steps else None),
+    return (step_figure(trace, index, "explore", colour), text_html(trace, index if steps else None),
             step_metrics(trace, index if steps else None), why_shape(step, meta))
 
 
-def run_views(trace, index: int):
+def run_views(trace, index: int, colour: str = "log_p_hat"):
     """Scrubber views plus the per-run ones: accepted-length bars and the Learn tab's mirror tree."""
-    return (*step_views(trace, index), accept_bars(trace, None), step_figure(trace, index, "learn"))
+    return (*step_views(trace, index, colour), accept_bars(trace, None), step_figure(trace, index, "learn", colour))
 
 
 def history_views(history):

@@ -24,6 +24,7 @@ from ui.controls import settings_controls, settings_from
 from viz import lessons
 from viz.metrics import step_metrics
 from viz.step_charts import accept_bars, ea_points, why_shape
+from viz.style import COLOUR_MODES
 from viz.text_view import text_html
 from viz.tree_figure import tree_figure
 
@@ -44,6 +45,8 @@ def build(page: Page, registry) -> dict:
             presets = [gr.Button(p["name"], size="sm", elem_id=f"preset-{i}") for i, p in enumerate(lessons.PRESETS)]
         with gr.Column(scale=3):
             tree_plot = gr.Plot(tree_figure(None), label="Draft tree of the selected step", elem_id="tree-plot")
+            page.colour = gr.Radio([(label, key) for key, label in COLOUR_MODES.items()], value="log_p_hat",
+                                   label="Colour nodes by", elem_id="colour", container=False)
             with gr.Row(equal_height=True):
                 prev_btn = gr.Button("◀ Prev", size="sm", scale=0, min_width=80, elem_id="prev")
                 page.step = gr.Slider(1, 2, value=1, step=1, label="Step", interactive=False, elem_id="step", scale=4)
@@ -65,7 +68,7 @@ def build(page: Page, registry) -> dict:
 # ---------------------------------------------------------------- model work (through the service's lane)
 
 def run_inputs(page: Page) -> list:
-    return [page.model, page.prompt, *page.settings.values(), page.history]
+    return [page.model, page.prompt, *page.settings.values(), page.history, page.colour]
 
 
 def run_outputs(page: Page) -> list:
@@ -77,7 +80,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     """Stream one run into the Explore views (and the Learn mirror, and the session's E(A)-vs-A plot).
 
     `request` comes first: Gradio passes it only to positional parameters, and the settings are variadic."""
-    *values, history = values
+    *values, history, colour = values
     settings = settings_from(dict(zip(page.settings, values)))
     try:
         for up in service.stream(model, prompt, settings, session=session_of(request)):
@@ -93,7 +96,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
             msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
                    f"tokens, τ = {s['tau']:.2f}")
             out = {page.trace: trace, page.step: slider_update(trace, i), page.status: msg, page.learn_status: msg,
-                   **dict(zip(page.run_views, run_views(trace, i)))}
+                   **dict(zip(page.run_views, run_views(trace, i, colour)))}
             if up.state == "done":
                 history = ((history or []) + [ea_points(trace)])[-HISTORY_RUNS:]
                 fig, r_text = history_views(history)
@@ -105,7 +108,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
         if exc.trace and exc.trace.get("steps"):
             i = steps_of(exc.trace) - 1
             out.update({page.trace: exc.trace, page.step: slider_update(exc.trace, i),
-                        **dict(zip(page.run_views, run_views(exc.trace, i)))})
+                        **dict(zip(page.run_views, run_views(exc.trace, i, colour)))})
         yield out
 
 
@@ -128,34 +131,34 @@ def preset_settings(page: Page) -> list[str]:
 
 # ---------------------------------------------------------------- pure view updates (no queue)
 
-def show(trace, step):
+def show(trace, step, colour="log_p_hat"):
     i = clamp(trace, step)
-    return (gr.Slider(value=i + 1), *step_views(trace, i))
+    return (gr.Slider(value=i + 1), *step_views(trace, i, colour))
 
 
-def prev_step(trace, step):
-    return show(trace, clamp(trace, step))          # 1-based value → previous 0-based index + 1
+def prev_step(trace, step, colour):
+    return show(trace, clamp(trace, step), colour)          # 1-based value → previous 0-based index + 1
 
 
-def next_step(trace, step):
-    return show(trace, clamp(trace, step) + 2)
+def next_step(trace, step, colour):
+    return show(trace, clamp(trace, step) + 2, colour)
 
 
-def jump(trace, evt: gr.EventData):
+def jump(trace, colour, evt: gr.EventData):
     data = getattr(evt, "_data", None) or {}
-    return show(trace, (data.get("step", 0) if isinstance(data, dict) else 0) + 1)
+    return show(trace, (data.get("step", 0) if isinstance(data, dict) else 0) + 1, colour)
 
 
-def play(trace, step):
+def play(trace, step, colour):
     start = 1 if clamp(trace, step) >= steps_of(trace) - 1 else step
-    return (gr.Timer(active=steps_of(trace) > 1), *show(trace, start))
+    return (gr.Timer(active=steps_of(trace) > 1), *show(trace, start, colour))
 
 
-def tick(trace, step):
+def tick(trace, step, colour):
     i = clamp(trace, step)
     if i >= steps_of(trace) - 1:
-        return (gr.Timer(active=False), *show(trace, i + 1))
-    return (gr.Timer(active=True), *show(trace, i + 2))
+        return (gr.Timer(active=False), *show(trace, i + 1, colour))
+    return (gr.Timer(active=True), *show(trace, i + 2, colour))
 
 
 def wire(page: Page, parts: dict, service, lane: dict) -> None:
@@ -164,14 +167,16 @@ def wire(page: Page, parts: dict, service, lane: dict) -> None:
     parts["run"].click(runner, inputs, outputs, api_name="run", **lane)
     parts["stop"].click(bind(stop, service), None, page.status, queue=False, api_name="stop")
     scrub = [page.step, *page.views]
-    page.step.input(show, [page.trace, page.step], scrub, trigger_mode="always_last", **PRIVATE)
-    parts["prev"].click(prev_step, [page.trace, page.step], scrub, **PRIVATE)
-    parts["next"].click(next_step, [page.trace, page.step], scrub, **PRIVATE)
-    parts["text"].click(jump, [page.trace], scrub, **PRIVATE)
+    at = [page.trace, page.step, page.colour]
+    page.step.input(show, at, scrub, trigger_mode="always_last", **PRIVATE)
+    page.colour.input(show, at, scrub, **PRIVATE)
+    parts["prev"].click(prev_step, at, scrub, **PRIVATE)
+    parts["next"].click(next_step, at, scrub, **PRIVATE)
+    parts["text"].click(jump, [page.trace, page.colour], scrub, **PRIVATE)
     timer = parts["timer"]
-    parts["play"].click(play, [page.trace, page.step], [timer, *scrub], **PRIVATE)
+    parts["play"].click(play, at, [timer, *scrub], **PRIVATE)
     parts["pause"].click(lambda: gr.Timer(active=False), None, timer, **PRIVATE)
-    timer.tick(tick, [page.trace, page.step], [timer, *scrub], **PRIVATE)
+    timer.tick(tick, at, [timer, *scrub], **PRIVATE)
 
 
 def wire_presets(page: Page, buttons: list, service, lane: dict) -> None:

@@ -27,9 +27,9 @@ def build(page: Page) -> dict:
     return dict(presets=presets)
 
 
-def mirror(trace, step):
-    return step_figure(trace, clamp(trace, step), "learn")
+def mirror(trace, step, colour):
+    return step_figure(trace, clamp(trace, step), "learn", colour)
 
 
 def wire(page: Page, tab) -> None:
-    tab.select(mirror, [page.trace, page.step], page.learn_plot, **PRIVATE)
+    tab.select(mirror, [page.trace, page.step, page.colour], page.learn_plot, **PRIVATE)

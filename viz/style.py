@@ -7,6 +7,7 @@ panels must be able to trust that the same colour means the same probability.
 from __future__ import annotations
 
 import html
+import math
 
 import plotly.io as pio
 
@@ -26,11 +27,38 @@ DRAFT_TEXT_BG = ("#d8ecff", "#bcdcff")   # accepted draft tokens, alternating by
 BONUS_TEXT_BG = ("#ffe0bf", "#ffd09e")   # bonus tokens from the target, alternating by step
 
 
-def coloraxis() -> dict:
-    return dict(colorscale=P_HAT_COLORSCALE, cmin=P_HAT_RANGE[0], cmax=P_HAT_RANGE[1],
+# What node colour shows. Most nodes of a 60-node tree have p̂ near 0, so on a linear scale they all
+# look alike; the log scale (the default) spreads them out. q is the draft's own probability of the
+# node given its parent (how sure the draft was at that branch).
+COLOUR_MODES = {"log_p_hat": "log p̂ (default)", "p_hat": "p̂ (linear)", "q": "q (draft's probability at the node)"}
+LOG_FLOOR = -4          # log10 p̂ below this shares the darkest colour
+
+
+def coloraxis(mode: str = "p_hat") -> dict:
+    """The fixed colour axis of a colour mode (never rescaled per step)."""
+    if mode == "log_p_hat":
+        ticks = dict(tickvals=list(range(LOG_FLOOR, 1)),
+                     ticktext=[f"≤1e{LOG_FLOOR}"] + [f"{10.0 ** e:g}" for e in range(LOG_FLOOR + 1, 1)])
+        cmin, cmax, title = LOG_FLOOR, 0, "p̂, log scale<br>(chance the path<br>is accepted)"
+    elif mode == "q":
+        ticks = dict(tickvals=[0, 0.25, 0.5, 0.75, 1.0])
+        cmin, cmax, title = 0.0, 1.0, "q (draft's prob.<br>given the parent)"
+    else:
+        ticks = dict(tickvals=[0, 0.25, 0.5, 0.75, 1.0])
+        (cmin, cmax), title = P_HAT_RANGE, P_HAT_TITLE
+    return dict(colorscale=P_HAT_COLORSCALE, cmin=cmin, cmax=cmax,
                 # A fixed pixel length pinned to the top: tall 500-node trees keep a compact bar in view.
-                colorbar=dict(title=dict(text=P_HAT_TITLE, side="right"), thickness=14, lenmode="pixels",
-                              len=280, yanchor="top", y=1.0, tickvals=[0, 0.25, 0.5, 0.75, 1.0]))
+                colorbar=dict(title=dict(text=title, side="right"), thickness=14, lenmode="pixels",
+                              len=280, yanchor="top", y=1.0, **ticks))
+
+
+def colour_values(mode: str, p_hat: list[float], q: list[float]) -> list[float]:
+    """Each node's value on the colour axis of `mode`."""
+    if mode == "q":
+        return list(q)
+    if mode == "log_p_hat":
+        return [max(LOG_FLOOR, math.log10(p)) if p > 0 else LOG_FLOOR for p in p_hat]
+    return list(p_hat)
 
 
 def visible(text: str) -> str:

@@ -3,7 +3,7 @@
 Traces, in a fixed order so the browser can find them by name:
   edges          every parent→child edge in ONE scatter separated by None (one trace per edge is
                  far slower to redraw at 500 nodes)
-  draft nodes    every node, coloured by p̂ on the shared fixed colour axis
+  draft nodes    every node, coloured on the shared fixed colour axis (log p̂ by default; p̂ or q)
   accepted path  the accepted edges and nodes: thick red line and large diamonds (shape + width +
                  colour, so it survives colour-blindness and greyscale projectors)
   rejected       the draft's top child at the point where the target disagreed (an X)
@@ -32,12 +32,16 @@ def _hover(step: dict, i: int) -> str:
             f"depth {step['depth'][i]} · rank {step['rank'][i]} among siblings' draft choices")
 
 
-def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree") -> go.Figure:
-    """Figure for one trace step; `None` gives an empty placeholder with the same colour bar."""
+def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree", colour: str = "log_p_hat") -> go.Figure:
+    """Figure for one trace step; `None` gives an empty placeholder with the same colour bar.
+
+    `colour`: what node colour shows (`style.COLOUR_MODES`: log p̂, p̂ or q)."""
+    if colour not in style.COLOUR_MODES:
+        colour = "log_p_hat"
     # Plain dicts assembled into one unvalidated Figure: validating each go.Scatter costs ~20 ms per
     # tree, and this runs on every scrubber step (the traces are built right by construction).
     traces: list[dict] = []
-    layout = dict(coloraxis=style.coloraxis(), template=style.TEMPLATE, showlegend=True,
+    layout = dict(coloraxis=style.coloraxis(colour), template=style.TEMPLATE, showlegend=True,
                       legend=dict(orientation="h", y=-0.02, yanchor="top", x=0, font=dict(size=11)),
                       margin=dict(l=10, r=10, t=40 if title else 16, b=40),
                       xaxis=dict(title="depth (root = last committed token)", dtick=1, zeroline=False,
@@ -49,12 +53,14 @@ def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree") ->
                       uirevision=uirevision)
     if not step:
         traces.append(dict(type="scatter", x=[0], y=[0], mode="markers", name="draft nodes",
-                           marker=dict(color=[0.0], coloraxis="coloraxis", size=1), hoverinfo="skip"))
+                           marker=dict(color=style.colour_values(colour, [0.0], [0.0]), coloraxis="coloraxis",
+                                       size=1), hoverinfo="skip"))
         layout.update(height=MIN_HEIGHT, annotations=[dict(text="Run a prompt to see its draft trees",
                                                            showarrow=False, x=0.5, y=0.5,
                                                            xref="paper", yref="paper")])
         return _figure(traces, layout)
     parents, p_hat = step["parents"], step["p_hat"]
+    shade = style.colour_values(colour, p_hat, step["q"])
     n = len(parents)
     x, y, root_y, rows = tidy_layout(parents, p_hat)
 
@@ -78,7 +84,7 @@ def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree") ->
         if labels else None,
         textposition="middle right", textfont=dict(size=10, color="#444"),
         hovertext=[_hover(step, i) for i in range(n)], hoverinfo="text",
-        marker=dict(color=list(p_hat), coloraxis="coloraxis", size=9 if n <= 150 else 6,
+        marker=dict(color=shade, coloraxis="coloraxis", size=9 if n <= 150 else 6,
                     line=dict(width=0.5, color="#555"))))
 
     acc = list(step.get("accepted") or [])
@@ -93,7 +99,7 @@ def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree") ->
         hovertext=["root"] + [_hover(step, a) for a in acc], hoverinfo="text",
         line=dict(color=style.ACCEPTED, width=5),
         marker=dict(symbol=["square"] + ["diamond"] * len(acc), size=[10] + [15] * len(acc),
-                    color=[1.0] + [p_hat[a] for a in acc], coloraxis="coloraxis",
+                    color=style.colour_values(colour, [1.0], [1.0]) + [shade[a] for a in acc], coloraxis="coloraxis",
                     line=dict(width=2.5, color=style.ACCEPTED))))
 
     rej = step.get("rejected")

@@ -1,0 +1,108 @@
+"""A run as one standalone HTML file: every step's tree with a scrubber, the text and the metrics.
+
+It opens offline in any browser (plotly.js is inlined), for slides and handouts: no server, no
+model. Built from the trace alone, with the same figure and text builders as the app, so a step
+looks the same in both. Keys: ← / → step, Space play / pause.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from . import style
+from .metrics import run_summary
+from .text_view import text_html
+from .tree_figure import step_title, tree_figure
+
+
+def _step_rows(step: dict) -> list[tuple[str, str]]:
+    return [("E(A) = Σ p̂", f"{step['expected_accept']:.2f}"),
+            ("accepted draft tokens", f"{step['accept_length']} (+1 bonus)"),
+            ("nodes / depth", f"{len(step['tokens'])} / {max(step['depth'], default=0)}"),
+            ("draft / build / verify ms", f"{step.get('draft_ms', 0):.0f} / {step.get('build_ms', 0):.0f} / "
+                                           f"{step.get('verify_ms', 0):.0f}"),
+            ("why it stopped growing", str(step.get("stop_reason", "")))]
+
+
+def _markdown_bold(text: str) -> str:
+    """run_summary's **bold** as HTML (the text is already escaped by it)."""
+    parts = text.split("**")
+    return "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def standalone_html(trace: dict, colour: str = "log_p_hat") -> str:
+    steps = trace.get("steps", [])
+    figures = [json.loads(pio.to_json(tree_figure(s, step_title(trace, i), colour=colour), validate=False))
+               for i, s in enumerate(steps)]
+    texts = [text_html(trace, i) for i in range(len(steps))]
+    metrics = ["".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in _step_rows(s))
+               for s in steps]
+    data = json.dumps({"figures": figures, "texts": texts, "metrics": metrics}, ensure_ascii=False)
+    data = data.replace("</", "<\\/")   # the JSON sits inside a <script> element
+    meta = trace.get("meta", {})
+    title = f"OPT-Tree Explorer · {meta.get('method', '')} run"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 16px; color: #222; }}
+.bar {{ display: flex; gap: 8px; align-items: center; margin: 8px 0; flex-wrap: wrap; }}
+.bar input[type=range] {{ flex: 1; min-width: 200px; }}
+table {{ border-collapse: collapse; font-size: 14px; }} td {{ border: 1px solid #ddd; padding: 3px 8px; }}
+.prompt {{ background: #f4f4f4; padding: 8px; border-radius: 4px; white-space: pre-wrap; }}
+{style.PAGE_CSS}
+</style>
+<script>{get_plotlyjs()}</script></head>
+<body>
+<h2>{html.escape(title)}</h2>
+<p>Target <b>{html.escape(str(meta.get('target', '')))}</b>, draft <b>{html.escape(str(meta.get('draft', '')))}</b>
+· {_markdown_bold(run_summary(trace))}</p>
+<div class="prompt"><b>Prompt:</b> {html.escape(trace.get('prompt', ''))}</div>
+<div class="bar"><button id="prev">◀ Prev</button><input id="step" type="range" min="1" max="{max(len(steps), 1)}"
+ value="1"><button id="next">Next ▶</button><button id="play">▶ Play</button><span id="label"></span></div>
+<div id="tree"></div>
+<table id="metrics"></table>
+<div id="text"></div>
+<p style="color:#666;font-size:12px">Keys: ← / → step, Space play / pause. Exported from OPT-Tree Explorer;
+it needs no server and no network.</p>
+<script id="run-data" type="application/json">{data}</script>
+<script>
+const D = JSON.parse(document.getElementById('run-data').textContent);
+const n = D.figures.length, slider = document.getElementById('step');
+let timer = null;
+function show(i) {{
+  if (!n) return;
+  i = Math.max(0, Math.min(n - 1, i));
+  slider.value = i + 1;
+  document.getElementById('label').textContent = 'step ' + (i + 1) + ' of ' + n;
+  Plotly.react('tree', D.figures[i].data, D.figures[i].layout, {{responsive: true}});
+  document.getElementById('metrics').innerHTML = D.metrics[i];
+  document.getElementById('text').innerHTML = D.texts[i];
+}}
+function cur() {{ return parseInt(slider.value, 10) - 1; }}
+function play() {{
+  if (timer) {{ clearInterval(timer); timer = null; return; }}
+  if (cur() >= n - 1) show(0);
+  timer = setInterval(() => {{
+    if (cur() >= n - 1) {{ clearInterval(timer); timer = null; }} else show(cur() + 1);
+  }}, 800);
+}}
+slider.addEventListener('input', () => show(cur()));
+document.getElementById('prev').onclick = () => show(cur() - 1);
+document.getElementById('next').onclick = () => show(cur() + 1);
+document.getElementById('play').onclick = play;
+document.getElementById('text').addEventListener('click', (e) => {{
+  const t = e.target.closest('[data-step]'); if (t) show(parseInt(t.dataset.step, 10));
+}});
+document.addEventListener('keydown', (e) => {{
+  if (e.key === 'ArrowLeft') show(cur() - 1);
+  else if (e.key === 'ArrowRight') show(cur() + 1);
+  else if (e.key === ' ') {{ e.preventDefault(); play(); }}
+}});
+show(0);
+</script></body></html>
+"""
