@@ -276,3 +276,21 @@ def test_queue_position_and_closing_a_tab_frees_the_lane(page):
     assert "Stopped" in pg.evaluate(STATUS_TEXT, "#status")
     pg.click("#stop")
     pg.wait_for_function(f"() => /Nothing is running/.test(({STATUS_TEXT})('#status'))")
+
+
+def test_deep_link_keys_and_copy_link(page):
+    pg = page
+    pg.goto(pg.url.split("?")[0] + "?preset=0&step=2")
+    pg.wait_for_function(f"() => /Done/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
+    pg.wait_for_function("() => document.querySelector('#step input[type=number]').value === '2'")
+    assert pg.locator("#prompt textarea").input_value() == PRESETS[0]["prompt"]
+    assert "step 2/" in plot_state(pg)["title"]
+    pg.locator("#tree-plot").click(position={"x": 5, "y": 5})     # focus outside any text field
+    pg.keyboard.press("ArrowRight")
+    pg.wait_for_function("() => document.querySelector('#step input[type=number]').value === '3'")
+    pg.keyboard.press("ArrowLeft")
+    pg.wait_for_function("() => document.querySelector('#step input[type=number]').value === '2'")
+    pg.click("#copy-link")
+    pg.wait_for_selector("#link textarea, #link input")
+    link = pg.locator("#link textarea, #link input").first.input_value()
+    assert "run=1" in link and "step=2" in link and "Count+from+1" in link

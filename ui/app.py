@@ -20,11 +20,34 @@ from opttree.config import SETTING_NAMES, SETTINGS, python_type  # noqa: E402
 from opttree.errors import OptTreeError  # noqa: E402
 from opttree.serve.service import RunError, RunService  # noqa: E402
 from opttree.serve.settings import ServerSettings  # noqa: E402
-from ui import compare, ea_vs_a, explore, files, learn  # noqa: E402
-from ui.common import Page, bind, md_safe  # noqa: E402
+from ui import compare, ea_vs_a, explore, files, learn, links  # noqa: E402
+from ui.common import PRIVATE, Page, bind, md_safe  # noqa: E402
 from viz.style import PAGE_CSS  # noqa: E402
 
 log = logging.getLogger("opttree.app")
+
+# ← / → step and Space play / pause in Explore, unless a text field has the focus.
+KEYS_JS = """
+() => {
+  let playing = false;
+  document.addEventListener('keydown', (e) => {
+    const t = e.target;
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT', 'BUTTON'].includes(t.tagName))) return;
+    const press = (id) => {
+      const b = document.getElementById(id);
+      if (!b || b.offsetParent === null) return false;   // only while Explore is the visible tab
+      b.click();
+      return true;
+    };
+    let done = false;
+    if (e.key === 'ArrowLeft') done = press('prev');
+    else if (e.key === 'ArrowRight') done = press('next');
+    else if (e.key === ' ') { playing = !playing; done = press(playing ? 'play' : 'pause'); }
+    if (done) e.preventDefault();
+  });
+}
+"""
 
 
 def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
@@ -45,7 +68,8 @@ def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
                     "target model check them all in one pass. Press **Run**, then scrub through the steps.")
         gr.Markdown(f"⚠️ {md_safe(startup_notice)}" if startup_notice else "", elem_classes=["notice"],
                     visible=bool(startup_notice), elem_id="startup-notice")
-        with gr.Tabs(elem_id="tabs"):
+        link_state = gr.State({})
+        with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab("Explore", id="explore"):
                 explore_parts = explore.build(page, registry)
             with gr.Tab("Compare", id="compare"):
@@ -61,6 +85,7 @@ def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
         explore.wire_presets(page, explore_parts["presets"] + learn_parts["presets"], service, lane)
         compare.wire(page, compare_parts, service, bind(explore.stop, service), lane)
         ea_vs_a.wire(page, ea_parts)
+        wire_links(demo, page, explore_parts, tabs, link_state, service, lane)
         learn.wire(page, learn_tab)
         files.wire(page, file_parts)
         # A closed tab cancels its runs so the lane is free for the next visitor.
@@ -68,6 +93,20 @@ def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
         gr.api(bind(generate, service), api_name="generate", concurrency_id=lane["concurrency_id"],
                concurrency_limit=lane["concurrency_limit"])
     return demo
+
+
+def wire_links(demo, page: Page, parts: dict, tabs, link_state, service, lane: dict) -> None:
+    """Deep links (ui/links.py): read on load, then run and show the step they name; Copy link."""
+    settings = list(page.settings.values())
+    targets = [link_state, tabs, page.prompt, page.model, page.colour, *settings]
+    demo.load(bind(links.apply_link, page, tabs, link_state), None, targets, **PRIVATE).then(
+        bind(links.run_if_linked, page, service), [link_state, *explore.run_inputs(page)],
+        explore.run_outputs(page), api_visibility="private", **lane).then(
+        links.show_linked_step, [link_state, page.trace, page.colour], [page.step, *page.views], **PRIVATE)
+    parts["link"].click(links.copy_link, [page.prompt, page.model, page.colour, page.step, *settings],
+                        parts["link_box"], **PRIVATE).then(
+        lambda: gr.Textbox(visible=True), None, parts["link_box"], **PRIVATE).then(
+        None, parts["link_box"], None, js="(link) => { navigator.clipboard?.writeText(link).catch(() => {}); }")
 
 
 def on_unload(service, request: gr.Request = None):
@@ -120,7 +159,7 @@ def main() -> None:
     threading.Thread(target=_preload, args=(service,), daemon=True).start()
     demo.queue(max_size=settings.queue_size)
     demo.launch(server_name=settings.server_name, server_port=settings.server_port, share=False,
-                show_error=False, css=PAGE_CSS, theme=gr.themes.Soft(), max_file_size="64mb",
+                show_error=False, css=PAGE_CSS, js=KEYS_JS, theme=gr.themes.Soft(), max_file_size="64mb",
                 footer_links=["api"])
 
 

@@ -40,6 +40,9 @@ def build(page: Page, registry) -> dict:
             with gr.Row():
                 run_btn = gr.Button("Run", variant="primary", elem_id="run")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+                link_btn = gr.Button("🔗 Copy link", size="sm", elem_id="copy-link")
+            link_box = gr.Textbox(label="Link to this prompt, these settings and this step (for a slide)",
+                                  visible=False, buttons=["copy"], elem_id="link")
             page.status = gr.Markdown("Ready.", elem_id="status")
             gr.Markdown("**One-click lessons** (details in the Learn tab):")
             presets = [gr.Button(p["name"], size="sm", elem_id=f"preset-{i}") for i, p in enumerate(lessons.PRESETS)]
@@ -53,6 +56,8 @@ def build(page: Page, registry) -> dict:
                 next_btn = gr.Button("Next ▶", size="sm", scale=0, min_width=80, elem_id="next")
                 play_btn = gr.Button("▶ Play", size="sm", scale=0, min_width=80, elem_id="play")
                 pause_btn = gr.Button("❚❚ Pause", size="sm", scale=0, min_width=80, elem_id="pause")
+            gr.Markdown("Keys: **←** / **→** step · **Space** play / pause (when no text box has the focus).",
+                        elem_id="keys-help")
             text_out = gr.HTML(text_html(None), js_on_load=TOKEN_CLICK_JS, elem_id="gen-text")
             with gr.Row():
                 with gr.Column(scale=1):
@@ -61,7 +66,8 @@ def build(page: Page, registry) -> dict:
                     page.bars = gr.Plot(accept_bars(None), label="Accepted length per step", elem_id="bars")
             why_plot = gr.Plot(why_shape(None, None), label="Why this shape", elem_id="why")
     page.views = [tree_plot, text_out, metrics, why_plot]
-    return dict(run=run_btn, stop=stop_btn, presets=presets, prev=prev_btn, next=next_btn, play=play_btn,
+    return dict(run=run_btn, stop=stop_btn, link=link_btn, link_box=link_box, presets=presets, prev=prev_btn,
+                next=next_btn, play=play_btn,
                 pause=pause_btn, text=text_out, timer=gr.Timer(0.8, active=False))
 
 
