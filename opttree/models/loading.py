@@ -14,7 +14,7 @@ from opttree import paths
 from opttree.drafters.tree_temperature import card_temperature
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
-from opttree.models.draft_assets import default_draft_for, load_bundled_classic, load_feature_head
+from opttree.models.draft_assets import check_card_target, default_draft_for, load_bundled_classic, load_feature_head
 from opttree.models.few_row_linear import use_few_row_linear
 
 
@@ -47,7 +47,7 @@ def model_folder(spec: str) -> str:
         raise BadInput("a model id or path is required.")
     spec = str(spec).strip()
     if spec in bundled.BUNDLED_ALIASES:
-        return str(bundled.converted_dir())
+        return bundled.source()
     return spec
 
 
@@ -134,12 +134,16 @@ def load_pair(target: str = bundled.BUNDLED_ID, drafter: str = "eagle", draft: s
     dt = resolve_dtype(dtype, dev)
     tok = load_tokenizer(target, trust_remote_code)
     tgt = load_causal_lm(target, dev, dt, device_map, trust_remote_code)
-    pair = ModelPair(tgt, tok, target, device=input_device(tgt), dtype=dt)
+    name = target
+    if target in bundled.BUNDLED_ALIASES and not bundled.available():
+        name = f"{bundled.HUB_FALLBACK} (hub stand-in: the bundled GGUF is not installed)"
+    pair = ModelPair(tgt, tok, name, device=input_device(tgt), dtype=dt)
     if drafter in (None, "", "none"):
         return pair
     if drafter not in ("classic", "eagle"):
         raise BadInput(f"unknown drafter {drafter!r}: use classic or eagle.")
     draft = draft or default_draft_for(target, drafter)
+    check_card_target(draft, target)
     pair.drafter_kind, pair.draft_name = drafter, draft
     pair.tree_temperature = card_temperature(draft)
     if drafter == "eagle":
