@@ -221,6 +221,6 @@ def test_every_lesson_preset_is_a_valid_run_setting():
 def test_run_summary_names_the_target_and_draft_it_ran(trace):
     from viz.metrics import run_summary
 
-    text = run_summary({**trace, "meta": {**trace["meta"], "target": "HuggingFaceTB/SmolLM2-135M-Instruct (hub stand-in)",
-                                          "draft": "<b>head</b>"}})
+    meta = {**trace["meta"], "target": "HuggingFaceTB/SmolLM2-135M-Instruct (hub stand-in)", "draft": "<b>head</b>"}
+    text = run_summary({**trace, "meta": meta})
     assert "Target HuggingFaceTB/SmolLM2-135M-Instruct (hub stand-in)" in text and "&lt;b&gt;head" in text
