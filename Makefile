@@ -31,7 +31,12 @@ test: setup browser
 	PYTHONPATH=. $(BIN)/python -m pytest -q tests
 
 lint: setup
-	$(BIN)/ruff check opttree viz tests app.py
+	$(BIN)/ruff check opttree viz ui tests tools app.py
+
+# Regenerate docs/screenshots/ from the current app (headless Chromium drives a real run).
+.PHONY: screenshots
+screenshots: setup browser
+	PYTHONPATH=. $(BIN)/python tools/screenshots.py
 
 # Regenerate the committed benchmark report in benchmarks/ (bench + sweep + README; knobs in
 # benchmarks/run.sh, e.g. `make bench LIMIT=4 DEVICE=cuda`).
