@@ -30,7 +30,7 @@ def control(name: str):
     if meta["ui"].get("kind") == "number":
         return gr.Number(value, precision=0, minimum=meta["lo"], step=1, **common)
     ui = meta["ui"]
-    return gr.Slider(ui["min"], ui["max"], value=value, step=ui["step"], info=meta["help"].capitalize() + ".",
+    return gr.Slider(ui["min"], ui["max"], value=value, step=ui["step"], info=meta["help"] + ".",
                      **common)
 
 
