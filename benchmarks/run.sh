@@ -10,6 +10,7 @@
 #   SWEEP_LIMIT=3 SWEEP_TOKENS=64 BUDGETS=4,10,25,60,150,300,500 THRESHOLDS=0,0.2,0.5,1,2 CAP=binary=150
 #   SWEEP_NICE=0..19 (run the sweep at low priority beside other jobs: τ is unaffected, timings are noisier)
 #   DRAFTER=eagle  EA=<head file>  CLASSIC=<classic draft file>  OUT=benchmarks  LABEL=<banner line>
+#   THEORY_LIMIT=8 THEORY_TOKENS=64 (STEP=theory: the multi-draft acceptance table at temperature 0.7, budget NODES)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -50,11 +51,18 @@ if step bench60 && [ -n "$ORDER_NODES" ]; then
     --max-new-tokens "$TOKENS" --nodes "$ORDER_NODES" "${COMMON[@]}" --methods ar,opt-tree,eagle-static,binary \
     --out "$OUT/bench_n$ORDER_NODES.json" --plot "$OUT/bench_n$ORDER_NODES.png" 2>&1 | tee "$OUT/bench_n$ORDER_NODES.log"
 fi
+if step theory; then
+  "$PY" -m opttree theory-table --prompts opttree/assets/prompts/eval.jsonl --limit "${THEORY_LIMIT:-8}" \
+    --max-new-tokens "${THEORY_TOKENS:-64}" --nodes "$NODES" --device "$DEVICE" --threads "$THREADS" \
+    --drafter "$DRAFTER" "${EA_ARGS[@]}" --out "$OUT/theory_table.json" --md "$OUT/theory_table.md" \
+    2>&1 | tee "$OUT/theory_table.log"
+fi
 if step report; then
   # E(A) vs A: pool the bench's verification steps with the sweep's (≥ 1000 steps).
-  "$PY" -m opttree.bench_pool "$OUT/sweep.json" "$OUT/bench.json" --plot-dir "$OUT"
-  "$PY" -m opttree.bench_report --bench "$OUT/bench.json" --sweep "$OUT/sweep.json" \
+  "$PY" -m opttree.bench.pool "$OUT/sweep.json" "$OUT/bench.json" --plot-dir "$OUT"
+  "$PY" -m opttree.bench.report --bench "$OUT/bench.json" --sweep "$OUT/sweep.json" \
     --notes "$OUT/NOTES.md" --label "${LABEL:-}" --out "$OUT/README.md" --plot-dir "$OUT" \
+    --theory "$OUT/theory_table.json" \
     ${ORDER_NODES:+--also-bench "$OUT/bench_n$ORDER_NODES.json"} \
     --command "make bench BENCH_MINUTES=${BENCH_MINUTES:-} SWEEP_MINUTES=${SWEEP_MINUTES:-} SWEEP_NICE=$SWEEP_NICE LIMIT=$LIMIT TOKENS=$TOKENS NODES=$NODES EXTRA=$EXTRA ORDER_NODES=$ORDER_NODES THREADS=$THREADS SWEEP_LIMIT=$SWEEP_LIMIT SWEEP_TOKENS=$SWEEP_TOKENS BUDGETS=$BUDGETS CAP=$CAP"
 fi

@@ -873,25 +873,39 @@ def scheme_table(p: Sequence[float] | np.ndarray, q: Sequence[float] | np.ndarra
     return table
 
 
-def toy_distributions(kind: str = "peaked", V: int = 32, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """A target/draft pair for the toy mode, deterministic in (kind, V, seed).
+def toy_distributions(kind: str = "peaked", V: int = 32, seed: int = 0, *, scale: float | None = None,
+                      draft_scale: float | None = None,
+                      noise: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A target/draft pair for the toy mode, deterministic in (kind, V, seed) and the overrides.
 
-    The target is softmax(s z) with z standard normal; the draft is softmax(s (z + σ ε)), a noisy
-    copy, like a small model that mostly agrees with the big one. ``"peaked"`` uses s = 3,
-    σ = 0.6 (a few tokens hold most mass), ``"flat"`` s = 0.7, σ = 0.6 (mass spread out), and
-    ``"mismatched"`` draws p and q from independent Dirichlet(0.3) laws.
+    The target is softmax(s z) with z standard normal; the draft is softmax(s' (z + σ ε)), a noisy
+    copy, like a small model that mostly agrees with the big one. ``"peaked"`` uses s = s' = 3,
+    σ = 0.6 (a few tokens hold most mass), ``"flat"`` s = s' = 0.7, σ = 0.6 (mass spread out), and
+    ``"mismatched"`` draws p and q from independent Dirichlet(0.3) laws. For the two softmax kinds
+    ``scale`` (s, the target's peakedness), ``draft_scale`` (s', the draft's; default s) and
+    ``noise`` (σ, the mismatch) override the kind's values; they must be finite and >= 0.
     """
     if isinstance(V, bool) or not isinstance(V, (int, np.integer)) or V < 2:
         raise ValueError(f"V must be an integer >= 2, got {V!r}")
     rng = np.random.default_rng(seed)
+    overrides = {"scale": scale, "draft_scale": draft_scale, "noise": noise}
+    for name, value in overrides.items():
+        if value is not None and not (isinstance(value, (int, float, np.floating)) and math.isfinite(value)
+                                      and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     if kind == "mismatched":
+        if any(v is not None for v in overrides.values()):
+            raise ValueError("scale, draft_scale and noise apply to the 'peaked' and 'flat' kinds only")
         p = rng.dirichlet(np.full(V, 0.3))
         q = rng.dirichlet(np.full(V, 0.3))
         return p / p.sum(), q / q.sum()
     settings = {"peaked": (3.0, 0.6), "flat": (0.7, 0.6)}
     if kind not in settings:
         raise ValueError(f"kind must be one of 'peaked', 'flat', 'mismatched', got {kind!r}")
-    scale, noise = settings[kind]
+    s, sigma = settings[kind]
+    s = s if scale is None else float(scale)
+    s_draft = s if draft_scale is None else float(draft_scale)
+    sigma = sigma if noise is None else float(noise)
     z = rng.standard_normal(V)
     eps = rng.standard_normal(V)
 
@@ -899,7 +913,7 @@ def toy_distributions(kind: str = "peaked", V: int = 32, seed: int = 0) -> tuple
         e = np.exp(v - v.max())
         return e / e.sum()
 
-    return softmax(scale * z), softmax(scale * (z + noise * eps))
+    return softmax(s * z), softmax(s_draft * (z + sigma * eps))
 
 
 def wor_beats_iid_example() -> tuple[np.ndarray, np.ndarray]:

@@ -5,6 +5,19 @@ A run is a plain JSON object: {"version", "meta", "prompt", "output_ids", "outpu
 depth, q, p_hat, rank), the accepted node indices in order, the bonus token, E(A) and the per-depth
 E(A) values that decided the tree's depth, plus timings. Views, replay, export and tests read only
 this record; `validate_trace` guards every trace that comes from outside (imports are untrusted).
+
+The target's side of a step (optional: traces written before it existed lack both fields):
+- `p_target`: per node, the target's probability of the node's token at its parent's row, i.e. the
+  target's p of that child given the committed text and the node's ancestors;
+- `topk_rows`: for at most ROWS_PER_STEP verified rows (the root as node -1, the accepted nodes in
+  order, then other expanded nodes by p̂), {"node", "ids", "texts", "p", "q"}: the union of the
+  target's and the draft's TOPK most likely tokens at that row, each with the target's p and the
+  draft's q, ordered by p (so the target's top TOPK are the first TOPK by p). A run keeps at most
+  ROWS_PER_RUN rows in all; later steps record none. Autoregressive runs and runs timed by the
+  benchmarks (`record_target=False`) record neither field.
+p is the target's sampling distribution when temperature > 0 and its softmax at T = 1 when the run is
+greedy (`meta.target_distribution` says which); q is the draft distribution the tree was built from
+(at the tree temperature in `meta.tree_temperature`). Probabilities are rounded to 6 decimals.
 """
 
 from __future__ import annotations
@@ -18,6 +31,9 @@ from opttree.errors import BadInput
 VERSION = 1
 STEP_LISTS = ("tokens", "texts", "parents", "depth", "q", "p_hat", "rank")
 MAX_STEPS, MAX_NODES, MAX_TRACE_BYTES = 5000, 2000, 64 * 1024 * 1024
+TOPK = 8                  # tokens per side (target, draft) in a recorded row
+ROWS_PER_STEP = 16        # recorded rows per step
+ROWS_PER_RUN = 4096       # recorded rows per run (~3 MB of JSON at most)
 
 
 @dataclass
@@ -33,6 +49,8 @@ class StepData:
     draft_ms: float
     build_ms: float
     verify_ms: float
+    p_target: list[float] | None = None   # per node: the target's p of its token at its parent's row
+    topk_rows: list[dict] | None = None   # {"node", "ids", "p", "q"} per recorded row (texts added here)
 
 
 def step_record(index: int, step: StepData, text_of, decode) -> dict:
@@ -51,7 +69,19 @@ def step_record(index: int, step: StepData, text_of, decode) -> dict:
         "stop_reason": step.info.get("stop_reason", ""),
         "draft_ms": round(step.draft_ms, 3), "build_ms": round(step.build_ms, 3),
         "verify_ms": round(step.verify_ms, 3),
+        **_target_side(step, text_of),
     }
+
+
+def _target_side(step: StepData, text_of) -> dict:
+    out = {}
+    if step.p_target is not None:
+        out["p_target"] = [round(x, 6) for x in step.p_target]
+    if step.topk_rows is not None:
+        out["topk_rows"] = [{"node": r["node"], "ids": list(r["ids"]), "texts": [text_of(t) for t in r["ids"]],
+                             "p": [round(x, 6) for x in r["p"]], "q": [round(x, 6) for x in r["q"]]}
+                            for r in step.topk_rows]
+    return out
 
 
 def summarize(steps: list[dict], new_tokens: int, wall_s: float) -> dict:
@@ -120,6 +150,8 @@ def validate_trace(trace) -> None:
     _need(isinstance(steps, list) and len(steps) <= MAX_STEPS, f"steps must be a list of at most {MAX_STEPS}")
     for i, step in enumerate(steps):
         _validate_step(i, step)
+    rows = sum(len(s.get("topk_rows", [])) for s in steps)
+    _need(rows <= ROWS_PER_RUN, f"{rows} topk_rows in all (at most {ROWS_PER_RUN} per run)")
 
 
 def _validate_step(i: int, step) -> None:
@@ -153,3 +185,33 @@ def _validate_step(i: int, step) -> None:
     for a in acc:
         _need(step["parents"][a] == prev, f"{where}: accepted path does not follow parents")
         prev = a
+    if "p_target" in step:
+        pt = step["p_target"]
+        _need(isinstance(pt, list) and len(pt) == n and all(_is_num(x) and 0.0 <= x <= 1.0 for x in pt),
+              f"{where}: p_target must be {n} numbers in [0, 1]")
+    if "topk_rows" in step:
+        _validate_rows(where, step["topk_rows"], n)
+
+
+def _validate_rows(where: str, rows, n: int) -> None:
+    _need(isinstance(rows, list) and len(rows) <= ROWS_PER_STEP,
+          f"{where}: topk_rows must be a list of at most {ROWS_PER_STEP}")
+    seen = set()
+    for r in rows:
+        _need(isinstance(r, dict) and all(key in r for key in ("node", "ids", "texts", "p", "q")),
+              f"{where}: each of topk_rows needs node, ids, texts, p and q")
+        node = r["node"]
+        _need(_is_int(node) and -1 <= node < n and node not in seen,
+              f"{where}: topk_rows node {node!r} is not a distinct node index (-1 = the root)")
+        seen.add(node)
+        m = len(r["ids"]) if isinstance(r["ids"], list) else -1
+        _need(1 <= m <= 2 * TOPK, f"{where}: a topk_rows entry must have 1 to {2 * TOPK} ids")
+        for key in ("texts", "p", "q"):
+            _need(isinstance(r[key], list) and len(r[key]) == m, f"{where}: topk_rows {key} must have {m} entries")
+        _need(all(_is_int(t) and t >= 0 for t in r["ids"]) and len(set(r["ids"])) == m,
+              f"{where}: topk_rows ids must be distinct token ids")
+        _need(all(isinstance(t, str) for t in r["texts"]), f"{where}: topk_rows texts must be strings")
+        for key in ("p", "q"):
+            vals = r[key]
+            _need(all(_is_num(x) and 0.0 <= x <= 1.0 for x in vals) and sum(vals) <= 1.0 + 1e-3,
+                  f"{where}: topk_rows {key} must be probabilities (each in [0, 1], at most 1 in all)")

@@ -212,6 +212,49 @@ def test_compare_tab(page):
     shot(pg, "06-learn.png")
 
 
+
+THEORY_PLOTS = """() => {
+    const read = (sel) => {
+        const gd = document.querySelector(sel + ' .js-plotly-plot');
+        return gd ? {names: gd.data.map(t => t.name), ys: gd.data.map(t => (t.y || []).length),
+                     points: gd.querySelectorAll('.scatterlayer .point').length,
+                     bars: gd.querySelectorAll('.barlayer .point').length} : null;
+    };
+    return {dist: read('#theory-dist'), rates: read('#theory-rates'),
+            text: document.querySelector('#theory-text').innerText};
+}"""
+
+
+def test_theory_tab_after_a_short_run(page):
+    pg = page
+    pg.get_by_role("tab", name="Explore").click()
+    set_slider(pg, "nodes", 12)
+    set_slider(pg, "max-new-tokens", 6)
+    start_and_wait(pg, "#run")
+    pg.get_by_role("tab", name="Theory").click()
+    # Opening the tab loads the Explore step's recorded rows into the node menu and draws the root.
+    pg.wait_for_function("() => /Step \\d+, root/.test(document.querySelector('#theory-text').innerText)")
+    pg.locator("#theory-node input").click()
+    options = pg.locator('[data-testid="dropdown-option"]')
+    labels = options.all_inner_texts()
+    assert labels[0].strip().startswith("✓") or "root" in labels[0]
+    node = next(i for i, t in enumerate(labels) if "node " in t)
+    picked = labels[node].replace("✓", "").strip()
+    options.nth(node).click()
+    pg.wait_for_function("(label) => document.querySelector('#theory-text').innerText.includes(label.split(' (')[0])",
+                         arg=picked)
+    state = pg.evaluate(THEORY_PLOTS)
+    assert {"target p", "draft q"} <= set(state["dist"]["names"]) and state["dist"]["bars"] >= 2 * 8
+    assert len([n for n in state["rates"]["names"] if n != "this tree at this node"]) == 7
+    assert state["rates"]["points"] >= 7 * 8                    # every scheme at k = 1..8
+    assert "best any verifier could do" in state["text"]
+    shot(pg, "09-theory-node.png")
+    # The preset redraws both charts with the without-replacement example.
+    pg.click("#theory-preset")
+    pg.wait_for_function("() => /without replacement beats/.test(document.querySelector('#theory-text').innerText)")
+    state = pg.evaluate(THEORY_PLOTS)
+    assert state["dist"]["bars"] == 2 * 4 and state["rates"]["points"] == 7 * 8
+
 def test_stop_export_and_import(page, tmp_path):
     from tiny import tiny_pair
 

@@ -532,6 +532,25 @@ def test_toy_distributions():
         th.toy_distributions("flat", 1, 0)
 
 
+
+def test_toy_sliders_override_peakedness_and_mismatch():
+    p, q = th.toy_distributions("peaked", V=40, seed=2, noise=0.0)
+    assert np.allclose(p, q)                                  # no mismatch: the draft is the target
+    base_p, base_q = th.toy_distributions("peaked", V=40, seed=2)
+    assert np.array_equal(th.toy_distributions("peaked", V=40, seed=2, scale=3.0, noise=0.6)[0], base_p)
+    sharp, _ = th.toy_distributions("flat", V=40, seed=2, scale=5.0)
+    assert sharp.max() > th.toy_distributions("flat", V=40, seed=2)[0].max()
+    p2, q_flat = th.toy_distributions("peaked", V=40, seed=2, draft_scale=0.1)
+    assert np.array_equal(p2, base_p) and q_flat.max() < base_q.max()   # only the draft flattens
+    far = th.toy_distributions("peaked", V=40, seed=2, noise=3.0)
+    tv = lambda a, b: 0.5 * np.abs(a - b).sum()  # noqa: E731
+    assert tv(*far) > tv(base_p, base_q)
+    for bad in (dict(scale=-1.0), dict(noise=float("nan")), dict(draft_scale="2")):
+        with pytest.raises(ValueError):
+            th.toy_distributions("peaked", 10, 0, **bad)
+    with pytest.raises(ValueError):
+        th.toy_distributions("mismatched", 10, 0, noise=0.5)
+
 def test_preset_shows_the_without_replacement_gap():
     p, q = th.wor_beats_iid_example()
     iid = th.optimal_acceptance(p, q, 2)

@@ -32,6 +32,18 @@ largest p̂ (the tree that maximises E(A)). Each extra layer costs a draft pass,
 deeper while a layer raises E(A) by more than **δ** (the dashed line in *Why this shape*) and the
 depth is below the maximum. Confident drafts grow deep chains; unsure ones grow wide, bushy trees.
 
+### How good can multi-draft acceptance be?
+With k drafts at a node, a verifier must still emit exactly the target's token distribution p; the
+question is how often that token is one of the drafts. For drafts sampled from q (i.i.d. or without
+replacement) there is a best possible rate, computed exactly from p and q (Hu et al., ICLR 2025):
+recursive rejection sampling and K-SEQ come close but stay below it, and drafting without
+replacement never does worse than i.i.d. (its drafts never repeat). This tool's trees use a
+**fixed** set of children instead, and the target samples its own token and accepts the child that
+matches: that **per-node target-sample rule is optimal for a fixed set**, because no lossless
+verifier can accept more often than the target's mass on the set (the accepted token is the
+target's token), and this rule accepts exactly that often. The **Theory** tab draws all of it on
+the real p and q of any recorded node.
+
 **Read the tree:** depth runs left to right from the root (the last committed token). Red diamonds
 are the accepted path, the grey X is the draft's first guess the target refused, the orange star is
 the target's bonus token. Hover a node for its token, q, p̂, depth and rank.

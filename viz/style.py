@@ -23,6 +23,13 @@ REJECTED = "#7f7f7f"       # the draft's top guess that the target refused
 BONUS = "#ff7f0e"          # the token the target adds itself
 EDGE = "#b8b8b8"
 ROOT = "#333333"
+# The Theory tab: the two distributions and one colour per acceptance scheme (the two optima in black
+# and dark grey, drawn dashed: they are bounds, not verifiers).
+TARGET_P = "#4c78a8"       # the target's p
+DRAFT_Q = "#f58518"        # the draft's q
+SCHEME_COLORS = {"optimal_iid": "#222222", "optimal_wor": "#666666", "greedy_draft": "#7570b3",
+                 "rrs_iid": "#e7298a", "rrs_wor": "#1b9e77", "kseq": "#a6761d", "topk_set": ACCEPTED}
+THIS_TREE = BONUS          # the marker for this tree's own children at a node
 DRAFT_TEXT_BG = ("#d8ecff", "#bcdcff")   # accepted draft tokens, alternating by step
 BONUS_TEXT_BG = ("#ffe0bf", "#ffd09e")   # bonus tokens from the target, alternating by step
 

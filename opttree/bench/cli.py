@@ -1,9 +1,10 @@
-"""`python -m opttree bench ...` and `python -m opttree sweep ...` (registered by opttree/cli.py)."""
+"""`python -m opttree bench ...`, `sweep ...` and `theory-table ...` (registered by opttree/cli.py)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from opttree.bench.plots import plot_bench, plot_ea_vs_a, plot_node_sweep, plot_
 from opttree.bench.pool import pool_ea_a
 from opttree.bench.prompts import read_prompts
 from opttree.bench.sweep import DEFAULT_BUDGETS, DEFAULT_SWEEP_METHODS, parse_numbers, run_sweep
+from opttree.bench.theory_table import THEORY_TEMPERATURE, markdown_table, run_theory_table, theory_markdown
 from opttree.bench.verify_cost import verify_cost_curve
 from opttree.errors import BadInput
 from opttree.models.draft_assets import default_draft_for
@@ -66,6 +68,13 @@ def register(sub) -> None:
     s.add_argument("--pool", nargs="*", default=[], help="bench result JSONs whose E(A)/A steps are pooled in")
     s.add_argument("--plot-dir", default=None, help="folder for the PNG curves")
     s.set_defaults(func=cmd_sweep)
+
+    t = sub.add_parser("theory-table", help="mean acceptance of every multi-draft scheme over recorded nodes, "
+                                            "k = 1..4 (Hu et al.'s Table 1 layout), OPT-Tree at temperature 0.7")
+    _common(t, 4)
+    t.add_argument("--ks", default="1,2,3,4", help="numbers of drafts k (columns), each 1..8")
+    t.add_argument("--md", default=None, help="write the markdown page (machine, settings, command, table) here")
+    t.set_defaults(func=cmd_theory_table, temperature=THEORY_TEMPERATURE)
 
 
 def _setup(args, need_draft: bool = True):
@@ -207,4 +216,25 @@ def cmd_sweep(args) -> int:
     sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds, args.threshold_nodes, sizes, args.cost_reps,
                    args.pool, args.out, args.plot_dir, args.warmup, chat=not args.no_chat,
                    max_minutes=args.max_minutes, caps=caps, cost=cost)
+    return 0
+
+
+def cmd_theory_table(args) -> int:
+    ks = sorted(set(parse_numbers(args.ks, int, "--ks")))
+    if not ks or min(ks) < 1 or max(ks) > 8:
+        raise BadInput("--ks must be numbers of drafts between 1 and 8.")
+    if not args.temperature:   # checked before any model is loaded
+        raise BadInput("the theory table needs --temperature > 0 (default 0.7).")
+    cfg, prompts, pair = _setup(args, need_draft=True)
+    result = run_theory_table(pair, prompts, cfg, ks, chat=not args.no_chat, max_minutes=args.max_minutes)
+    if sys.argv[1:2] == ["theory-table"]:   # the command line as typed (python -m opttree or the opttree script)
+        prog = "python -m opttree" if sys.argv[0].endswith("__main__.py") else "opttree"
+        result["meta"]["command"] = f"{prog} {shlex.join(sys.argv[1:])}"
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    if args.md:
+        Path(args.md).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.md).write_text(theory_markdown(result), encoding="utf-8")
+    print(markdown_table(result))
     return 0

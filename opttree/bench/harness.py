@@ -103,7 +103,8 @@ class MethodRunner:
         method, nodes = split_method(method)
         cfg = replace(cfg, method=method, **({"nodes": nodes} if nodes else {}))
         t0 = time.perf_counter()
-        trace = run(self.pair, prompt, cfg, chat=self.chat, prompt_ids=prompt_ids)
+        # A speed measurement: the trace's target side (theory view data) is not recorded.
+        trace = run(self.pair, prompt, cfg, chat=self.chat, prompt_ids=prompt_ids, record_target=False)
         wall = time.perf_counter() - t0
         row = {k: trace["summary"][k] for k in SUMMARY_KEYS}
         row.update(wall_s=round(wall, 4), tokens_per_s=round(row["new_tokens"] / wall, 3) if wall > 0 else 0.0,

@@ -1,9 +1,10 @@
 """Write `benchmarks/README.md` from a bench result and a sweep result (both JSON).
 
 `python -m opttree.bench.report --bench B.json --sweep S.json --out benchmarks/README.md
-[--notes NOTES.md] [--label TEXT]`: machine facts, the method table, per-category τ/speedup, the
-sweep curves, E(A) vs A, the verify-cost curve, the best budget, and a check of the project's goals
-(met / not met, with the measured numbers). Hand-written analysis goes in the notes file.
+[--notes NOTES.md] [--label TEXT] [--theory T.json]`: machine facts, the method table, per-category
+τ/speedup, the sweep curves, E(A) vs A, the verify-cost curve, the best budget, a check of the
+project's goals (met / not met, with the measured numbers) and, when a `theory-table` result file is
+given and present, the multi-draft acceptance table. Hand-written analysis goes in the notes file.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from opttree.bench.plots import plot_node_sweep, plot_threshold_sweep
 from opttree.bench.sweep import best_budget
+from opttree.bench.theory_table import markdown_table
 
 
 def _f(x, spec=".2f", dash="–"):
@@ -205,9 +207,19 @@ def targets_section(b: dict | None, s: dict | None, also: list[dict] = ()) -> li
     return out + [""]
 
 
+def theory_section(t: dict) -> list[str]:
+    meta, cfg, m = t["meta"], t["meta"]["config"], t["meta"]["machine"]
+    return ["## Optimal multi-draft acceptance (`theory-table`)", "",
+            f"Hu et al.'s Table 1 layout on our models: target `{meta['target']}`, {meta['drafter']} draft "
+            f"`{Path(str(meta['draft'])).name}`, OPT-Tree at n = {cfg['nodes']}, temperature {cfg['temperature']}, "
+            f"{meta['prompts']} prompts × {cfg['max_new_tokens']} new tokens max ({m['date_utc']}, {m['device']}). "
+            "Each cell is the mean over recorded nodes of a scheme's chance that one of k drafts is accepted; the "
+            "two optima bound every verifier of drafts sampled that way.", "", markdown_table(t), ""]
+
+
 def write_report(bench: dict | None, sweep: dict | None, out, notes: str = "", label: str = "",
-                 command: str = "", also: list[dict] = ()) -> str:
-    meta = (bench or sweep)["meta"]
+                 command: str = "", also: list[dict] = (), theory: dict | None = None) -> str:
+    meta = (bench or sweep or theory)["meta"]
     lines = ["# Benchmarks: OPT-Tree vs AR, hf-assisted and static trees", ""]
     if label:
         lines += [f"> **{label}**", ""]
@@ -223,11 +235,15 @@ def write_report(bench: dict | None, sweep: dict | None, out, notes: str = "", l
         lines += bench_section(bench)
     if sweep:
         lines += sweep_section(sweep)
+    if theory:
+        lines += theory_section(theory)
     lines += ["## Files", "", "- `bench.json`: every run (per prompt × method, with output ids), aggregates, "
               "per-category aggregates, per-step (E(A), A) pairs, machine and settings.",
               "- `sweep.json`: the curves, δ sweep, verify-cost points, best budget, E(A)/A pairs.",
               "- `bench_n60.json` (when present): the second bench at n = 60 (ar, OPT-Tree, EAGLE-25, binary) "
               "behind the τ-ordering check at that budget.",
+              *(["- `theory_table.json` / `theory_table.md`: the multi-draft acceptance table, its rows' settings "
+                 "and machine."] if theory else []),
               "- `*.png`: the charts above.", ""]
     text = "\n".join(lines)
     Path(out).write_text(text, encoding="utf-8")
@@ -245,6 +261,7 @@ def main(argv=None) -> int:
     p.add_argument("--plot-dir", default=None, help="redraw the sweep's curves here")
     p.add_argument("--also-bench", action="append", default=[],
                    help="another bench JSON (e.g. at n=60) whose τ ordering is checked too")
+    p.add_argument("--theory", default=None, help="a `theory-table` result JSON: its table is included when present")
     args = p.parse_args(argv)
     b = json.loads(Path(args.bench).read_text()) if args.bench else None
     s = json.loads(Path(args.sweep).read_text()) if args.sweep else None
@@ -253,7 +270,8 @@ def main(argv=None) -> int:
         plot_threshold_sweep(s, args.plot_dir)
     notes = Path(args.notes).read_text() if args.notes and Path(args.notes).exists() else ""
     also = [json.loads(Path(f).read_text()) for f in args.also_bench if Path(f).exists()]
-    write_report(b, s, args.out, notes, args.label, args.command, also)
+    t = json.loads(Path(args.theory).read_text()) if args.theory and Path(args.theory).exists() else None
+    write_report(b, s, args.out, notes, args.label, args.command, also, theory=t)
     print(f"wrote {args.out}")
     return 0
 

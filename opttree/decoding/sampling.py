@@ -23,6 +23,41 @@ def warp(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float 
     return probs
 
 
+NUCLEUS_CANDIDATES = 256   # top-p: a row's nucleus is looked for among its most likely tokens first
+
+
+def theory_distribution(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """The target distribution p the trace records for the theory view, rows of `logits` (rows, vocab).
+
+    Sampling (T > 0): the distribution the picker draws from (`warp`). Greedy (T = 0): the argmax
+    has no distribution, so the model's own softmax at T = 1 stands in for p.
+
+    With top-p the trace needs many rows a step, and `warp` sorts each whole row (~7 ms per row of a
+    49k vocabulary on a CPU); here the nucleus is found among each row's NUCLEUS_CANDIDATES most
+    likely tokens (one top-k), and only rows whose nucleus is wider than that go through `warp`."""
+    if temperature == 0.0:
+        return torch.softmax(logits.float(), dim=-1)
+    if top_p >= 1.0:
+        return warp(logits, temperature, top_k)
+    probs = warp(logits, temperature, top_k)
+    vals, idx = torch.topk(probs, min(NUCLEUS_CANDIDATES, probs.shape[-1]), dim=-1)
+    before = vals.cumsum(-1) - vals
+    out = torch.zeros_like(probs).scatter(-1, idx, vals.masked_fill(before >= top_p, 0.0))
+    out = out / out.sum(-1, keepdim=True)
+    wide = (before[..., -1] + vals[..., -1]) < top_p   # the nucleus reaches past the candidates
+    if wide.any():
+        out[wide] = warp(logits[wide], temperature, top_k, top_p)
+    return out
+
+
+def theory_distribution_note(temperature: float, top_k: int = 0, top_p: float = 1.0) -> str:
+    """What `theory_distribution` is for these settings, in words (kept in the trace's meta)."""
+    if temperature == 0.0:
+        return "softmax of the target's logits at T = 1 (the run itself is greedy: it takes the argmax)"
+    return (f"the target's sampling distribution (temperature {temperature:g}, top-k {top_k or 'off'}, "
+            f"top-p {top_p:g})")
+
+
 class TokenPicker:
     """Holds the run's own RNG so concurrent runs never share random state."""
 
@@ -31,6 +66,10 @@ class TokenPicker:
         self.temperature, self.top_k, self.top_p = temperature, top_k, top_p
         self.generator = torch.Generator(device=device)
         self.generator.manual_seed(seed)
+
+    def distribution(self, logits: torch.Tensor) -> torch.Tensor:
+        """p for the trace's theory fields (`theory_distribution` at this picker's settings)."""
+        return theory_distribution(logits, self.temperature, self.top_k, self.top_p)
 
     def __call__(self, logits: torch.Tensor) -> int:
         if self.temperature == 0.0:

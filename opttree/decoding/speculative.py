@@ -14,14 +14,17 @@ import torch
 from opttree.config import DecodeConfig
 from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.prompts import encode_prompt
-from opttree.decoding.sampling import TokenPicker
-from opttree.decoding.verify import accept, keep_accepted, verify_tree
+from opttree.decoding.sampling import TokenPicker, theory_distribution_note
+from opttree.decoding.verify import accept, keep_accepted, target_side, verify_tree
 from opttree.drafters.classic import ClassicDrafter
 from opttree.drafters.feature_head import FeatureHeadDrafter
 from opttree.drafters.tree_temperature import for_decoding
 from opttree.errors import BadInput
-from opttree.trace import VERSION, StepData, step_record, summarize
+from opttree.trace import ROWS_PER_RUN, ROWS_PER_STEP, TOPK, VERSION, StepData, step_record, summarize
+from opttree.trees.draft_tree import ROOT, DraftTree
 from opttree.trees.methods import build_tree
+
+DRAFT_ROWS_KEPT = 4 * ROWS_PER_STEP   # full draft distributions held per step for the trace's rows
 
 
 class Cancelled(Exception):
@@ -40,6 +43,31 @@ def make_drafter(pair, cfg: DecodeConfig):
     raise BadInput(f"method {cfg.method!r} needs a draft model; this pair was loaded without one.")
 
 
+class DraftRows:
+    """The draft's full distribution at the most likely nodes it expanded this step, for the trace's
+    top-k rows: at most `keep` rows (the root first, then by p̂), copied out of each layer's output so
+    the rest of that output can be freed."""
+
+    def __init__(self, keep: int = DRAFT_ROWS_KEPT):
+        self.keep = keep
+        self.rows: dict[int, tuple[float, torch.Tensor]] = {}   # grown-tree node -> (p̂, distribution)
+
+    def note(self, grown: DraftTree, nodes: list[int], probs: torch.Tensor) -> None:
+        scored = [(grown.p_hat_of(node), node, j) for j, node in enumerate(nodes)]
+        kept = sorted([(score, node, None) for node, (score, _) in self.rows.items()] + scored,
+                      key=lambda c: -c[0])[: self.keep]
+        self.rows = {node: self.rows[node] if j is None else (score, probs[j].clone())
+                     for score, node, j in kept}
+
+    def for_tree(self, tree: DraftTree) -> dict[int, torch.Tensor]:
+        """The held rows keyed by the final tree's node ids (the root stays -1)."""
+        out = {ROOT: self.rows[ROOT][1]} if ROOT in self.rows else {}
+        for new, old in enumerate(tree.origin):
+            if old in self.rows:
+                out[new] = self.rows[old][1]
+        return out
+
+
 class TokenTexts:
     """Per-run cache of single-token texts (decoding 500 nodes a step adds up)."""
 
@@ -52,21 +80,25 @@ class TokenTexts:
         return self.cache[token]
 
 
-def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int]) -> dict:
+def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], record_target: bool = True) -> dict:
     meta = {"target": pair.target_name, "draft": pair.draft_name if cfg.method != "ar" else "",
             "drafter": pair.drafter_kind if cfg.method != "ar" else "none",
             **cfg.to_dict(), "device": str(pair.device), "dtype": str(pair.dtype).replace("torch.", ""),
             # the value the drafter used (the setting's 0 resolved to the draft's fitted one)
             "tree_temperature": for_decoding(pair, cfg) if cfg.method != "ar" else 1.0}
+    if cfg.method != "ar" and record_target:   # what the steps' p_target / topk_rows p is (trace.py)
+        meta["target_distribution"] = theory_distribution_note(cfg.temperature, cfg.top_k, cfg.top_p)
     return {"version": VERSION, "meta": meta, "prompt": prompt, "prompt_ids": prompt_ids,
             "output_ids": [], "output_text": "", "steps": [], "summary": summarize([], 0, 0.0)}
 
 
 def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,
-               prompt_ids: list[int] | None = None):
+               prompt_ids: list[int] | None = None, record_target: bool = True):
     """Decode with `cfg`, yielding the (same, growing) trace dict after each step.
 
     `cancel()` is polled between steps; when it returns True the run raises `Cancelled`.
+    `record_target=False` leaves out the steps' target side (`p_target`, `topk_rows`): speed
+    benchmarks skip that work (a few ms a step on a CPU), which AR runs never do.
     """
     if prompt_ids is None:
         prompt_ids = encode_prompt(pair.tokenizer, prompt, chat=chat)
@@ -76,10 +108,10 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
     if limit and len(prompt_ids) + cfg.max_new_tokens + cfg.max_depth + 1 > limit:
         raise BadInput(f"prompt ({len(prompt_ids)} tokens) + max new tokens exceeds the model's "
                        f"context of {limit} tokens.")
-    trace = new_trace(pair, cfg, prompt, prompt_ids)
+    trace = new_trace(pair, cfg, prompt, prompt_ids, record_target)
     text_of = TokenTexts(pair.tokenizer)
     start = time.perf_counter()
-    for step in _decode(pair, prompt_ids, cfg, cancel):
+    for step in _decode(pair, prompt_ids, cfg, cancel, record_target):
         trace["output_ids"].extend(step.committed)
         trace["steps"].append(step_record(len(trace["steps"]), step, text_of, pair.tokenizer.decode))
         trace["output_text"] = pair.tokenizer.decode(trace["output_ids"], skip_special_tokens=True)
@@ -88,15 +120,15 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
 
 
 def run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,
-        prompt_ids: list[int] | None = None) -> dict:
+        prompt_ids: list[int] | None = None, record_target: bool = True) -> dict:
     trace = None
-    for trace in stream_run(pair, prompt, cfg, cancel, chat, prompt_ids):  # noqa: B007 (keep the last)
+    for trace in stream_run(pair, prompt, cfg, cancel, chat, prompt_ids, record_target):  # noqa: B007 (keep the last)
         pass
     return trace
 
 
 @torch.inference_mode()
-def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel):
+def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_target: bool = True):
     target, device = pair.target, pair.device
     drafter = make_drafter(pair, cfg)
     want_feats = bool(drafter and drafter.needs_features)
@@ -110,21 +142,27 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel):
         feats = out.hidden_states[-1][0] if want_feats else None
     picker = TokenPicker(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed)
     eos, produced = pair.eos_ids, 0
+    rows_left = ROWS_PER_RUN if record_target else 0
     while produced < cfg.max_new_tokens:
         if cancel is not None and cancel():
             raise Cancelled("run cancelled")
         t0 = time.perf_counter()
-        draft_s = 0.0
+        draft_s = record_s = 0.0   # record_s: keeping draft rows for the trace, not part of any phase
+        draft_rows = DraftRows()
         if drafter:
             drafter.begin_step(committed, feats)
             draft_s = time.perf_counter() - t0
 
-        def expand(tree, nodes, k):
-            nonlocal draft_s
+        def expand(tree, nodes, k, draft_rows=draft_rows, record=rows_left > 0):
+            nonlocal draft_s, record_s
             t = time.perf_counter()
             probs = drafter.expand(tree, nodes)
             top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
             draft_s += time.perf_counter() - t
+            if record:
+                t = time.perf_counter()
+                draft_rows.note(tree, nodes, probs)
+                record_s += time.perf_counter() - t
             return top.indices.cpu(), top.values.cpu()
 
         tree, info = build_tree(expand, cfg)
@@ -140,6 +178,11 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel):
         if drafter:
             drafter.end_step([tree.origin[a] for a in accepted])
         t2 = time.perf_counter()
+        p_target = topk_rows = None
+        if drafter and record_target:   # after the timed phases: the trace's own cost is not the method's
+            p_target, topk_rows = target_side(tree, logits, picker.distribution, draft_rows.for_tree(tree),
+                                              accepted, min(ROWS_PER_STEP, rows_left), TOPK)
+            rows_left -= len(topk_rows)
         kept = []
         for tok in [tree.tokens[a] for a in accepted] + [bonus]:
             kept.append(tok)
@@ -147,7 +190,8 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel):
                 break
         committed.extend(kept)
         produced += len(kept)
-        yield StepData(tree, info, accepted, bonus, rejected, kept,
-                       draft_ms=draft_s * 1e3, build_ms=(t1 - t0 - draft_s) * 1e3, verify_ms=(t2 - t1) * 1e3)
+        yield StepData(tree, info, accepted, bonus, rejected, kept, draft_ms=draft_s * 1e3,
+                       build_ms=(t1 - t0 - draft_s - record_s) * 1e3, verify_ms=(t2 - t1) * 1e3,
+                       p_target=p_target, topk_rows=topk_rows)
         if kept[-1] in eos:
             return

@@ -76,3 +76,54 @@ def accept(tree: DraftTree, logits: torch.Tensor, pick) -> tuple[list[int], int,
             return accepted, s, rejected
         accepted.append(child)
         node = child
+
+
+def recorded_nodes(tree: DraftTree, accepted: list[int], available, limit: int) -> list[int]:
+    """Which verified rows the trace keeps: the root, the accepted nodes in order, then the other
+    nodes by p̂ (highest first); only nodes in `available` (those the draft expanded), at most `limit`."""
+    others = sorted(range(len(tree)), key=lambda i: (-tree.p_hat[i], i))
+    out: list[int] = []
+    for node in [ROOT, *accepted, *others]:
+        if len(out) >= limit:
+            break
+        if node in available and node not in out:
+            out.append(node)
+    return out
+
+
+@torch.inference_mode()
+def target_side(tree: DraftTree, logits: torch.Tensor, distribution, draft_rows: dict, accepted: list[int],
+                limit: int, k: int) -> tuple[list[float], list[dict]]:
+    """The target's side of one verified step, for the trace (`p_target` and `topk_rows`).
+
+    `distribution(rows)` maps logits rows to the target's p (see sampling.theory_distribution);
+    `draft_rows` maps a node (ROOT included) to the draft's full distribution over its children.
+    Returns p_target (per node, p of the node's token at its parent's row) and up to `limit` row
+    records {"node", "ids", "p", "q"}: the union of the target's and the draft's top-k tokens at
+    that row with both probabilities, ordered by p, then q (highest first).
+    """
+    chosen = recorded_nodes(tree, accepted, draft_rows, limit)
+    needed = sorted(set(tree.parents) | set(chosen))
+    if not needed:
+        return [], []
+    where = {node: i for i, node in enumerate(needed)}
+    rows = torch.tensor([0 if node == ROOT else node + 1 for node in needed], device=logits.device)
+    probs = distribution(logits.index_select(0, rows))
+    p_target: list[float] = []
+    if len(tree):
+        at = torch.tensor([where[p] for p in tree.parents], device=probs.device)
+        tok = torch.tensor(tree.tokens, device=probs.device)
+        p_target = probs[at, tok].tolist()
+    records = []
+    for node in chosen:
+        p_row = probs[where[node]]
+        q_row = draft_rows[node].to(p_row.device, p_row.dtype)
+        top_p = torch.topk(p_row, min(k, p_row.numel())).indices.tolist()
+        top_q = torch.topk(q_row, min(k, q_row.numel())).indices.tolist()
+        ids = list(dict.fromkeys(top_p + top_q))
+        index = torch.tensor(ids, device=p_row.device)
+        p_vals, q_vals = p_row[index].tolist(), q_row[index].tolist()
+        order = sorted(range(len(ids)), key=lambda j: (-p_vals[j], -q_vals[j]))
+        records.append({"node": node, "ids": [ids[j] for j in order], "p": [p_vals[j] for j in order],
+                        "q": [q_vals[j] for j in order]})
+    return p_target, records
