@@ -30,6 +30,7 @@ DRAFTS = ASSETS / "drafts"
 MODELS_FILE = ASSETS / "models.json"
 PROMPTS = ASSETS / "prompts"
 EVAL_PROMPTS = PROMPTS / "eval.jsonl"
+FINAL_PROMPTS = PROMPTS / "final.jsonl"   # held out from all design work: measured once per released draft
 TRAIN_PROMPTS = PROMPTS / "train.jsonl"
 
 

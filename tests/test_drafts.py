@@ -231,3 +231,23 @@ def test_tree_temperature_is_fitted_on_heldout_training_prompts_not_the_eval_set
     assert all(is_heldout(q["question_id"]) and prompts[q["question_id"]] == q["turns"][0] for q in qs)
     assert not any(q["turns"][0].strip().lower() in evals for q in qs)
     assert min(q["question_id"] for q in qs) < 2252 <= 3295 <= max(q["question_id"] for q in qs)  # all parts
+
+
+def test_final_set_is_frozen_balanced_and_disjoint():
+    """The final set (written once, never read per item while designing data) measures each released
+    draft once; it shares no prompt with the training data or the eval set."""
+    import hashlib
+
+    from opttree import paths
+    from opttree.train.prompts import train_prompts
+
+    digest = hashlib.sha256(paths.FINAL_PROMPTS.read_bytes()).hexdigest()
+    assert digest == "b3a0a449641108eded4e3a719091d0b5a2ffd37168e09fc06e27e5a52c800c21"
+    qs = eval_questions(paths.FINAL_PROMPTS)
+    cats = {}
+    for q in qs:
+        cats[q["category"]] = cats.get(q["category"], 0) + 1
+    assert len(qs) == 48 and set(cats.values()) == {6} and len(cats) == 8
+    seen = {p.text.strip().lower() for p in train_prompts()} | {t.strip().lower() for q in eval_questions()
+                                                               for t in q["turns"]}
+    assert not any(q["turns"][0].strip().lower() in seen for q in qs)

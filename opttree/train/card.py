@@ -57,10 +57,16 @@ def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None 
         ea += s["mean_expected_accept"] * s["steps"]
         acc += s["mean_accept_length"] * s["steps"]
         per.append({"question_id": q["question_id"], "category": q["category"], "tau": s["tau"],
-                    "new_tokens": s["new_tokens"], "tokens_per_s": s["tokens_per_s"]})
+                    "new_tokens": s["new_tokens"], "steps": s["steps"], "tokens_per_s": s["tokens_per_s"]})
         tokens += s["new_tokens"]
         steps += s["steps"]
+    cats: dict[str, list[int]] = {}
+    for p in per:
+        c = cats.setdefault(p["category"], [0, 0])
+        c[0] += p["new_tokens"]
+        c[1] += p["steps"]
     return {"tau": round(tokens / max(1, steps), 3),
+            "tau_by_category": {k: round(v[0] / max(1, v[1]), 3) for k, v in cats.items()},
             "tau_mean_of_prompts": round(sum(p["tau"] for p in per) / max(1, len(per)), 3),
             "n_prompts": len(per), "new_tokens": tokens, "target_forwards": steps,
             "mean_expected_accept": round(ea / max(1, steps), 3),  # E(A) per step, from p̂
@@ -133,7 +139,9 @@ def main(argv=None):
     ap.add_argument("--kind", choices=["head", "classic"], required=True)
     ap.add_argument("--draft", default=None)
     ap.add_argument("--target", default="smollm2-135m-instruct")
-    ap.add_argument("--prompts", type=int, default=10)
+    ap.add_argument("--prompts", type=int, default=10, help="eval prompts to measure (round-robin over categories)")
+    ap.add_argument("--set", choices=["eval", "final"], default="eval",
+                    help="final: all of final.jsonl, the set no design decision has seen; recorded as tau_final")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--fit-temperature", type=int, default=0, metavar="N",
                     help="first fit the tree temperature on N held-out training prompts")
@@ -148,9 +156,14 @@ def main(argv=None):
         fit = fit_tree_temperature(pair, args.fit_temperature)
         card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
         print(json.dumps(fit["tau_by_temperature"]), flush=True)
-    result = measure_tau(pair, args.prompts)
-    card.pop("machine", None)
-    card["tau_eval"] = result
+    if args.set == "final":
+        result = measure_tau(pair, 0, questions=eval_questions(paths.FINAL_PROMPTS))
+        result["date"] = time.strftime("%Y-%m-%d")
+        card["tau_final"] = result
+    else:
+        result = measure_tau(pair, args.prompts)
+        card.pop("machine", None)
+        card["tau_eval"] = result
     write_card(card_path, card)
     print(json.dumps({k: result[k] for k in ("tau", "tau_mean_of_prompts", "n_prompts", "wall_s")}))
 
