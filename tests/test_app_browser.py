@@ -324,6 +324,7 @@ def test_queue_position_and_closing_a_tab_frees_the_lane(page):
 def test_deep_link_keys_and_copy_link(page):
     pg = page
     pg.goto(pg.url.split("?")[0] + "?preset=0&step=2")
+    pg.wait_for_selector("#status")
     pg.wait_for_function(f"() => /Done/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
     pg.wait_for_function("() => document.querySelector('#step input[type=number]').value === '2'")
     assert pg.locator("#prompt textarea").input_value() == PRESETS[0]["prompt"]
@@ -337,3 +338,22 @@ def test_deep_link_keys_and_copy_link(page):
     pg.wait_for_selector("#link textarea, #link input")
     link = pg.locator("#link textarea, #link input").first.input_value()
     assert "run=1" in link and "step=2" in link and "Count+from+1" in link
+
+
+def test_phone_width_layout_is_usable(page):
+    pg = page.context.browser.new_page(viewport={"width": 390, "height": 844})
+    pg.set_default_timeout(60_000)
+    pg.goto(page.url.split("?")[0])
+    pg.locator("#tree-plot").scroll_into_view_if_needed()       # plots draw once they are on screen
+    pg.wait_for_selector(PLOT)                                  # the tree plot draws at phone width
+    wide = "() => document.documentElement.scrollWidth"
+    assert pg.evaluate(wide) <= 390 + 2                         # nothing widens the page past the screen
+    pg.locator("#max-new-tokens input[type=number]").fill("6")
+    pg.locator("#max-new-tokens input[type=number]").press("Enter")
+    pg.locator("#run").click()
+    pg.wait_for_function(f"() => /Done/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
+    pg.locator("#tree-plot").scroll_into_view_if_needed()
+    pg.wait_for_function("() => document.querySelector('#tree-plot .js-plotly-plot .scatterlayer .point')")
+    assert plot_state(pg)["points"] > 0 and pg.evaluate(wide) <= 390 + 2
+    shot(pg, "09-phone.png")
+    pg.close()

@@ -68,7 +68,7 @@ def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
                     "target model check them all in one pass. Press **Run**, then scrub through the steps.")
         gr.Markdown(f"⚠️ {md_safe(startup_notice)}" if startup_notice else "", elem_classes=["notice"],
                     visible=bool(startup_notice), elem_id="startup-notice")
-        link_state = gr.State({})
+        page.link = gr.State({})
         with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab("Explore", id="explore"):
                 explore_parts = explore.build(page, registry)
@@ -88,7 +88,7 @@ def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
         compare.wire(page, compare_parts, service, bind(explore.stop, service), lane)
         ea_vs_a.wire(page, ea_parts)
         theory.wire(page, theory_parts, theory_tab)
-        wire_links(demo, page, explore_parts, tabs, link_state, service, lane)
+        wire_links(demo, page, explore_parts, tabs)
         learn.wire(page, learn_tab)
         files.wire(page, file_parts)
         # A closed tab cancels its runs so the lane is free for the next visitor.
@@ -98,14 +98,13 @@ def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
     return demo
 
 
-def wire_links(demo, page: Page, parts: dict, tabs, link_state, service, lane: dict) -> None:
+def wire_links(demo, page: Page, parts: dict, tabs) -> None:
     """Deep links (ui/links.py): read on load, then run and show the step they name; Copy link."""
     settings = list(page.settings.values())
-    targets = [link_state, tabs, page.prompt, page.model, page.colour, *settings]
-    demo.load(bind(links.apply_link, page, tabs, link_state), None, targets, **PRIVATE).then(
-        bind(links.run_if_linked, page, service), [link_state, *explore.run_inputs(page)],
-        explore.run_outputs(page), api_visibility="private", **lane).then(
-        links.show_linked_step, [link_state, page.trace, page.colour], [page.step, *page.views], **PRIVATE)
+    run_flag = gr.Checkbox(False, visible=False, elem_id="link-run")
+    targets = [page.link, run_flag, tabs, page.prompt, page.model, page.colour, *settings]
+    demo.load(bind(links.apply_link, page, tabs, page.link, run_flag), None, targets, **PRIVATE).then(
+        None, run_flag, None, js=links.RUN_IF_LINKED_JS)
     parts["link"].click(links.copy_link, [page.prompt, page.model, page.colour, page.step, *settings],
                         parts["link_box"], **PRIVATE).then(
         lambda: gr.Textbox(visible=True), None, parts["link_box"], **PRIVATE).then(

@@ -35,6 +35,7 @@ class Page:
     history: gr.State = None        # E(A)-vs-A points of this session's runs
     settings: dict = field(default_factory=dict)   # setting name -> control (ui/controls.py)
     colour: gr.Radio = None         # what tree node colour shows (viz/style.py COLOUR_MODES)
+    link: gr.State = None           # what the page's URL asked for (ui/links.py), until a run uses it
     model: gr.Dropdown = None
     prompt: gr.Textbox = None
     status: gr.Markdown = None

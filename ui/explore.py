@@ -74,19 +74,19 @@ def build(page: Page, registry) -> dict:
 # ---------------------------------------------------------------- model work (through the service's lane)
 
 def run_inputs(page: Page) -> list:
-    return [page.model, page.prompt, *page.settings.values(), page.history, page.colour]
+    return [page.model, page.prompt, *page.settings.values(), page.history, page.colour, page.link]
 
 
 def run_outputs(page: Page) -> list:
     return [page.trace, page.step, *page.run_views, page.status, page.history, page.ea_plot, page.ea_text,
-            page.learn_status]
+            page.learn_status, page.link]
 
 
 def run_explore(page: Page, service, request: gr.Request, model, prompt, *values):
     """Stream one run into the Explore views (and the Learn mirror, and the session's E(A)-vs-A plot).
 
     `request` comes first: Gradio passes it only to positional parameters, and the settings are variadic."""
-    *values, history, colour = values
+    *values, history, colour, link = values
     settings = settings_from(dict(zip(page.settings, values)))
     try:
         for up in service.stream(model, prompt, settings, session=session_of(request)):
@@ -104,6 +104,10 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
             out = {page.trace: trace, page.step: slider_update(trace, i), page.status: msg, page.learn_status: msg,
                    **dict(zip(page.run_views, run_views(trace, i, colour)))}
             if up.state == "done":
+                if (link or {}).get("step"):     # a deep link's step, once (ui/links.py)
+                    i = clamp(trace, link["step"])
+                    out.update({page.step: slider_update(trace, i), page.link: {},
+                                **dict(zip(page.run_views, run_views(trace, i, colour)))})
                 history = ((history or []) + [ea_points(trace)])[-HISTORY_RUNS:]
                 fig, r_text = history_views(history)
                 out.update({page.history: history, page.ea_plot: fig, page.ea_text: r_text})

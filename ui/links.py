@@ -14,8 +14,7 @@ import gradio as gr
 
 from opttree.config import SETTING_NAMES, DecodeConfig, app_defaults
 from opttree.errors import BadInput
-from ui.common import Page, clamp, step_views, steps_of
-from ui.explore import run_explore
+from ui.common import Page
 from viz import lessons
 from viz.style import COLOUR_MODES
 
@@ -63,10 +62,11 @@ def parse_link(query: dict) -> dict:
     return out
 
 
-def apply_link(page: Page, tabs, link_state, request: gr.Request):
-    """On page load: set what the URL asks for (the run itself follows in `run_if_linked`)."""
+def apply_link(page: Page, tabs, link_state, run_flag, request: gr.Request):
+    """On page load: set what the URL asks for; a run it asks for is started by a click on Run
+    (`RUN_IF_LINKED_JS`), so a page opened without one queues nothing."""
     link = parse_link(dict(getattr(request, "query_params", {}) or {}))
-    out = {link_state: link}
+    out = {link_state: link, run_flag: bool(link.get("run"))}
     if "tab" in link:
         out[tabs] = gr.Tabs(selected=link["tab"])
     if "prompt" in link:
@@ -80,17 +80,10 @@ def apply_link(page: Page, tabs, link_state, request: gr.Request):
     return out
 
 
-def run_if_linked(page: Page, service, link, request: gr.Request, model, prompt, *values):
-    if not (link or {}).get("run"):
-        return
-    yield from run_explore(page, service, request, model, prompt, *values)
-
-
-def show_linked_step(link, trace, colour):
-    if not (link or {}).get("step") or not steps_of(trace):
-        return (gr.skip(),) * 5
-    i = clamp(trace, link["step"])
-    return (gr.Slider(value=i + 1), *step_views(trace, i, colour))
+# After `apply_link`: press Run when the link asks for a run (a browser-side event: it never holds
+# the page's plots in a pending state the way a queued no-op model event would). It reads a hidden
+# checkbox, because a gr.State never reaches the browser.
+RUN_IF_LINKED_JS = "(run) => { if (run) document.getElementById('run')?.click(); }"
 
 
 def link_for(base: str, tab: str, prompt: str, model: str, colour: str, step, *values) -> str:
