@@ -1,15 +1,19 @@
 """Engine-level robustness: fuzzed settings, prompts and traces; isolation of concurrent runs."""
 
 import json
+import math
 import threading
 
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from settings_fuzz import JUNK, TINY, boundary_values
 from tiny import tiny_pair
 
-from opttree.config import LIMITS, METHODS, DecodeConfig
+from opttree.config import LIMITS, METHODS, SETTINGS, TREE_TEMPERATURE_RANGE, DecodeConfig, python_type
 from opttree.decoding.prompts import clean_prompt
+from opttree.decoding.sampling import warp
 from opttree.decoding.speculative import Cancelled, run, stream_run
 from opttree.errors import BadInput
 from opttree.trace import loads
@@ -31,6 +35,83 @@ def test_config_accepts_only_valid_values(method, nodes, threshold, max_depth, t
     for name, (lo, hi) in LIMITS.items():
         assert lo <= getattr(cfg, name) <= hi
     assert cfg.method in METHODS and isinstance(cfg.nodes, int) and isinstance(cfg.max_depth, int)
+
+
+def accepted(name, value) -> bool:
+    """What the declaration says about `value` (a number in [lo, hi], whole for ints; a listed
+    choice; tree_temperature also excludes the gap between 0 and its lowest real value)."""
+    meta = SETTINGS[name].metadata
+    if meta["choices"] is not None:
+        return isinstance(value, str) and value in meta["choices"]
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return meta["lo"] <= value <= meta["hi"]
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    if not (math.isfinite(number) and meta["lo"] <= number <= meta["hi"]):
+        return False
+    if python_type(name) is int and number != int(number):
+        return False
+    return not (name == "tree_temperature" and 0 < number < TREE_TEMPERATURE_RANGE[0])
+
+
+BOUNDARY_CASES = [(name, v) for name in SETTINGS for v in boundary_values(name) + JUNK]
+
+
+@pytest.mark.parametrize("name,value", BOUNDARY_CASES, ids=[f"{n}={v!r}"[:40] for n, v in BOUNDARY_CASES])
+def test_every_setting_accepts_exactly_its_declared_range(name, value):
+    if accepted(name, value):
+        got = getattr(DecodeConfig(**{name: value}), name)
+        assert type(got) is python_type(name) and got == (value if isinstance(value, str) and name == "method"
+                                                          else python_type(name)(float(value)))
+    else:
+        with pytest.raises(BadInput, match=name if name != "method" else "unknown method"):
+            DecodeConfig(**{name: value})
+
+
+# Every accepted edge of every setting, run end to end on a tiny pair: a result or a clear error.
+EDGE_RUNS = [(name, v) for name in SETTINGS for v in boundary_values(name) if accepted(name, v)]
+
+
+@pytest.mark.parametrize("name,value", EDGE_RUNS, ids=[f"{n}={v!r}" for n, v in EDGE_RUNS])
+def test_every_accepted_edge_runs(name, value, edge_pair):
+    # top_k, top_p and the seed only act when sampling; the temperature brings its own value.
+    base = dict(method="opt-tree", nodes=12, max_depth=4, max_new_tokens=6, temperature=1.0)
+    if name == "tree_temperature":
+        base["temperature"] = 0.0   # the tree temperature acts at T = 0 only
+    cfg = DecodeConfig(**{**base, name: value})
+    try:
+        trace = run(edge_pair, "", cfg, prompt_ids=[1, 2, 3])
+    except BadInput as exc:   # the only accepted setting a tiny model cannot take: its context
+        assert name == "max_new_tokens" and "context" in str(exc)
+        return
+    assert 1 <= len(trace["output_ids"]) <= cfg.max_new_tokens
+
+
+@pytest.fixture(scope="module")
+def edge_pair():
+    return tiny_pair("eagle", vocab=64)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 1e-3, 1e-38, 1e-300, TINY])
+def test_sampling_never_overflows_and_tiny_temperatures_approach_greedy(temperature):
+    torch.manual_seed(0)
+    logits = torch.randn(3, 50) * 20
+    probs = warp(logits, temperature)
+    assert torch.isfinite(probs).all() and torch.allclose(probs.sum(-1), torch.ones(3, dtype=probs.dtype))
+    if temperature < 1e-30:
+        assert (probs.argmax(-1) == logits.argmax(-1)).all() and (probs.max(-1).values == 1.0).all()
+
+
+def test_top_p_zero_keeps_only_the_most_likely_token():
+    logits = torch.tensor([[0.1, 2.0, -1.0, 1.9], [3.0, 0.0, 0.0, 0.0]])
+    for top_p in (0.0, TINY, 0.01):
+        assert warp(logits, 1.0, top_p=top_p).tolist() == [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]
+    kept = warp(logits, 1.0, top_p=0.6)[0]
+    assert (kept > 0).tolist() == [False, True, False, True]   # the top two reach 0.6
 
 
 @settings(max_examples=300, deadline=None)
