@@ -9,7 +9,7 @@ import math
 
 from hypothesis import strategies as st
 
-from opttree.config import SETTINGS, TREE_TEMPERATURE_RANGE, python_type
+from opttree.config import SETTING_NAMES, SETTINGS, TREE_TEMPERATURE_RANGE, python_type
 
 # Values no setting accepts (junk types, non-finite and enormous numbers).
 JUNK = [None, True, False, "", "abc", "1e999", "nan", [], {}, [1], float("nan"), float("inf"), float("-inf"),
@@ -32,14 +32,48 @@ def boundary_values(name: str) -> list:
     return out
 
 
-def setting_values(name: str, valid: list | None = None):
-    """Hypothesis strategy for one setting: boundaries, junk, and `valid` (everyday values)."""
-    return st.one_of(st.sampled_from(boundary_values(name)), st.sampled_from(JUNK),
-                     *([st.sampled_from(valid)] if valid else []))
+def accepted(name: str, value) -> bool:
+    """What the declaration says about `value` (a number in [lo, hi], whole for ints, compared
+    exactly when it is an int; a listed choice; tree_temperature also excludes the gap between 0 and
+    its lowest real value). Written from the declaration, independently of config._checked."""
+    meta = SETTINGS[name].metadata
+    if meta["choices"] is not None:
+        return isinstance(value, str) and value in meta["choices"]
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return meta["lo"] <= value <= meta["hi"]
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    if not (math.isfinite(number) and meta["lo"] <= number <= meta["hi"]):
+        return False
+    if python_type(name) is int and number != int(number):
+        return False
+    return not (name == "tree_temperature" and 0 < number < TREE_TEMPERATURE_RANGE[0])
 
 
-def all_settings(valid: dict | None = None, skip: tuple[str, ...] = ()):
-    """A strategy for a dict of some settings (each with `setting_values`); absent ones keep defaults."""
-    valid = valid or {}
-    return st.fixed_dictionaries({}, optional={name: setting_values(name, valid.get(name))
-                                               for name in SETTINGS if name not in skip})
+def good_values(name: str, everyday: list | None = None) -> list:
+    return [v for v in boundary_values(name) if accepted(name, v)] + list(everyday or [])
+
+
+def bad_values(name: str) -> list:
+    return [v for v in boundary_values(name) + JUNK if not accepted(name, v)]
+
+
+@st.composite
+def all_settings(draw, everyday: dict | None = None, required: tuple[str, ...] = ("max_new_tokens",)):
+    """A dict of settings: accepted values (each setting's edges plus `everyday` ones) for some of
+    them, the `required` ones always (so a run's length stays under control: max_new_tokens'
+    accepted edges are 1, 2 and 2048, which a tiny model's context refuses), then half the time
+    one or two settings replaced by values outside their range or junk."""
+    everyday = everyday or {}
+    values = {}
+    for name in SETTING_NAMES:
+        if name in required or draw(st.booleans()):
+            values[name] = draw(st.sampled_from(good_values(name, everyday.get(name))))
+    for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
+        name = draw(st.sampled_from(SETTING_NAMES))
+        values[name] = draw(st.sampled_from(bad_values(name)))
+    return values

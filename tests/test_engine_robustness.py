@@ -1,17 +1,16 @@
 """Engine-level robustness: fuzzed settings, prompts and traces; isolation of concurrent runs."""
 
 import json
-import math
 import threading
 
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from settings_fuzz import JUNK, TINY, boundary_values
+from settings_fuzz import JUNK, TINY, accepted, boundary_values
 from tiny import tiny_pair
 
-from opttree.config import LIMITS, METHODS, SETTINGS, TREE_TEMPERATURE_RANGE, DecodeConfig, python_type
+from opttree.config import LIMITS, METHODS, SETTINGS, DecodeConfig, python_type
 from opttree.decoding.prompts import clean_prompt
 from opttree.decoding.sampling import warp
 from opttree.decoding.speculative import Cancelled, run, stream_run
@@ -35,27 +34,6 @@ def test_config_accepts_only_valid_values(method, nodes, threshold, max_depth, t
     for name, (lo, hi) in LIMITS.items():
         assert lo <= getattr(cfg, name) <= hi
     assert cfg.method in METHODS and isinstance(cfg.nodes, int) and isinstance(cfg.max_depth, int)
-
-
-def accepted(name, value) -> bool:
-    """What the declaration says about `value` (a number in [lo, hi], whole for ints; a listed
-    choice; tree_temperature also excludes the gap between 0 and its lowest real value)."""
-    meta = SETTINGS[name].metadata
-    if meta["choices"] is not None:
-        return isinstance(value, str) and value in meta["choices"]
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return meta["lo"] <= value <= meta["hi"]
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return False
-    if not (math.isfinite(number) and meta["lo"] <= number <= meta["hi"]):
-        return False
-    if python_type(name) is int and number != int(number):
-        return False
-    return not (name == "tree_temperature" and 0 < number < TREE_TEMPERATURE_RANGE[0])
 
 
 BOUNDARY_CASES = [(name, v) for name in SETTINGS for v in boundary_values(name) + JUNK]
