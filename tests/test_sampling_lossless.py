@@ -96,3 +96,11 @@ def test_same_seed_same_output_and_greedy_ignores_seed():
     b = run(pair, "", DecodeConfig(temperature=1.0, seed=5, max_new_tokens=20), prompt_ids=PROMPT)
     c = run(pair, "", DecodeConfig(temperature=1.0, seed=6, max_new_tokens=20), prompt_ids=PROMPT)
     assert a["output_ids"] == b["output_ids"] and a["output_ids"] != c["output_ids"]
+    # Greedy: two seeds that give different samples above give the same text, the target's argmax.
+    greedy = [run(pair, "", DecodeConfig(temperature=0.0, seed=seed, max_new_tokens=20), prompt_ids=PROMPT)
+              for seed in (5, 6)]
+    assert greedy[0]["output_ids"] == greedy[1]["output_ids"]
+    with torch.no_grad():
+        ref = pair.target.generate(torch.tensor([PROMPT]), attention_mask=torch.ones(1, len(PROMPT), dtype=torch.long),
+                                   max_new_tokens=20, do_sample=False)[0, len(PROMPT):].tolist()
+    assert greedy[0]["output_ids"] == ref
