@@ -198,3 +198,60 @@ def test_largest_allowed_tree_runs():
         DecodeConfig(nodes=501)
     with pytest.raises(BadInput):
         DecodeConfig(max_depth=21)
+
+
+def test_a_cancelled_run_stops_before_its_prefill():
+    """Stop (or a time limit already used up, e.g. by loading the model) ends the run before it
+    spends a target forward on the prompt."""
+    pair = tiny_pair("classic")
+    forwards = []
+    hook = pair.target.register_forward_hook(lambda *args: forwards.append(1))
+    try:
+        with pytest.raises(Cancelled):
+            run(pair, "", DecodeConfig(max_new_tokens=5, nodes=4), prompt_ids=[1, 2, 3], cancel=lambda: True)
+        assert forwards == []
+        run(pair, "", DecodeConfig(max_new_tokens=5, nodes=4), prompt_ids=[1, 2, 3])
+        assert forwards                   # the hook sees forwards: the check above is not vacuous
+    finally:
+        hook.remove()
+
+
+def test_feature_head_gets_only_the_features_it_has_not_read(monkeypatch):
+    """The loop hands the feature head the target features of the tokens committed since its last
+    step, never the whole history (which would be O(L²) copies over a run); the output is unchanged."""
+    from opttree.drafters.feature_head import FeatureHeadDrafter
+
+    pair = tiny_pair("eagle")
+    cfg = DecodeConfig(method="opt-tree", nodes=8, max_new_tokens=30)
+    before = run(pair, "", cfg, prompt_ids=[5, 6, 7, 8])["output_ids"]
+    seen = []
+    real = FeatureHeadDrafter.begin_step
+
+    def recording(self, committed, features):
+        seen.append((len(committed), features.shape[0]))
+        return real(self, committed, features)
+
+    monkeypatch.setattr(FeatureHeadDrafter, "begin_step", recording)
+    assert run(pair, "", cfg, prompt_ids=[5, 6, 7, 8])["output_ids"] == before
+    assert len(seen) > 3 and seen[0] == (4, 3)        # the prefill: every prompt token but the root
+    for (prev, _), (now, rows) in zip(seen, seen[1:]):
+        assert rows == now - prev                       # the root's row and the accepted nodes' rows
+
+
+def test_feature_head_reads_the_whole_history_or_only_new_rows_alike():
+    """begin_step takes the full feature history (as before) or only its unread tail: same draft."""
+    from opttree.drafters.feature_head import FeatureHeadDrafter
+
+    pair = tiny_pair("eagle")
+    seq = [5, 6, 7, 8, 9, 10, 11]
+    with torch.no_grad():
+        feats = pair.target(input_ids=torch.tensor([seq]), output_hidden_states=True).hidden_states[-1][0]
+    full, tail = (FeatureHeadDrafter(pair.draft_model, pair.target, 64) for _ in range(2))
+    for a, b in [(0, 4), (4, 6), (6, 7)]:      # steps that commit up to seq[:b]; features of seq[:b-1]
+        full.begin_step(seq[:b], feats[: b - 1])
+        tail.begin_step(seq[:b], feats[max(a - 1, 0): b - 1])
+        assert torch.equal(full.root_probs, tail.root_probs)
+        full.end_step([])
+        tail.end_step([])
+    with pytest.raises(ValueError, match="features start at position"):
+        tail.begin_step(seq + [12], feats[-1:][:0])   # rows missing: refused, never misread
