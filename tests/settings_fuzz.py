@@ -62,18 +62,26 @@ def bad_values(name: str) -> list:
     return [v for v in boundary_values(name) + JUNK if not accepted(name, v)]
 
 
+def _json_safe(value) -> bool:
+    """JSON has no NaN or infinity: an HTTP client cannot send them as numbers."""
+    return not (isinstance(value, float) and not math.isfinite(value))
+
+
 @st.composite
-def all_settings(draw, everyday: dict | None = None, required: tuple[str, ...] = ("max_new_tokens",)):
-    """A dict of settings: accepted values (each setting's edges plus `everyday` ones) for some of
-    them, the `required` ones always (so a run's length stays under control: max_new_tokens'
-    accepted edges are 1, 2 and 2048, which a tiny model's context refuses), then half the time
-    one or two settings replaced by values outside their range or junk."""
-    everyday = everyday or {}
+def all_settings(draw, everyday: dict | None = None, only: dict | None = None,
+                 required: tuple[str, ...] = ("max_new_tokens",), json_only: bool = False):
+    """A dict of settings: accepted values (each setting's edges plus `everyday` ones, or just the
+    `only` ones for a setting listed there) for some of them, the `required` ones always (so a
+    run's length stays under control: max_new_tokens' accepted edges are 1, 2 and 2048, which a
+    tiny model's context refuses), then half the time one or two settings replaced by values
+    outside their range or junk. `json_only`: no NaN or infinities (for HTTP clients)."""
+    everyday, only = everyday or {}, only or {}
     values = {}
     for name in SETTING_NAMES:
         if name in required or draw(st.booleans()):
-            values[name] = draw(st.sampled_from(good_values(name, everyday.get(name))))
+            good = only[name] if name in only else good_values(name, everyday.get(name))
+            values[name] = draw(st.sampled_from(good))
     for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
         name = draw(st.sampled_from(SETTING_NAMES))
-        values[name] = draw(st.sampled_from(bad_values(name)))
+        values[name] = draw(st.sampled_from([v for v in bad_values(name) if not json_only or _json_safe(v)]))
     return values
