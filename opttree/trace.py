@@ -5,8 +5,8 @@ A run is a plain JSON object: {"version", "meta", "prompt", "output_ids", "outpu
 depth, q, p_hat, rank), the accepted node indices in order (the verifier's path), `accept_length`
 (the draft tokens actually committed: the accepted path, cut where EOS or the token limit ended the
 run), the bonus token, the committed tokens, E(A) and the per-depth E(A) values that decided the
-tree's depth, plus timings. Traces written before `accept_length` counted only committed tokens
-still load; `committed_draft(step)` reads either kind. Views, replay, export and tests read only
+tree's depth, plus timings. A trace whose `accept_length` is the whole accepted path (older
+engines wrote that) loads too; `committed_draft(step)` reads either kind. Views, replay, export and tests read only
 this record; `validate_trace` guards every trace that comes from outside (imports are untrusted).
 """
 
