@@ -73,7 +73,8 @@ class DecodeConfig:
     temperature: float = setting(0.0, lo=0.0, hi=2.0, label="Temperature (0 = greedy)",
                                  ui=dict(min=0, max=2, step=0.05),
                                  help="target sampling temperature; 0 = greedy (output equals the target's "
-                                      "argmax decoding)")
+                                      "argmax decoding); any T > 0 samples, a tiny T (down to the smallest "
+                                      "positive float) sampling (almost) only the most likely token")
     max_new_tokens: int = setting(128, lo=1, hi=2048, label="Max new tokens", ui=dict(min=1, max=256, step=1),
                                   app_default=32, help="stop after this many generated tokens")
     seed: int = setting(0, lo=0, hi=2**53, label="Seed (temperature > 0: same seed, same text; change it to redraw)",
@@ -87,7 +88,7 @@ class DecodeConfig:
              "(drafters/tree_temperature.py); the trace's meta records the value used")
     top_p: float = setting(1.0, lo=0.0, hi=1.0, label="Top-p (nucleus)", ui=dict(min=0, max=1, step=0.01),
                            help="sample only from the smallest set of tokens whose mass reaches top-p (the most "
-                                "likely token is always kept); 1 = off")
+                                "likely token is always kept, so 0 = only that token); 1 = off")
     top_k: int = setting(0, lo=0, hi=100000, label="Top-k", ui=dict(min=0, max=200, step=1),
                          help="sample only from the k most likely tokens; 0 = off")
     eagle_top_k: int = setting(10, lo=1, hi=64, label="EAGLE-2 top-k", ui=dict(min=1, max=64, step=1),
@@ -109,26 +110,36 @@ class DecodeConfig:
         return asdict(self)
 
 
+def _short(value) -> str:
+    """A rejected value as the error message shows it (never thousands of digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _checked(f, value):
     """One field's value, converted to its type and checked against its declaration."""
     meta = f.metadata
     if meta["choices"] is not None:
         if value not in meta["choices"]:
-            raise BadInput(f"unknown {f.name} {value!r}: choose one of {', '.join(meta['choices'])}.")
+            raise BadInput(f"unknown {f.name} {_short(value)}: choose one of {', '.join(meta['choices'])}.")
         return value
     want_int = f.type in ("int", int)
     if isinstance(value, bool):
         raise BadInput(f"{f.name} must be a number, got {value!r}.")
+    lo, hi = meta["lo"], meta["hi"]
+    if isinstance(value, int):   # compared exactly: a huge int must not round into the range
+        if not lo <= value <= hi:
+            raise BadInput(f"{f.name} must be between {lo:g} and {hi:g}, got {_short(value)}.")
+        return value if want_int else float(value)
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
-        raise BadInput(f"{f.name} must be a number, got {value!r}.") from None
-    lo, hi = meta["lo"], meta["hi"]
+        raise BadInput(f"{f.name} must be a number, got {_short(value)}.") from None
     if not math.isfinite(number) or number < lo or number > hi:
-        raise BadInput(f"{f.name} must be between {lo:g} and {hi:g}, got {value!r}.")
+        raise BadInput(f"{f.name} must be between {lo:g} and {hi:g}, got {_short(value)}.")
     if want_int and number != int(number):
-        raise BadInput(f"{f.name} must be a whole number, got {value!r}.")
-    return int(number) if want_int else number
+        raise BadInput(f"{f.name} must be a whole number, got {_short(value)}.")
+    return int(number) if want_int else number + 0.0   # + 0.0: -0.0 is recorded as 0.0
 
 
 SETTINGS = {f.name: f for f in fields(DecodeConfig)}

@@ -2,8 +2,11 @@
 
 A run is a plain JSON object: {"version", "meta", "prompt", "output_ids", "output_text", "steps",
 "summary"}. Each step records the verified draft tree (tokens, texts, parents with -1 = the root,
-depth, q, p_hat, rank), the accepted node indices in order, the bonus token, E(A) and the per-depth
-E(A) values that decided the tree's depth, plus timings. Views, replay, export and tests read only
+depth, q, p_hat, rank), the accepted node indices in order (the verifier's path), `accept_length`
+(the draft tokens actually committed: the accepted path, cut where EOS or the token limit ended the
+run), the bonus token, the committed tokens, E(A) and the per-depth E(A) values that decided the
+tree's depth, plus timings. A trace whose `accept_length` is the whole accepted path (older
+engines wrote that) loads too; `committed_draft(step)` reads either kind. Views, replay, export and tests read only
 this record; `validate_trace` guards every trace that comes from outside (imports are untrusted).
 
 The target's side of a step (optional: traces written before it existed lack both fields):
@@ -61,7 +64,7 @@ def step_record(index: int, step: StepData, text_of, decode) -> dict:
         "tokens": list(tree.tokens), "texts": [text_of(t) for t in tree.tokens], "parents": list(tree.parents),
         "depth": list(tree.depth), "q": [round(x, 6) for x in tree.q],
         "p_hat": [round(x, 8) for x in tree.p_hat], "rank": list(tree.rank),
-        "accepted": step.accepted, "accept_length": len(step.accepted),
+        "accepted": step.accepted, "accept_length": min(len(step.accepted), len(step.committed)),
         "bonus_token": step.bonus, "bonus_text": text_of(step.bonus), "rejected": step.rejected,
         "committed": step.committed, "committed_text": decode(step.committed),
         "expected_accept": round(sum(tree.p_hat), 6),
@@ -84,6 +87,16 @@ def _target_side(step: StepData, text_of) -> dict:
     return out
 
 
+def committed_draft(step: dict) -> int:
+    """Draft tokens a recorded step committed (its accepted path cut at EOS or the token limit).
+
+    Older traces recorded the whole accepted path as `accept_length`; their `committed` list says
+    where a step was cut."""
+    length = step["accept_length"]
+    committed = step.get("committed")
+    return min(length, len(committed)) if isinstance(committed, list) else length
+
+
 def summarize(steps: list[dict], new_tokens: int, wall_s: float) -> dict:
     n = len(steps)
     return {
@@ -95,7 +108,7 @@ def summarize(steps: list[dict], new_tokens: int, wall_s: float) -> dict:
         "mean_nodes": round(sum(len(s["tokens"]) for s in steps) / n, 2) if n else 0.0,
         "mean_depth": round(sum(max(s["depth"], default=0) for s in steps) / n, 2) if n else 0.0,
         "mean_expected_accept": round(sum(s["expected_accept"] for s in steps) / n, 4) if n else 0.0,
-        "mean_accept_length": round(sum(s["accept_length"] for s in steps) / n, 4) if n else 0.0,
+        "mean_accept_length": round(sum(committed_draft(s) for s in steps) / n, 4) if n else 0.0,
         **{f"mean_{k}": round(sum(s[k] for s in steps) / n, 3) if n else 0.0
            for k in ("draft_ms", "build_ms", "verify_ms")},
     }

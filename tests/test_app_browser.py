@@ -146,7 +146,9 @@ def test_sliders_run_and_redraw_time(page):
     pg.locator("#prompt textarea").fill("Write a short poem about autumn.")
     start_and_wait(pg, "#run")
     state = plot_state(pg)
-    assert 0 < state["nodes"] <= 60 and state["depth"] <= 6
+    # The last step may have had one token left to generate: the target picks it with no draft.
+    assert state["nodes"] <= 60 and state["depth"] <= 6
+    assert state["nodes"] > 0 or " 0 nodes" in state["title"], state["title"]
     shot(pg, "03-sliders-run.png")
     n_steps = step_value(pg)
 
@@ -154,7 +156,10 @@ def test_sliders_run_and_redraw_time(page):
     # Walk back to step 1 and forward again to get 2 × (steps − 1) samples.
     timings = []
     pg.evaluate("() => window.scrollTo(0, 0)")
-    for button in ["#prev"] * (n_steps - 1) + ["#next"] * (n_steps - 1):
+    for i, button in enumerate(["#prev"] * (n_steps - 1) + ["#next"] * (n_steps - 1)):
+        if i == n_steps - 1:   # at step 1: a full tree within the sliders' limits
+            first = plot_state(pg)
+            assert 0 < first["nodes"] <= 60 and first["depth"] <= 6
         timings.append(pg.evaluate("""([sel, button]) => new Promise(resolve => {
             const gd = document.querySelector(sel);
             const old = gd.layout.title.text;

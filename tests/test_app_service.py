@@ -1,9 +1,14 @@
 """The serving layer behind the app (opttree/service.py) and the model allow-list, on tiny models."""
 
 import json
+import logging
 import threading
+import time
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from settings_fuzz import all_settings
 from tiny import tiny_pair
 
 import opttree.decoding.speculative as speculative
@@ -11,6 +16,7 @@ from opttree.config import DecodeConfig
 from opttree.errors import BadInput
 from opttree.models.registry import DRAFTERS, ModelEntry, Registry, load_registry
 from opttree.serve.service import Lane, RunError, RunService
+from opttree.trace import validate_trace
 
 SETTINGS = dict(method="opt-tree", nodes=6, max_depth=3, threshold=0.01, max_new_tokens=4)
 
@@ -171,8 +177,11 @@ def test_lane_reclaims_tickets_whose_readers_went_away():
     assert lane.active == 0
 
 
-def test_abandoned_run_does_not_block_the_next(service):
-    service.lane.stale_s = 0.3
+def test_abandoned_run_does_not_block_the_next(pair):
+    """A reader that stops asking for updates without closing the run (a dropped connection) loses
+    the slot after `stale_s`, a service setting."""
+    service = RunService(registry=Registry([ModelEntry("tiny", "tiny", "t", "self")], default="tiny"),
+                         pair_factory=lambda entry: pair, stale_s=0.3)
     abandoned = service.stream("tiny", "t1 t2", dict(SETTINGS, max_new_tokens=40, nodes=2, max_depth=1))
     assert next(abandoned).state == "running"    # holds the slot, then its reader disappears
     assert service.run("tiny", "t1", SETTINGS)["steps"]
@@ -181,9 +190,105 @@ def test_abandoned_run_does_not_block_the_next(service):
     assert err.value.kind == "cancelled" and service.lane.active == 0
 
 
+def slow_service(pair, load_s: float, time_limit_s: float, on_load=None):
+    """A service whose pair takes `load_s` seconds to load (like a first GGUF dequantization)."""
+    def factory(entry):
+        time.sleep(load_s)
+        if on_load:
+            on_load()
+        return pair
+
+    return RunService(registry=Registry([ModelEntry("tiny", "tiny", "t", "self")], default="tiny"),
+                      pair_factory=factory, time_limit_s=time_limit_s)
+
+
+def counting_forwards(pair):
+    calls = []
+    return calls, pair.target.register_forward_hook(lambda *args: calls.append(1))
+
+
+def test_time_limit_counts_loading_the_model(pair):
+    """A run whose load already used up its time stops at the first check, before the prefill."""
+    svc = slow_service(pair, load_s=0.5, time_limit_s=0.1)
+    calls, hook = counting_forwards(pair)
+    try:
+        with pytest.raises(RunError) as err:
+            svc.run("tiny", "t1 t2 t3", SETTINGS)
+        assert err.value.kind == "timeout" and "loading the model" in err.value.message
+        assert calls == [] and svc.lane.active == 0
+        svc.time_limit_s = 60.0                     # loaded now: the next run has its whole limit
+        assert svc.run("tiny", "t1 t2 t3", SETTINGS)["steps"] and calls
+    finally:
+        hook.remove()
+
+
+def test_stop_pressed_while_the_model_loads_skips_the_prefill(pair):
+    flag = threading.Event()
+    svc = slow_service(pair, load_s=0.0, time_limit_s=60.0, on_load=flag.set)
+    calls, hook = counting_forwards(pair)
+    try:
+        with pytest.raises(RunError) as err:
+            svc.run("tiny", "t1 t2 t3", SETTINGS, cancel=flag)
+        assert err.value.kind == "cancelled" and calls == []
+    finally:
+        hook.remove()
+
+
+def test_api_run_closed_by_its_client_frees_the_lane_at_once(service, caplog):
+    """/generate is a generator: when Gradio stops for a client that disconnected or cancelled, it
+    closes it, which closes the run and frees the slot (no waiting for `stale_s` or the time limit)."""
+    from ui.app import generate
+
+    service.lane.stale_s = 1e9                       # only closing can free the slot here
+    gen = generate(service, "tiny", "t1 t2", **dict(SETTINGS, max_new_tokens=40, nodes=2, max_depth=1))
+    first = next(gen)
+    assert first["state"] == "running" and service.lane.active == 1
+    with caplog.at_level(logging.INFO, logger="opttree.serve.service"):
+        gen.close()
+    assert service.lane.active == 0 and service.lane.queued == 0
+    assert "closed by its reader before it finished" in caplog.text
+    finished = list(generate(service, "tiny", "t1 t2", **SETTINGS))
+    assert finished[-1]["output_ids"] and all(u["state"] == "running" for u in finished[:-1])
+
+
+def test_api_errors_carry_their_kind():
+    import gradio as gr
+
+    from ui.app import generate
+
+    svc = RunService(registry=Registry([ModelEntry("tiny", "tiny", "t", "self")], default="tiny"),
+                     pair_factory=lambda entry: tiny_pair("classic", draft_is_target=True))
+    with pytest.raises(gr.Error) as err:
+        list(generate(svc, "tiny", "t1", nodes=0))
+    assert err.value.title == "bad_input" and "nodes must be between" in err.value.message
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=all_settings(everyday=dict(nodes=[3, 8], max_depth=[2, 3], temperature=[0.7], max_new_tokens=[3])),
+       extra=st.sampled_from([{}, {}, {}, {"trust_remote_code": True}, {"": 1}]))
+def test_service_fuzz_every_setting_finishes_or_is_bad_input(pair, values, extra):
+    """All settings at their edges, outside them and as junk (NaN, ±inf, huge numbers, bools,
+    strings, lists), plus unknown keys: a finished trace or a bad_input error, never internal."""
+    svc = RunService(registry=Registry([ModelEntry("tiny", "tiny", "t", "self")], default="tiny"),
+                     pair_factory=lambda entry: pair)
+    try:
+        trace = svc.run("tiny", "t1 t2 t3", {**values, **extra})
+    except RunError as exc:
+        event("bad_input")
+        assert exc.kind == "bad_input", (values, extra, exc.kind, exc.message)
+        assert exc.message.strip() and len(exc.message) < 500
+        return
+    event("finished")
+    validate_trace(trace)
+    assert 1 <= len(trace["output_ids"]) <= trace["meta"]["max_new_tokens"] and not extra
+    assert svc.lane.active == 0
+
+
 def test_shipped_pairs_carry_their_cards_tree_temperature():
-    """The app's own loader (not only load_pair) reads each bundled draft's fitted tree temperature."""
-    from opttree.drafters.tree_temperature import card_temperature
+    """The app's own loader (not only load_pair) reads each bundled draft's fitted tree temperature:
+    compared with the value in the card file itself, read here as plain JSON."""
+    from pathlib import Path
+
     from opttree.models.registry import load_registry
 
     registry = load_registry()
@@ -191,7 +296,9 @@ def test_shipped_pairs_carry_their_cards_tree_temperature():
     checked = 0
     for entry in registry.entries.values():
         if entry.drafter in ("eagle", "classic") and entry.draft not in ("", "random") and not entry.missing_files():
+            card = json.loads(Path(entry.draft).with_suffix(".json").read_text())
+            assert card["tree_temperature"] != 1.0       # a fitted value, distinguishable from the default
             pair = svc.pair_for(entry.id)[0]
-            assert pair.tree_temperature == card_temperature(entry.draft) != 1.0
+            assert pair.tree_temperature == card["tree_temperature"], entry.id
             checked += 1
     assert checked >= 2

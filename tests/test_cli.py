@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from settings_fuzz import all_settings
 
 from opttree.cli import main
 from opttree.drafters.tree_temperature import card_temperature
@@ -67,3 +69,57 @@ def test_auto_node_budget_follows_the_device(monkeypatch):
     monkeypatch.setattr("torch.cuda.device_count", lambda: 1)
     assert decode_config(parse(["generate", "--prompt", "x"]), "opt-tree").nodes == GPU_DEFAULT_NODES
     assert GPU_DEFAULT_NODES == 60 and CPU_DEFAULT_NODES < GPU_DEFAULT_NODES
+
+
+def test_unexpected_failure_is_one_error_line(monkeypatch, capsys):
+    """Not only the project's own errors: anything else is one `error:` line and status 1."""
+    def broken(*args, **kwargs):
+        raise RuntimeError("weights went missing\nsecond line of the message")
+
+    monkeypatch.setattr("opttree.cli.load_from_args", broken)
+    assert main(["generate", "--prompt", "hi", "--device", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: unexpected RuntimeError: weights went missing second")
+    assert "Traceback" not in err and "--verbose" in err
+
+    assert main(["generate", "--prompt", "hi", "--device", "cpu", "--verbose"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "in broken" in err
+    assert err.strip().splitlines()[-1].startswith("error: unexpected RuntimeError")
+    assert main(["--verbose", "generate", "--prompt", "hi", "--device", "cpu"]) == 1
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_unexpected_failure_in_eval_is_one_error_line(monkeypatch, capsys):
+    def broken(argv):
+        raise KeyError("answers")
+
+    monkeypatch.setattr("opttree.cli.eval_main", broken)
+    assert main(["eval", "--bench-name", "x"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: unexpected KeyError")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=all_settings(everyday=dict(nodes=[3, 8], max_depth=[2, 3], temperature=[0.7], max_new_tokens=[3])))
+def test_cli_fuzz_every_setting_finishes_or_says_why(monkeypatch, capsys, values):
+    """All settings at their edges, outside them and as junk, through `opttree generate` (in
+    process, a tiny pair): text and status 0, or a clear message and status 2; never status 1."""
+    from tiny import tiny_pair
+
+    monkeypatch.setattr("opttree.cli.load_from_args", lambda args, need_draft=True: tiny_pair("eagle"))
+    argv = ["generate", "--prompt", "t1 t2 t3", "--device", "cpu"]
+    for name, value in values.items():
+        argv += ["--" + name.replace("_", "-"), str(value)]
+    try:
+        code = main(argv)
+    except SystemExit as exc:   # argparse refused a value (wrong type or choice): its usage error
+        code = exc.code
+    out, err = capsys.readouterr()
+    event(f"status {code}")   # --hypothesis-show-statistics: how many runs finished
+    assert "Traceback" not in err and "unexpected" not in err, (argv, err)
+    assert code in (0, 2), (argv, code, err)
+    if code == 0:
+        assert out.strip() and "tokens in" in err
+    else:
+        assert err.strip().splitlines()[-1].startswith(("error:", "opttree generate: error:")), err

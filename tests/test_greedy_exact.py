@@ -90,3 +90,32 @@ def test_bundled_smollm_matches_generate(smollm, prompt):
         cfg = DecodeConfig(method=method, nodes=20, max_depth=6, max_new_tokens=24)
         trace = run(pair, prompt, cfg)
         assert trace["output_ids"] == ref, (method, pair.draft_name)
+
+
+def _tokens_left(trace):
+    """Tokens each step could still commit when it started."""
+    left, out = trace["meta"]["max_new_tokens"], []
+    for step in trace["steps"]:
+        out.append(left)
+        left -= len(step["committed"])
+    return out
+
+
+@pytest.mark.parametrize("drafter", ["classic", "eagle"])
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "ar"])
+def test_last_steps_draft_no_deeper_than_the_tokens_left(drafter, method):
+    """A step that may commit only k more tokens drafts at most k - 1 layers (the bonus takes the
+    last place) and none when k = 1; the output is still the target's own."""
+    pair = tiny_pair(drafter, draft_is_target=True) if drafter == "classic" else tiny_pair(drafter)
+    for max_new in (7, 8, 9):
+        cfg = DecodeConfig(method=method, nodes=30, threshold=0.0, max_depth=5, max_new_tokens=max_new)
+        trace = run(pair, "", cfg, prompt_ids=[4, 8, 15, 16, 23, 42])
+        assert trace["output_ids"] == reference(pair.target, [4, 8, 15, 16, 23, 42], max_new)
+        for step, left in zip(trace["steps"], _tokens_left(trace)):
+            assert max(step["depth"], default=0) <= min(5, left - 1), (max_new, left, step["depth"])
+            if left == 1:
+                assert step["tokens"] == [] and "one token left" in step["stop_reason"]
+            assert len(step["accepted"]) <= len(step["committed"])   # nothing accepted is thrown away
+    if drafter == "classic":   # the draft is the target: every full step accepts to the cap
+        last = trace["steps"][-1]
+        assert "depth capped" in last["stop_reason"] or last["tokens"] == []

@@ -5,6 +5,7 @@ Latency figures are printed for the README's "Running for a class" section, neve
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -12,13 +13,20 @@ import sys
 import threading
 import time
 import urllib.request
+import uuid
 
+import httpx
 import pytest
 from app_server import ROOT, fast_model_id, free_port, launched_app
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from settings_fuzz import all_settings
+
+from opttree.config import SETTING_NAMES, SETTINGS
+from opttree.trace import validate_trace
 
 gradio_client = pytest.importorskip("gradio_client")
+from gradio_client.exceptions import AppError  # noqa: E402 (after the importorskip above)
 
 # Different prompts and settings per visitor; greedy and seeded sampling both must be reproducible.
 JOBS = [
@@ -85,25 +93,77 @@ def test_concurrent_visitors_get_solo_results(app):
           f"p95 {waits[int(0.95 * (len(waits) - 1))]:.2f} s")
 
 
-WEIRD = st.one_of(st.none(), st.booleans(), st.integers(-10**9, 10**9), st.floats(allow_nan=True),
-                  st.text(max_size=12))
+PROMPTS = st.one_of(st.just("Say hi."), st.text(max_size=40), st.just(""), st.just("x" * 100_000),
+                   st.just("\x00\ufffd<script>\u202e"))   # (lone surrogates cannot be sent as JSON)
+# Short runs only: max_new_tokens' accepted edge 2048 would decode for minutes on this CPU.
+SHORT = dict(max_new_tokens=[1, 2])
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(prompt=st.one_of(st.text(max_size=40), st.just(""), st.just("x" * 100_000), st.just("\x00\udcff<script>")),
-       method=st.one_of(st.sampled_from(["opt-tree", "ar", "nope"]), st.text(max_size=8)),
-       nodes=WEIRD, max_depth=WEIRD, threshold=WEIRD, temperature=WEIRD)
-def test_api_fuzz_answers_cleanly(app, prompt, method, nodes, max_depth, threshold, temperature):
-    """Whatever is sent straight to the API: a trace or a clear error, never a dead server."""
-    url, _ = app
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prompt=PROMPTS, values=all_settings(everyday=dict(nodes=[4], max_depth=[3]), only=SHORT, json_only=True))
+def test_api_fuzz_answers_cleanly(app, prompt, values):
+    """Every setting at its edges, outside them and as junk, sent straight to /generate: a finished
+    trace, or an error titled bad_input with a clear message; never an internal error."""
+    url, log = app
     client = gradio_client.Client(url, verbose=False)
     try:
-        trace = client.predict(fast_model_id(), prompt, method, nodes, max_depth, threshold, temperature, 2,
-                               api_name="/generate")
-        assert isinstance(trace, dict) and len(trace["output_ids"]) <= 2
-    except Exception as exc:  # gradio_client raises AppError with the server's message
-        text = str(exc)
-        assert "Traceback" not in text and len(text) < 2000 and text.strip()
+        trace = client.predict(model=fast_model_id(), prompt=prompt, **values, api_name="/generate")
+    except AppError as exc:   # the server's gr.Error: title = the run's kind
+        event("bad_input")
+        assert exc.title == "bad_input", (prompt[:40], values, exc.title, exc.message)
+        assert exc.message.strip() and len(exc.message) < 2000 and "Traceback" not in exc.message
+    else:
+        event("finished")
+        validate_trace(trace)
+        assert 1 <= len(trace["output_ids"]) <= values["max_new_tokens"]
+    assert "run failed" not in log.read_text(), "the server logged an internal error"
+
+
+def long_run_data(model: str) -> list:
+    """/generate's inputs for a run far longer than any test waits for (AR, 2048 tokens)."""
+    values = {name: SETTINGS[name].default for name in SETTING_NAMES}
+    values.update(method="ar", max_new_tokens=2048)
+    return [model, "Count from one to one thousand, one number per line."] + [values[n] for n in SETTING_NAMES]
+
+
+def wait_for_log(log, needle: str, count: int, limit_s: float = 120.0) -> bool:
+    """Polls the app's log until `needle` appears `count` times (False after `limit_s`: a bound on
+    the wait, generous for a busy machine, not a measurement)."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        if log.read_text().count(needle) >= count:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_api_clients_that_go_away_free_their_lane_slots(app):
+    """Both lane slots taken by long /generate runs: one client drops its connection, the other
+    cancels its job. Each run is closed at its next step (not after the 180 s time limit) and a
+    new visitor's run goes through."""
+    url, log = app
+    closed = "run closed by its reader before it finished"
+    before = log.read_text().count(closed)
+    client = gradio_client.Client(url, verbose=False)
+    data = long_run_data(fast_model_id())
+    job = client.submit(*data, api_name="/generate")
+    config = httpx.get(url + "config", timeout=30).json()
+    fn = next(d.get("id", i) for i, d in enumerate(config["dependencies"]) if d.get("api_name") == "generate")
+    session = uuid.uuid4().hex
+    joined = httpx.post(url + "gradio_api/queue/join", timeout=30,
+                        json={"data": data, "fn_index": fn, "session_hash": session, "event_data": None,
+                              "trigger_id": None})
+    assert joined.status_code == 200, joined.text
+    with httpx.stream("GET", url + "gradio_api/queue/data", params={"session_hash": session}, timeout=300) as sse:
+        for line in sse.iter_lines():   # read until the run streams its first step, then hang up
+            if line.startswith("data:") and json.loads(line[5:]).get("msg") == "process_generating":
+                break
+    while not job.outputs():            # the gradio_client job is running too: cancel it
+        time.sleep(0.2)
+    job.cancel()
+    assert wait_for_log(log, closed, before + 2), log.read_text()[-3000:]
+    trace, _ = call(url, "Say hi.", "opt-tree", 0.0, 4)
+    assert trace["summary"]["new_tokens"] >= 1
 
 
 def test_unknown_model_is_refused_and_server_keeps_working(app):

@@ -5,7 +5,7 @@ import torch
 from scipy.stats import chisquare
 from tiny import tiny_pair
 
-from opttree.config import DecodeConfig
+from opttree.config import METHODS, DecodeConfig
 from opttree.decoding.sampling import warp
 from opttree.decoding.speculative import run
 
@@ -96,3 +96,46 @@ def test_same_seed_same_output_and_greedy_ignores_seed():
     b = run(pair, "", DecodeConfig(temperature=1.0, seed=5, max_new_tokens=20), prompt_ids=PROMPT)
     c = run(pair, "", DecodeConfig(temperature=1.0, seed=6, max_new_tokens=20), prompt_ids=PROMPT)
     assert a["output_ids"] == b["output_ids"] and a["output_ids"] != c["output_ids"]
+    # Greedy: two seeds that give different samples above give the same text, the target's argmax.
+    greedy = [run(pair, "", DecodeConfig(temperature=0.0, seed=seed, max_new_tokens=20), prompt_ids=PROMPT)
+              for seed in (5, 6)]
+    assert greedy[0]["output_ids"] == greedy[1]["output_ids"]
+    with torch.no_grad():
+        ref = pair.target.generate(torch.tensor([PROMPT]), attention_mask=torch.ones(1, len(PROMPT), dtype=torch.long),
+                                   max_new_tokens=20, do_sample=False)[0, len(PROMPT):].tolist()
+    assert greedy[0]["output_ids"] == ref
+
+
+SAMPLED = [dict(temperature=0.8), dict(temperature=1.3, top_k=5), dict(temperature=0.6, top_p=0.9)]
+
+
+@pytest.mark.parametrize("drafter", ["classic", "eagle"])
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "ar"])
+def test_same_seed_gives_the_ar_runs_sample(method, drafter):
+    """Each committed token costs exactly one draw from the run's generator, so with the same seed a
+    sampled tree run commits the AR run's tokens, whatever the tree accepted at each step."""
+    pair = tiny_pair(drafter, vocab=32, scale=2.0, eos=7)
+    accepted = 0
+    for sampling in SAMPLED:
+        for seed in range(3):
+            common = dict(max_new_tokens=24, seed=seed, **sampling)
+            ar = run(pair, "", DecodeConfig(method="ar", **common), prompt_ids=PROMPT)
+            tree = run(pair, "", DecodeConfig(method=method, nodes=10, max_depth=4, threshold=0.0, **common),
+                       prompt_ids=PROMPT)
+            assert tree["output_ids"] == ar["output_ids"], (sampling, seed)
+            accepted += sum(s["accept_length"] for s in tree["steps"])
+    assert accepted > 0, "no draft token was ever accepted: the check would not involve the tree"
+
+
+@pytest.mark.parametrize("method", ["opt-tree", "eagle-static"])
+def test_same_seed_gives_the_ar_runs_sample_on_the_bundled_model(smollm, method):
+    """The real model (fp32, CPU) drafting for itself: sampled tree runs equal the AR run."""
+    from opttree.models.loading import ModelPair
+
+    self_draft = ModelPair(smollm.target, smollm.tokenizer, "smollm", "classic", smollm.target, "self")
+    for prompt, seed in [("Write a haiku about the sea.", 0), ("Name three colours.", 7)]:
+        common = dict(max_new_tokens=20, seed=seed, temperature=0.8)
+        ar = run(smollm, prompt, DecodeConfig(method="ar", **common))
+        tree = run(self_draft, prompt, DecodeConfig(method=method, nodes=12, max_depth=5, **common))
+        assert tree["output_ids"] == ar["output_ids"], (prompt, seed)
+        assert sum(s["accept_length"] for s in tree["steps"]) > 0

@@ -35,19 +35,20 @@ def test_every_setting_reaches_the_cli(name):
 
 
 def test_every_setting_reaches_the_api():
+    from opttree.serve.service import Update
     from ui.app import GENERATE_SIGNATURE, generate
 
     class Recorder:
-        def run(self, model, prompt, settings):
+        def stream(self, model, prompt, settings):
             self.got = (model, prompt, settings)
-            return {"ok": True}
+            yield Update("done", trace={"ok": True})
 
     params = list(GENERATE_SIGNATURE.parameters)
     assert params == ["model", "prompt", *SETTING_NAMES]
     rec = Recorder()
-    generate(rec, "m", "p", **PROBE)
+    assert list(generate(rec, "m", "p", **PROBE)) == [{"ok": True}]
     assert rec.got == ("m", "p", PROBE)
-    generate(rec, "m", "p")     # every parameter has the library's default
+    list(generate(rec, "m", "p"))     # every parameter has the library's default
     assert rec.got[2] == {name: SETTINGS[name].default for name in SETTING_NAMES}
     assert list(inspect.signature(generate).parameters)[1:] == params
 

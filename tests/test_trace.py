@@ -74,3 +74,38 @@ def test_bad_traces_rejected(trace, mutate, needle):
 def test_garbage_rejected(text):
     with pytest.raises(BadInput):
         loads(text)
+
+
+def test_accept_length_counts_only_committed_draft_tokens():
+    """When EOS ends a run inside the accepted path, the step's accept_length (and the summary's
+    mean, and the E(A)-vs-A points) count the tokens committed, not the verifier's whole path."""
+    from viz.step_charts import ea_points
+
+    pair = tiny_pair("classic", draft_is_target=True)   # the draft proposes past EOS, the target accepts
+    prompt = [1, 2, 3]
+    free = run(pair, "", DecodeConfig(method="chain", max_depth=8, nodes=8, max_new_tokens=12), prompt_ids=prompt)
+    out = free["output_ids"]
+    k = next(i for i in range(2, 7) if out[i] not in out[:i])   # EOS: a token first emitted at index k
+    pair.target.generation_config.eos_token_id = out[k]
+    trace = run(pair, "", DecodeConfig(method="chain", max_depth=8, nodes=8, max_new_tokens=12), prompt_ids=prompt)
+    (only,) = trace["steps"]                                      # one step: the chain reaches past EOS
+    assert trace["output_ids"] == out[: k + 1] == only["committed"]
+    assert len(only["accepted"]) > k + 1                          # the verifier accepted past EOS
+    assert only["accept_length"] == k + 1 == trace["summary"]["mean_accept_length"]
+    assert ea_points(trace)["a"] == [k + 1]
+    validate_trace(trace)
+
+
+def test_old_traces_with_uncut_accept_length_still_load_and_count_committed(trace):
+    """A trace written when accept_length was the whole accepted path: it loads, and the views
+    count what the step committed."""
+    from opttree.trace import committed_draft
+    from viz.step_charts import accept_bars, ea_points
+
+    old = copy.deepcopy(trace)
+    step = old["steps"][-1]
+    step["committed"] = step["committed"][:1]                  # a step cut after one token
+    step["accept_length"] = len(step["accepted"]) + 2          # as an older engine may have recorded it
+    loaded = loads(dumps(old))
+    assert committed_draft(loaded["steps"][-1]) == 1
+    assert ea_points(loaded)["a"][-1] == 1 and accept_bars(loaded).data[0].y[-1] == 1

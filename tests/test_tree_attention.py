@@ -7,7 +7,7 @@ import torch
 from tiny import DEVICES, tiny_llama
 
 from opttree.decoding.kv_cache import new_cache
-from opttree.decoding.verify import keep_accepted, verify_tree
+from opttree.decoding.verify import keep_accepted, tree_inputs, verify_tree
 from opttree.trees.draft_tree import ROOT, DraftTree
 
 
@@ -53,10 +53,28 @@ def test_tree_logits_equal_sequential_over_steps(attn, device):
 
 
 def test_bool_mask_would_be_wrong_with_eager():
-    """Why the mask is additive float: documents the transformers 5.x pitfall we guard against."""
-    from opttree.decoding.tree_attention import tree_mask
+    """Why the mask is additive float: eager attention computes `scores + mask`, so a bool mask
+    (True = may attend) adds 0 or 1 and hides nothing, while the float mask (0 / dtype min) gives
+    every node exactly its own path's logits. SDPA reads the same bool mask correctly."""
+    rng = random.Random(5)
+    committed = [rng.randrange(50) for _ in range(6)]
+    tree = random_tree(rng, 12, 50)
+    assert len({tree.depth[i] for i in range(len(tree))}) > 1 and len(tree.children(ROOT)) > 1
+    prefix = len(committed) - 1
 
-    mask = tree_mask(2, 5, [[2], [3]], torch.float32, "cpu")
-    assert mask.dtype == torch.float32 and mask.shape == (1, 1, 2, 5)
-    assert mask[0, 0, 0].tolist()[:3] == [0.0, 0.0, 0.0]
-    assert mask[0, 0, 0, 3] == torch.finfo(torch.float32).min
+    def tree_logits(model, mask):
+        cache = new_cache(model)
+        with torch.no_grad():
+            model(input_ids=torch.tensor([committed[:-1]]), past_key_values=cache, use_cache=True)
+            ids, pos, _ = tree_inputs(tree, committed[-1], prefix, torch.float32, "cpu")
+            return model(input_ids=ids, position_ids=pos, attention_mask=mask, past_key_values=cache).logits[0]
+
+    _, _, float_mask = tree_inputs(tree, committed[-1], prefix, torch.float32, "cpu")
+    assert float_mask.dtype == torch.float32
+    bool_mask = float_mask == 0          # the same visibility as a bool mask
+    for attn, bool_is_right in (("eager", False), ("sdpa", True)):
+        model = tiny_llama(seed=3, vocab=50, layers=2, attn=attn)
+        refs = torch.stack([sequential_logits(model, committed)] + [
+            sequential_logits(model, committed + [tree.tokens[a] for a in tree.path(i)]) for i in range(len(tree))])
+        assert torch.allclose(tree_logits(model, float_mask), refs, atol=1e-5), attn
+        assert torch.allclose(tree_logits(model, bool_mask), refs, atol=1e-5) == bool_is_right, attn

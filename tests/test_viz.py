@@ -7,7 +7,7 @@ from tiny import tiny_pair
 
 from opttree.config import DecodeConfig
 from opttree.decoding.speculative import run
-from opttree.trace import dumps, loads
+from opttree.trace import dumps, loads, summarize
 from viz import style
 from viz.metrics import compare_chart, compare_rows, step_metrics
 from viz.step_charts import accept_bars, ea_points, ea_scatter, pearson, why_shape
@@ -197,6 +197,32 @@ def test_metrics_and_compare(trace):
     assert rows[0][3] == "1.00×" and rows[1][-1] == "yes" and rows[2][-1] == "NO"
     assert compare_rows({"opt-tree": trace})[0][3] == "—"
     assert len(compare_chart({"ar": trace, "opt-tree": trace}).data) == 2
+
+
+def test_compare_reports_exact_match_when_sampling_with_the_same_seed(trace):
+    """At T > 0 a tree run with the AR run's seed and sampling settings must give its text too."""
+    def sampled(method, seed, ids=None):
+        t = json.loads(dumps(trace))
+        t["meta"].update(method=method, temperature=0.8, seed=seed, top_k=0, top_p=1.0)
+        t["output_ids"] = ids or t["output_ids"]
+        return t
+
+    changed = trace["output_ids"][:-1] + [trace["output_ids"][-1] + 1]
+    rows = compare_rows({"ar": sampled("ar", 3), "opt-tree": sampled("opt-tree", 3),
+                         "binary": sampled("binary", 3, changed), "chain": sampled("chain", 4)})
+    assert [r[-1] for r in rows] == ["yes", "yes", "NO", "n/a (other sampling settings)"]
+    greedy_ar = json.loads(dumps(trace))
+    assert compare_rows({"ar": greedy_ar, "opt-tree": sampled("opt-tree", 3)})[1][-1].startswith("n/a")
+
+
+def test_step_metrics_say_when_the_run_ended_inside_the_accepted_path():
+    step = make_step([-1, 0, 1], [0.9, 0.8, 0.7], accepted=[0, 1, 2])
+    step["committed"], step["accept_length"] = [0, 1], 2          # EOS was the second accepted token
+    md = step_metrics({"steps": [step], "summary": summarize([step], 2, 1.0), "meta": {}}, 0)
+    assert "| accepted draft tokens | 2 (3 accepted; EOS or the token limit ended the run first) |" in md
+    full = make_step([-1, 0], [0.9, 0.8], accepted=[0, 1])
+    md = step_metrics({"steps": [full], "summary": summarize([full], 3, 1.0), "meta": {}}, 0)
+    assert "| accepted draft tokens | 2 (+1 bonus) |" in md
 
 
 def test_exported_trace_replays_views(trace):

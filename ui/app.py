@@ -11,6 +11,7 @@ import inspect
 import logging
 import os
 import threading
+from contextlib import closing
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -116,18 +117,33 @@ def on_unload(service, request: gr.Request = None):
 
 
 def generate(service, model: str, prompt: str, *args, **kwargs) -> dict:
-    """Decode `prompt` with an allow-listed model pair; returns the step trace (JSON).
+    """Decode `prompt` with an allow-listed model pair; the last message is the step trace (JSON).
 
     One parameter per decode setting (declared in opttree/config.py), in that order, each with its
     default; `seed` picks the random draw when temperature > 0 (same seed, same output) and
-    `tree_temperature` rescales draft probabilities at T = 0 (0 = the draft's fitted value)."""
+    `tree_temperature` rescales draft probabilities at T = 0 (0 = the draft's fitted value).
+    While the run waits or decodes it streams small progress messages ({"state": "queued",
+    "position"} / {"state": "running", "steps", "new_tokens"}); `client.predict` returns the final
+    trace. A client that disconnects or cancels stops the run at its next step and frees its place.
+    A failure is an error whose title is its kind (bad_input, model, oom, cancelled, timeout,
+    internal) and whose message says what to change."""
     bound = GENERATE_SIGNATURE.bind(model, prompt, *args, **kwargs)
     bound.apply_defaults()
     settings = {name: bound.arguments[name] for name in SETTING_NAMES}
     try:
-        return service.run(bound.arguments["model"], bound.arguments["prompt"], settings)
+        # A generator, so that Gradio regains control after every step: when the client is gone it
+        # stops iterating and closes this generator, which closes the run and frees its lane slot.
+        with closing(service.stream(bound.arguments["model"], bound.arguments["prompt"], settings)) as updates:
+            for update in updates:
+                if update.state == "queued":
+                    yield {"state": "queued", "position": update.position}
+                elif update.state == "running":
+                    summary = update.trace["summary"]
+                    yield {"state": "running", "steps": summary["steps"], "new_tokens": summary["new_tokens"]}
+                else:
+                    yield update.trace
     except RunError as exc:
-        raise gr.Error(exc.message, print_exception=False) from None
+        raise gr.Error(exc.message, title=exc.kind, print_exception=False) from None
 
 
 def _generate_signature() -> inspect.Signature:

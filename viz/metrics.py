@@ -6,6 +6,8 @@ import html
 
 import plotly.graph_objects as go
 
+from opttree.trace import committed_draft
+
 
 def step_metrics(trace: dict | None, index: int | None) -> str:
     """Markdown table of one step: E(A), accepted length, nodes, depth, timings, stop reason."""
@@ -14,7 +16,7 @@ def step_metrics(trace: dict | None, index: int | None) -> str:
         return "_No step yet._"
     s = steps[index]
     rows = [("E(A) = Σ p̂ (expected accepted)", f"{s['expected_accept']:.2f}"),
-            ("accepted draft tokens", f"{s['accept_length']} (+1 bonus)"),
+            ("accepted draft tokens", accepted_text(s)),
             ("nodes in the tree", str(len(s["tokens"]))),
             ("tree depth", str(max(s["depth"], default=0))),
             ("draft / build / verify ms", f"{s.get('draft_ms', 0):.0f} / {s.get('build_ms', 0):.0f} / "
@@ -22,6 +24,17 @@ def step_metrics(trace: dict | None, index: int | None) -> str:
             ("why it stopped growing", html.escape(str(s.get("stop_reason", "")))) ]
     body = "\n".join(f"| {k} | {v} |" for k, v in rows)
     return f"**Step {index + 1} of {len(steps)}**\n\n| metric | value |\n|---|---|\n{body}\n\n" + run_summary(trace)
+
+
+def accepted_text(step: dict) -> str:
+    """The step's accepted draft tokens, saying when EOS or the token limit cut the step short."""
+    kept, path = committed_draft(step), len(step.get("accepted") or [])
+    committed = step.get("committed")
+    bonus = not isinstance(committed, list) or len(committed) > kept
+    text = f"{kept} (+1 bonus)" if bonus else str(kept)
+    if path > kept:
+        text += f" ({path} accepted; EOS or the token limit ended the run first)"
+    return text
 
 
 def run_summary(trace: dict | None) -> str:
@@ -44,8 +57,24 @@ COMPARE_COLUMNS = ["method", "τ (tokens/step)", "tokens/s", "speedup vs AR", "m
                    "same output as AR"]
 
 
+# The settings that decide the target's token choices: with them equal (and the same seed when
+# sampling), a tree run commits the same tokens as the AR run, each with the same draw.
+SAMPLING_KEYS = ("temperature", "top_k", "top_p", "seed")
+
+
+def same_draws(meta: dict, ar_meta: dict) -> bool:
+    """True when two runs pick tokens by the same rule: same temperature, and when sampling the
+    same top-k, top-p and seed."""
+    if meta.get("temperature", 0) != ar_meta.get("temperature", 0):
+        return False
+    return not meta.get("temperature", 0) or all(meta.get(k) == ar_meta.get(k) for k in SAMPLING_KEYS)
+
+
 def compare_rows(traces: dict[str, dict]) -> list[list]:
-    """One row per method; speedup is tokens/s over the AR run's tokens/s (same prompt and models)."""
+    """One row per method; speedup is tokens/s over the AR run's tokens/s (same prompt and models).
+
+    "same output as AR": at T = 0 the tree run must equal the AR run; at T > 0 too when both ran with
+    the same seed and sampling settings (each committed token is one draw from the run's generator)."""
     ar = traces.get("ar")
     ar_speed = ar["summary"]["tokens_per_s"] if ar else 0.0
     rows = []
@@ -54,8 +83,8 @@ def compare_rows(traces: dict[str, dict]) -> list[list]:
         speedup = f"{s['tokens_per_s'] / ar_speed:.2f}×" if ar_speed else "—"
         if not ar:
             same = "—"
-        elif tr["meta"].get("temperature", 0) > 0:
-            same = "n/a (sampling)"
+        elif not same_draws(tr["meta"], ar["meta"]):
+            same = "n/a (other sampling settings)"
         else:
             same = "yes" if tr["output_ids"] == ar["output_ids"] else "NO"
         rows.append([method, round(s["tau"], 2), round(s["tokens_per_s"], 1), speedup,

@@ -8,6 +8,8 @@ import math
 
 import plotly.graph_objects as go
 
+from opttree.trace import committed_draft
+
 from . import style
 
 
@@ -26,7 +28,7 @@ def accept_bars(trace: dict | None, current: int | None = None) -> go.Figure:
     # A step cut short by EOS or the token limit commits fewer tokens than accepted + bonus.
     committed = [len(s["committed"]) if isinstance(s.get("committed"), list) else s["accept_length"] + 1
                  for s in steps]
-    acc = [min(s["accept_length"], c) for s, c in zip(steps, committed)]
+    acc = [committed_draft(s) for s in steps]
     bonus = [1 if c > a else 0 for a, c in zip(acc, committed)]
     line = [3 if i == current else 0 for i in range(len(steps))]
     fig.add_trace(go.Bar(x=xs, y=acc, name="accepted draft tokens", marker=dict(
@@ -96,11 +98,12 @@ def pearson(xs: list[float], ys: list[float]) -> float | None:
 
 
 def ea_points(trace: dict) -> dict:
-    """The scatter's data for one run: label and (E(A), accepted length) per step."""
+    """The scatter's data for one run: label and (E(A), A) per step, A = the draft tokens the step
+    committed (a step cut by EOS or the token limit counts only what it committed)."""
     meta = trace.get("meta", {})
     return {"label": f"{meta.get('method', '?')} · n={meta.get('nodes', '?')} · {meta.get('draft') or 'no draft'}",
             "ea": [s["expected_accept"] for s in trace.get("steps", [])],
-            "a": [s["accept_length"] for s in trace.get("steps", [])]}
+            "a": [committed_draft(s) for s in trace.get("steps", [])]}
 
 
 def ea_scatter(runs: list[dict]) -> tuple[go.Figure, float | None]:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from opttree.trace import committed_draft
+
 from . import style
 from .tree_layout import tidy_layout
 
@@ -145,4 +147,4 @@ def step_title(trace: dict, index: int) -> str:
         return f"{meta.get('method', '')}"
     s = steps[index]
     return (f"{meta.get('method', '')} · step {index + 1}/{len(steps)} · {len(s['tokens'])} nodes · "
-            f"accepted {s['accept_length']} · E(A) = {s['expected_accept']:.2f}")
+            f"accepted {committed_draft(s)} · E(A) = {s['expected_accept']:.2f}")

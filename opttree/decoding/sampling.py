@@ -1,5 +1,11 @@
 """The target's next-token rule: argmax at temperature 0, else a sample from the warped distribution
-(temperature, then top-k, then top-p — the order transformers applies them)."""
+(temperature, then top-k, then top-p — the order transformers applies them).
+
+Every accepted setting yields a distribution: the logits are shifted by their maximum and divided
+by the temperature in float64, so any T > 0 (down to the smallest positive float) gives finite
+values, and a tiny T puts (almost) all the mass on the most likely token instead of overflowing;
+top-p always keeps the most likely token, so top_p = 0 samples only that token.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +14,18 @@ import torch
 
 def warp(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
     """Probabilities after temperature / top-k / top-p; `logits` is (..., vocab)."""
-    logits = logits.float() / temperature
+    logits = logits.double()
+    # max - max = 0 stays 0 whatever T is; the others become large negative numbers or -inf.
+    logits = (logits - logits.max(dim=-1, keepdim=True).values) / temperature
     if top_k and top_k < logits.shape[-1]:
         kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
         logits = logits.masked_fill(logits < kth, float("-inf"))
     probs = torch.softmax(logits, dim=-1)
     if top_p < 1.0:
         sorted_p, idx = torch.sort(probs, dim=-1, descending=True)
-        # Drop a token when the mass before it already reaches top_p (the top token always stays).
+        # Drop a token when the mass before it already reaches top_p; the top token always stays.
         drop = (sorted_p.cumsum(-1) - sorted_p) >= top_p
+        drop[..., 0] = False
         sorted_p = sorted_p.masked_fill(drop, 0.0)
         probs = torch.zeros_like(probs).scatter(-1, idx, sorted_p)
         probs = probs / probs.sum(-1, keepdim=True)
@@ -59,7 +68,12 @@ def theory_distribution_note(temperature: float, top_k: int = 0, top_p: float = 
 
 
 class TokenPicker:
-    """Holds the run's own RNG so concurrent runs never share random state."""
+    """Holds the run's own RNG so concurrent runs never share random state.
+
+    Each call at T > 0 is exactly one draw from that generator, so a run commits its k-th token with
+    its k-th draw whatever tree was verified: a tree run and the AR run with the same seed draw the
+    same tokens (up to float differences between the two forwards at near-ties).
+    """
 
     def __init__(self, temperature: float, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
                  device="cpu"):

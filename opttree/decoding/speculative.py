@@ -8,6 +8,7 @@ methods share loading, verification, stopping rules and timing.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import torch
 
@@ -127,6 +128,25 @@ def run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,
     return trace
 
 
+def _check(cancel) -> None:
+    if cancel is not None and cancel():
+        raise Cancelled("run cancelled")
+
+
+def capped_config(cfg: DecodeConfig, left: int) -> DecodeConfig | None:
+    """The settings the builder gets when only `left` tokens may still be committed.
+
+    A step commits at most the accepted draft tokens plus the target's bonus token, so drafting
+    deeper than `left - 1` cannot add a committed token (the bonus takes the last place). None when
+    no draft token can be committed (left = 1): the target picks that token alone. Otherwise `cfg`
+    with max_depth capped at `left - 1`.
+    """
+    cap = left - 1
+    if cap < 1:
+        return None
+    return cfg if cap >= cfg.max_depth else replace(cfg, max_depth=cap)
+
+
 @torch.inference_mode()
 def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_target: bool = True):
     target, device = pair.target, pair.device
@@ -134,7 +154,10 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
     want_feats = bool(drafter and drafter.needs_features)
     cache = new_cache(target)
     committed = list(prompt_ids)
+    # The target's features of the committed tokens the drafter has not read yet (it keeps the
+    # ones it has read in its own cache): only new rows are kept, never the whole history.
     feats = None
+    _check(cancel)   # a run can be stopped before its prefill too (time limit, Stop)
     # The last prompt token is not prefilled: it is the first step's root, verified with the tree.
     if len(committed) > 1:
         out = target(input_ids=torch.tensor([committed[:-1]], device=device), past_key_values=cache,
@@ -144,13 +167,14 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
     eos, produced = pair.eos_ids, 0
     rows_left = ROWS_PER_RUN if record_target else 0
     while produced < cfg.max_new_tokens:
-        if cancel is not None and cancel():
-            raise Cancelled("run cancelled")
+        _check(cancel)
         t0 = time.perf_counter()
         draft_s = record_s = 0.0   # record_s: keeping draft rows for the trace, not part of any phase
         draft_rows = DraftRows()
-        if drafter:
+        step_cfg = capped_config(cfg, cfg.max_new_tokens - produced) if drafter else cfg
+        if step_cfg is not None and drafter:
             drafter.begin_step(committed, feats)
+            feats = None   # read: the drafter keeps what it needs
             draft_s = time.perf_counter() - t0
 
         def expand(tree, nodes, k, draft_rows=draft_rows, record=rows_left > 0):
@@ -165,7 +189,14 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
                 record_s += time.perf_counter() - t
             return top.indices.cpu(), top.values.cpu()
 
-        tree, info = build_tree(expand, cfg)
+        if step_cfg is None:
+            tree, info = DraftTree(), {"ea_by_depth": [0.0],
+                                       "stop_reason": "one token left to generate: the target picks it, no draft"}
+        else:
+            tree, info = build_tree(expand, step_cfg)
+            if step_cfg.max_depth < cfg.max_depth:
+                info["stop_reason"] = (f"{info.get('stop_reason', '')}; depth capped at {step_cfg.max_depth}: "
+                                       f"{cfg.max_new_tokens - produced} tokens left to generate").lstrip("; ")
         t1 = time.perf_counter()
         prefix = cache.get_seq_length()
         logits, new_feats = verify_tree(target, cache, committed[-1], tree, device, want_feats)
@@ -175,7 +206,7 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
             rows = torch.tensor([0] + [a + 1 for a in accepted], device=new_feats.device)
             got = new_feats.index_select(0, rows)
             feats = got if feats is None else torch.cat([feats, got])
-        if drafter:
+        if drafter and step_cfg is not None:
             drafter.end_step([tree.origin[a] for a in accepted])
         t2 = time.perf_counter()
         p_target = topk_rows = None

@@ -35,11 +35,17 @@ class FeatureHeadDrafter(Drafter):
 
     @torch.inference_mode()
     def begin_step(self, committed: list[int], features: torch.Tensor) -> None:
+        """`features`: the target's last hidden states of the latest committed tokens, the last row
+        being the token before the root (the whole history, or only the rows not read yet: the
+        drafter reads the rows from the first token it has not consumed)."""
         first, stop = self.n_pairs + 1, len(committed)
         if stop <= first:
             raise BadInput("the feature-head drafter needs a prompt of at least two tokens.")
+        offset = (stop - 1) - features.shape[0]   # the position of row 0
+        if offset > first - 1:
+            raise ValueError(f"features start at position {offset}; the drafter needs them from {first - 1}")
         toks = torch.tensor([committed[first:stop]], device=self.device)
-        feats = features[first - 1: stop - 1].to(self.device, self.dtype)[None]
+        feats = features[first - 1 - offset: stop - 1 - offset].to(self.device, self.dtype)[None]
         pos = torch.arange(first, stop, device=self.device)[None]
         out = self.head.features(feats, self.embed(toks).to(self.dtype), pos, None, self.cache)
         self.n_pairs = stop - 1

@@ -6,7 +6,8 @@ The app calls only this module for model work, so the reliability rules live in 
 - model work passes through a FIFO `Lane` with a bounded number of slots; a waiting run reports its
   queue position instead of silently blocking;
 - settings are validated by `DecodeConfig` on the server whatever the page sent;
-- every run can be cancelled (Stop, closed tab, per-run time limit) between decoding steps;
+- every run can be cancelled (Stop, closed tab, a client that goes away, the per-run time limit,
+  which counts loading the model and reading the prompt too) before its prefill and between steps;
 - failures become a `RunError` with a message for the page: out-of-memory is caught per request, and
   unexpected exceptions are logged here with their traceback but never shown to the visitor.
 """
@@ -171,9 +172,10 @@ class RunService:
     time_limit_s: float = 180.0     # the app passes ServerSettings.run_time_limit_s
     device: str = "auto"
     pair_factory: object = None     # tests inject tiny models: callable(entry) -> ModelPair
+    stale_s: float = 30.0           # a run whose update nobody collects this long loses its slot
 
     def __post_init__(self):
-        self.lane = Lane(self.lane_slots)
+        self.lane = Lane(self.lane_slots, self.stale_s)
         self._pairs: dict[str, object] = {}
         self._targets: dict[tuple, object] = {}
         self._load_lock = threading.Lock()
@@ -262,7 +264,7 @@ class RunService:
         except OptTreeError as exc:
             raise RunError("bad_input", str(exc)) from None
         self._register(session, cancel)
-        ticket, trace, timed_out = self.lane.enter(), None, []
+        ticket, trace, timed_out, finished = self.lane.enter(), None, [], False
         try:
             pos = self.lane.position(ticket)
             while pos:
@@ -272,7 +274,8 @@ class RunService:
                 pos = self.lane.wait(ticket, 0.5)
             if cancel.is_set():
                 raise RunError("cancelled", "Stopped before it started.")
-            pair, notice = self.pair_for(model_id)
+            # The limit covers loading the pair and the prefill: a load cannot be interrupted, but a
+            # run that used up its time there stops at the check before its prefill.
             deadline = time.monotonic() + self.time_limit_s
 
             def stop() -> bool:
@@ -281,17 +284,25 @@ class RunService:
                     return True
                 return cancel.is_set()
 
+            pair, notice = self.pair_for(model_id)
             for trace in speculative.stream_run(pair, prompt, cfg, cancel=stop):
                 yield from self._hand_out(ticket, Update("running", trace=trace, notice=notice), trace)
             # The work is over: free the slot before handing out the result, whoever reads it.
             self.lane.leave(ticket)
+            finished = True
             yield Update("done", trace=trace, notice=notice)
+        except GeneratorExit:   # the reader closed this run (a page or API client that went away)
+            if not finished:
+                log.info("run closed by its reader before it finished (model=%r)", model_id)
+            raise
         except RunError:
             raise
         except speculative.Cancelled:
             if timed_out:
+                hint = ("try fewer new tokens or nodes" if trace else
+                        "loading the model and reading the prompt count towards it; try again")
                 raise RunError("timeout", f"Stopped at the time limit of {self.time_limit_s:g} s per run "
-                               "(try fewer new tokens or nodes).", trace) from None
+                               f"({hint}).", trace) from None
             raise RunError("cancelled", "Stopped.", trace) from None
         except ModelLoadError as exc:
             log.warning("model %r unavailable: %s", model_id, exc)
