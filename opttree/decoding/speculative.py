@@ -11,33 +11,23 @@ import time
 
 import torch
 
-from opttree.config import DecodeConfig
+from opttree.config import AUTO_MAX_NODES, DecodeConfig
+from opttree.decoding import cost
 from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.sampling import TokenPicker
 from opttree.decoding.verify import accept, keep_accepted, verify_tree
-from opttree.drafters.classic import ClassicDrafter
-from opttree.drafters.feature_head import FeatureHeadDrafter
+from opttree.drafters.factory import make_drafter
 from opttree.drafters.tree_temperature import for_decoding
 from opttree.errors import BadInput
 from opttree.trace import VERSION, StepData, step_record, summarize
 from opttree.trees.methods import build_tree
 
+__all__ = ["Cancelled", "make_drafter", "new_trace", "run", "stream_run"]
+
 
 class Cancelled(Exception):
     """Raised inside a run when its cancel check says stop; the partial trace stays valid."""
-
-
-def make_drafter(pair, cfg: DecodeConfig):
-    if cfg.method == "ar":
-        return None
-    vocab = pair.target.config.vocab_size
-    temp = for_decoding(pair, cfg)
-    if pair.drafter_kind == "eagle":
-        return FeatureHeadDrafter(pair.draft_model, pair.target, vocab, temp)
-    if pair.drafter_kind == "classic":
-        return ClassicDrafter(pair.draft_model, vocab, temp)
-    raise BadInput(f"method {cfg.method!r} needs a draft model; this pair was loaded without one.")
 
 
 class TokenTexts:
@@ -52,12 +42,16 @@ class TokenTexts:
         return self.cache[token]
 
 
-def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int]) -> dict:
+def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], curve: dict | None = None) -> dict:
     meta = {"target": pair.target_name, "draft": pair.draft_name if cfg.method != "ar" else "",
             "drafter": pair.drafter_kind if cfg.method != "ar" else "none",
             **cfg.to_dict(), "device": str(pair.device), "dtype": str(pair.dtype).replace("torch.", ""),
             # the value the drafter used (the setting's 0 resolved to the draft's fitted one)
             "tree_temperature": for_decoding(pair, cfg) if cfg.method != "ar" else 1.0}
+    if cfg.auto_nodes and cfg.method != "ar":
+        meta["auto_max_nodes"] = AUTO_MAX_NODES
+    if curve is not None:
+        meta["cost"] = cost.compact(curve)   # what a forward costs here: the auto budget's input
     return {"version": VERSION, "meta": meta, "prompt": prompt, "prompt_ids": prompt_ids,
             "output_ids": [], "output_text": "", "steps": [], "summary": summarize([], 0, 0.0)}
 
@@ -74,10 +68,11 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
     if limit and len(prompt_ids) + cfg.max_new_tokens + cfg.max_depth + 1 > limit:
         raise BadInput(f"prompt ({len(prompt_ids)} tokens) + max new tokens exceeds the model's "
                        f"context of {limit} tokens.")
-    trace = new_trace(pair, cfg, prompt, prompt_ids)
+    curve = cost.load_or_measure(pair)   # measured once per machine and pair (seconds), then cached
+    trace = new_trace(pair, cfg, prompt, prompt_ids, curve)
     text_of = TokenTexts(pair.tokenizer)
     start = time.perf_counter()
-    for step in _decode(pair, prompt_ids, cfg, cancel):
+    for step in _decode(pair, prompt_ids, cfg, cancel, cost.step_cost(curve)):
         trace["output_ids"].extend(step.committed)
         trace["steps"].append(step_record(len(trace["steps"]), step, text_of, pair.tokenizer.decode))
         trace["output_text"] = pair.tokenizer.decode(trace["output_ids"], skip_special_tokens=True)
@@ -94,7 +89,7 @@ def run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,
 
 
 @torch.inference_mode()
-def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel):
+def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, step_cost=None):
     target, device = pair.target, pair.device
     drafter = make_drafter(pair, cfg)
     want_feats = bool(drafter and drafter.needs_features)
@@ -120,12 +115,11 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel):
         def expand(tree, nodes, k):
             nonlocal draft_s
             t = time.perf_counter()
-            probs = drafter.expand(tree, nodes)
-            top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
+            out = drafter.top_children(tree, nodes, k)
             draft_s += time.perf_counter() - t
-            return top.indices.cpu(), top.values.cpu()
+            return out
 
-        tree, info = build_tree(expand, cfg)
+        tree, info = build_tree(expand, cfg, step_cost)
         t1 = time.perf_counter()
         prefix = cache.get_seq_length()
         logits, new_feats = verify_tree(target, cache, committed[-1], tree, device, want_feats)
