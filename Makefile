@@ -38,8 +38,8 @@ lint: setup
 screenshots: setup browser
 	PYTHONPATH=. $(BIN)/python tools/screenshots.py
 
-# Regenerate the committed benchmark report in benchmarks/ (bench + sweep + README; knobs in
-# benchmarks/run.sh, e.g. `make bench LIMIT=4 DEVICE=cuda`).
+# Regenerate the committed benchmark report in benchmarks/ (cost curves, sweep, bench with OPT-Tree at
+# auto, the E(A)-vs-A calibration, README; knobs in benchmarks/run.sh, e.g. `make bench LIMIT=4 DEVICE=cuda`).
 .PHONY: bench
 bench: setup
 	benchmarks/run.sh  # make's command-line variables (LIMIT=..., DEVICE=...) reach it as environment

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Regenerate benchmarks/: the verify-cost curve, the sweep (node budgets, δ, E(A) vs A), the bench
-# (all methods interleaved per prompt) and the README. `make bench` runs every step; STEP=cost|sweep|
-# bench|report runs one (the committed report ran them one at a time as the drafts landed).
+# Regenerate benchmarks/: the cost curves (the decoder's, which the auto node budget reads, and the
+# wide verify-cost sweep with both CPU kernels), the sweep (node budgets, δ, E(A) vs A), the bench
+# (all methods interleaved per prompt, OPT-Tree at n, at 60 and at auto) and the README with the
+# E(A)-vs-A calibration. `make bench` runs every step; STEP=cost|sweep|bench|bench60|report runs one.
 # Knobs (environment):
 #   DEVICE=auto|cpu|cuda  THREADS=1 (2 on a quiet machine: the committed bench; 1 when other jobs share the cores)
-#   LIMIT=8 TOKENS=128 NODES=25 EXTRA=opt-tree@8  (bench; EXTRA = extra methods at their own budget)
+#   LIMIT=8 TOKENS=128 NODES=25 EXTRA=opt-tree@60,opt-tree@auto  (bench; EXTRA = extra methods at their own budget)
 #   ORDER_NODES=60 (a second bench, ar/opt-tree/eagle-static/binary only, for the τ ordering at that budget; empty: skip)
 #   BENCH_MINUTES / SWEEP_MINUTES: time budgets (stop after the prompt that crosses them)
 #   SWEEP_LIMIT=3 SWEEP_TOKENS=64 BUDGETS=4,10,25,60,150,300,500 THRESHOLDS=0,0.2,0.5,1,2 CAP=binary=150
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 DEVICE=${DEVICE:-auto}; THREADS=${THREADS:-1}; LIMIT=${LIMIT:-8}; TOKENS=${TOKENS:-128}
-NODES=${NODES:-25}; THRESHOLD=${THRESHOLD:-0.5}; DEPTH=${DEPTH:-10}; EXTRA=${EXTRA-opt-tree@8}
+NODES=${NODES:-25}; THRESHOLD=${THRESHOLD:-0.5}; DEPTH=${DEPTH:-10}; EXTRA=${EXTRA-opt-tree@60,opt-tree@auto}
 ORDER_NODES=${ORDER_NODES-60}
 SWEEP_LIMIT=${SWEEP_LIMIT:-3}; SWEEP_TOKENS=${SWEEP_TOKENS:-64}; CAP=${CAP-binary=150}
 BUDGETS=${BUDGETS:-4,10,25,60,150,300,500}; THRESHOLDS=${THRESHOLDS:-0,0.2,0.5,1,2}
@@ -29,6 +30,9 @@ COMMON=(--device "$DEVICE" --threads "$THREADS" --drafter "$DRAFTER" "${EA_ARGS[
 step() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
 
 if step cost; then
+  # The decoder's own curve (cached where every run on this machine finds it; the bench reuses it).
+  "$PY" -m opttree cost --refresh --device "$DEVICE" --threads "$THREADS" --drafter "$DRAFTER" "${EA_ARGS[@]}" \
+    --out "$OUT/cost_curve.json" --plot "$OUT/cost_curve.png" 2>&1 | tee "$OUT/cost_curve.log"
   "$PY" -m opttree sweep --cost-only --device "$DEVICE" --threads "$THREADS" --cost-reps 5 \
     --out "$OUT/verify_cost.json" --plot-dir "$OUT" 2>&1 | tee "$OUT/cost.log"
 fi
@@ -60,7 +64,7 @@ fi
 if step report; then
   # E(A) vs A: pool the bench's verification steps with the sweep's (≥ 1000 steps).
   "$PY" -m opttree.bench.pool "$OUT/sweep.json" "$OUT/bench.json" --plot-dir "$OUT"
-  "$PY" -m opttree.bench.report --bench "$OUT/bench.json" --sweep "$OUT/sweep.json" \
+  "$PY" -m opttree.bench.report --bench "$OUT/bench.json" --sweep "$OUT/sweep.json" --cost "$OUT/cost_curve.json" \
     --notes "$OUT/NOTES.md" --label "${LABEL:-}" --out "$OUT/README.md" --plot-dir "$OUT" \
     --theory "$OUT/theory_table.json" \
     ${ORDER_NODES:+--also-bench "$OUT/bench_n$ORDER_NODES.json"} \

@@ -26,18 +26,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trust-remote-code", action="store_true", help="allow model repos' own code (off by default)")
 
 
-def device_type(args) -> str:
-    """'cuda' or 'cpu': where the run will decode (for `--nodes auto`)."""
-    if getattr(args, "device_map", None):
-        return "cuda"
-    from opttree.models.loading import resolve_device  # torch stays out of `--help`
-
-    return resolve_device(getattr(args, "device", "auto")).type
-
-
 def decode_config(args, method: str):
-    """The run's validated settings; `--nodes auto` resolved for the device the run will use."""
-    return from_args(args, method, device_type(args) if getattr(args, "nodes", None) == "auto" else "cpu")
+    """The run's validated settings (`--nodes auto` is nodes = 0: sized per step from the machine's costs)."""
+    return from_args(args, method)
 
 
 def load_from_args(args, need_draft: bool = True):

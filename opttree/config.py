@@ -22,12 +22,12 @@ METHOD_LABELS = {"opt-tree": "OPT-Tree (adaptive)", "chain": "Chain (one guess p
                  "eagle-dynamic": "EAGLE-2 dynamic tree", "ar": "Autoregressive (no draft)"}
 TREE_TEMPERATURE_RANGE = (0.05, 5.0)   # a real tree temperature; 0 stands for "the draft's fitted value"
 
-# The node budget when none is given (`--nodes auto`). It follows the verify-cost curve: on a GPU a
-# forward over 60 tree tokens costs about what one token costs, so the paper's n = 60 is right; on
-# a CPU a forward is flat only up to ~8 tokens, and the bench's fastest budget there is a handful
-# of nodes (benchmarks/README.md, "Best budget").
-GPU_DEFAULT_NODES = 60
-CPU_DEFAULT_NODES = 4
+# nodes = 0 is the auto budget: each step's size is chosen from this machine's measured costs
+# (opttree/decoding/cost.py, opttree/trees/auto_size.py), up to the paper's n = 60. On a GPU a
+# forward over 60 tree tokens costs about what one token costs, so it grows big trees; on a CPU a
+# forward is flat only up to ~8 tokens, so it verifies a handful of nodes.
+AUTO_NODES = 0
+AUTO_MAX_NODES = 60
 
 
 def check_tree_temperature(value) -> float:
@@ -40,10 +40,6 @@ def check_tree_temperature(value) -> float:
     if not (math.isfinite(t) and lo <= t <= hi):
         raise BadInput(f"tree temperature must be between {lo:g} and {hi:g}, got {value!r}.")
     return t
-
-
-def default_nodes(device_type: str) -> int:
-    return GPU_DEFAULT_NODES if device_type == "cuda" else CPU_DEFAULT_NODES
 
 
 def setting(default, *, label: str, help: str, lo=None, hi=None, choices=None, ui: dict | None = None,
@@ -63,8 +59,11 @@ def setting(default, *, label: str, help: str, lo=None, hi=None, choices=None, u
 class DecodeConfig:
     method: str = setting("opt-tree", choices=METHODS, label="Tree method",
                           help="how the draft tree is shaped (ar = plain autoregressive decoding, no tree)")
-    nodes: int = setting(60, lo=1, hi=500, label="Nodes (budget n)", ui=dict(min=1, max=500, step=1),
-                         help="node budget n: the most draft tokens verified per step")
+    nodes: int = setting(AUTO_NODES, lo=0, hi=500, label="Nodes (fixed budget n)",
+                         ui=dict(min=1, max=500, step=1, fixed=60, auto_label="auto (this machine)"),
+                         help=f"node budget n: the most draft tokens verified per step; 0 = auto: each step's "
+                              f"depth and size are chosen from this machine's measured forward costs for the "
+                              f"largest expected tokens per second (at most {AUTO_MAX_NODES} nodes)")
     max_depth: int = setting(10, lo=1, hi=20, label="Max depth", ui=dict(min=1, max=20, step=1),
                              flags=("--max_depth",), help="the deepest a tree may grow (draft layers per step)")
     threshold: float = setting(0.5, lo=0.0, hi=1e6, label="Threshold δ", ui=dict(min=0, max=1, step=0.01),
@@ -101,6 +100,11 @@ class DecodeConfig:
         if 0 < self.tree_temperature < lo:
             raise BadInput(f"tree_temperature must be 0 (the draft's fitted value) or between {lo:g} and {hi:g}, "
                            f"got {self.tree_temperature!r}.")
+
+    @property
+    def auto_nodes(self) -> bool:
+        """True for the auto budget (nodes = 0)."""
+        return self.nodes == AUTO_NODES
 
     @property
     def greedy(self) -> bool:
@@ -165,9 +169,10 @@ def default_of(name: str):
 
 # ---- the command line ------------------------------------------------------------------------------
 
-def node_budget(text: str):
-    if text == "auto":
-        return text
+def node_budget(text: str) -> int:
+    """`--nodes`: a number, or `auto` (= 0, the auto budget)."""
+    if text.strip().lower() == "auto":
+        return AUTO_NODES
     try:
         return int(text)
     except ValueError:
@@ -185,8 +190,8 @@ def add_decode_args(p: argparse.ArgumentParser, method: bool = True) -> None:
         if meta["choices"] is not None:
             kwargs.update(choices=meta["choices"], default=f.default)
         elif name == "nodes":
-            kwargs.update(type=node_budget, default="auto",
-                          help=meta["help"] + "; auto (default): the paper's 60 on CUDA, a small budget on CPU")
+            kwargs.update(type=node_budget, default=AUTO_NODES,
+                          help=meta["help"].replace("0 = auto", "auto (the default, or 0)"))
         elif name == "tree_temperature":
             kwargs.update(default=None,   # checked by from_args, with the setting's own message
                           help=meta["help"].replace("0 = the draft card's", "default: the draft card's"))
@@ -195,13 +200,11 @@ def add_decode_args(p: argparse.ArgumentParser, method: bool = True) -> None:
         p.add_argument(flag, *meta["flags"], **kwargs)
 
 
-def from_args(args, method: str | None = None, device_type: str = "cpu") -> DecodeConfig:
-    """The DecodeConfig of parsed CLI arguments (`--nodes auto` resolved for `device_type`)."""
+def from_args(args, method: str | None = None) -> DecodeConfig:
+    """The DecodeConfig of parsed CLI arguments."""
     values = {name: getattr(args, name) for name in SETTING_NAMES if hasattr(args, name)}
     if method is not None:
         values["method"] = method
-    if values.get("nodes") == "auto":
-        values["nodes"] = default_nodes(device_type)
     # On the command line a given tree temperature must be a real one (0 is not "the card's").
     tree_t = values.get("tree_temperature")
     values["tree_temperature"] = 0.0 if tree_t is None else check_tree_temperature(tree_t)

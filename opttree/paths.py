@@ -11,6 +11,7 @@ Environment variables, each read when it is needed (never at import time):
 | variable | meaning | default |
 | --- | --- | --- |
 | OPTTREE_CACHE | the cache of converted weights and measured costs | `$XDG_CACHE_HOME/opttree` or `~/.cache/opttree` |
+| OPTTREE_COSTS | the measured cost curves (`decoding/cost.py`) | `$OPTTREE_CACHE/costs` |
 | OPTTREE_MODELS | the model allow-list the app serves | `assets/models.json` |
 | OPTTREE_ATTN | attention kernel for targets and drafts (`sdpa` or `eager`; tree masks need one of them) | `sdpa` |
 | OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`models/few_row_linear.py`) | off |
@@ -54,6 +55,11 @@ def cache_dir() -> Path:
     base = os.environ.get("OPTTREE_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "opttree")
     return Path(base)
+
+
+def costs_dir() -> Path:
+    """Where measured cost curves are cached (one JSON per device, dtype, threads, target and draft)."""
+    return Path(os.environ.get("OPTTREE_COSTS") or cache_dir() / "costs")
 
 
 def models_file() -> Path:

@@ -6,7 +6,11 @@ depth, q, p_hat, rank), the accepted node indices in order (the verifier's path)
 (the draft tokens actually committed: the accepted path, cut where EOS or the token limit ended the
 run), the bonus token, the committed tokens, E(A) and the per-depth E(A) values that decided the
 tree's depth, plus timings. A trace whose `accept_length` is the whole accepted path (older
-engines wrote that) loads too; `committed_draft(step)` reads either kind. Views, replay, export and tests read only
+engines wrote that) loads too; `committed_draft(step)` reads either kind. A step sized by the auto
+budget also records its objective table (`auto`: expected tokens/s per depth and size, the modelled
+draft time per depth, the frontier widths and the chosen depth and size), and `meta["cost"]` holds
+the machine's measured cost curve in compact form (decoding/cost.py). Both are optional: traces
+written before them load unchanged. Views, replay, export and tests read only
 this record; `validate_trace` guards every trace that comes from outside (imports are untrusted).
 
 The target's side of a step (optional: traces written before it existed lack both fields):
@@ -73,6 +77,8 @@ def step_record(index: int, step: StepData, text_of, decode) -> dict:
         "draft_ms": round(step.draft_ms, 3), "build_ms": round(step.build_ms, 3),
         "verify_ms": round(step.verify_ms, 3),
         **_target_side(step, text_of),
+        # the auto budget's objective table (trees/auto_size.py), for "Why this shape"
+        **({"auto": step.info["auto"]} if "auto" in step.info else {}),
     }
 
 
@@ -159,12 +165,39 @@ def validate_trace(trace) -> None:
           "prompt and output_text must be strings")
     _need(isinstance(trace["output_ids"], list) and all(_is_int(t) for t in trace["output_ids"]),
           "output_ids must be a list of integers")
+    if "cost" in trace["meta"]:
+        _validate_cost(trace["meta"]["cost"])
     steps = trace["steps"]
     _need(isinstance(steps, list) and len(steps) <= MAX_STEPS, f"steps must be a list of at most {MAX_STEPS}")
     for i, step in enumerate(steps):
         _validate_step(i, step)
     rows = sum(len(s.get("topk_rows", [])) for s in steps)
     _need(rows <= ROWS_PER_RUN, f"{rows} topk_rows in all (at most {ROWS_PER_RUN} per run)")
+
+
+def _numbers(x, most: int = 1000) -> bool:
+    return isinstance(x, list) and len(x) <= most and all(_is_num(v) for v in x)
+
+
+def _validate_cost(cost) -> None:
+    _need(isinstance(cost, dict), "meta.cost must be an object")
+    for a, b in (("tokens", "verify_ms"), ("widths", "layer_ms")):
+        _need(_numbers(cost.get(a, []), 100) and _numbers(cost.get(b, []), 100)
+              and len(cost.get(a, [])) == len(cost.get(b, [])), f"meta.cost: {a} and {b} must be equal-length numbers")
+    _need(all(x > 0 for x in cost.get("tokens", []) + cost.get("verify_ms", [])),
+          "meta.cost: tokens and verify_ms must be positive")
+
+
+def _validate_auto(where: str, auto) -> None:
+    _need(isinstance(auto, dict), f"{where}: auto must be an object")
+    rows = auto.get("objective")
+    _need(isinstance(rows, list) and len(rows) <= 100 and all(_numbers(r) for r in rows),
+          f"{where}: auto.objective must be lists of numbers")
+    _need(_numbers(auto.get("draft_model_ms", []), 100) and _numbers(auto.get("widths", []), 100),
+          f"{where}: auto.draft_model_ms and auto.widths must be numbers")
+    d, n = auto.get("chosen_depth", 0), auto.get("chosen_nodes", 0)
+    _need(_is_int(d) and _is_int(n) and 0 <= d <= len(rows) and (d == 0 or 0 <= n <= len(rows[d - 1])),
+          f"{where}: auto.chosen_depth/chosen_nodes must point into the objective")
 
 
 def _validate_step(i: int, step) -> None:
@@ -191,6 +224,8 @@ def _validate_step(i: int, step) -> None:
         expect = step["q"][j] * (1.0 if p == -1 else step["p_hat"][p])
         _need(abs(step["p_hat"][j] - expect) <= 1e-4 + 1e-3 * expect, f"{where}: p_hat of node {j} "
               "is not the product of q along its path")
+    if "auto" in step:
+        _validate_auto(where, step["auto"])
     acc = step["accepted"]
     _need(isinstance(acc, list) and all(_is_int(a) and 0 <= a < n for a in acc),
           f"{where}: accepted must be node indices")

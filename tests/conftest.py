@@ -1,5 +1,6 @@
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no hub in CI: unknown ids must fail fast
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# Cost curves measured by the tests (tiny models, this session's threads) stay out of the user's cache.
+os.environ.setdefault("OPTTREE_COSTS", tempfile.mkdtemp(prefix="opttree-costs-"))
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 

@@ -192,7 +192,9 @@ def test_sliders_run_and_redraw_time(page):
 
 def test_compare_tab(page):
     pg = page
+    assert pg.locator("#nodes-mode input[value=auto]").is_checked()      # the auto budget by default
     set_slider(pg, "nodes", 20)
+    pg.wait_for_function("() => document.querySelector('#nodes-mode input[value=fixed]').checked")
     set_slider(pg, "max-new-tokens", 8)
     pg.get_by_role("tab", name="Compare").click()
     # Only the binary tree besides OPT-Tree and AR, to keep the test short.
@@ -203,7 +205,11 @@ def test_compare_tab(page):
             boxes.nth(i).click()
     start_and_wait(pg, "#compare-run", status="#compare-status")
     table = pg.locator("#compare-table").inner_text()
-    assert "opt-tree" in table and "binary" in table and "ar" in table
+    assert "opt-tree (n=20)" in table and "binary (n=20)" in table and "ar" in table
+    assert "why slower than AR" in table
+    cost = pg.evaluate("() => { const gd = document.querySelector('#compare-cost .js-plotly-plot');"
+                       " return gd ? {n: gd.data.length, title: gd.layout.title.text} : null; }")
+    assert cost and cost["n"] >= 1 and "What a forward costs here" in cost["title"]
     left = plot_state(pg, "#compare-left .js-plotly-plot")
     right = plot_state(pg, "#compare-right-plot .js-plotly-plot")
     assert left["points"] > 0 and right["points"] > 0
@@ -211,7 +217,8 @@ def test_compare_tab(page):
     shot(pg, "04-compare.png")
     pg.get_by_role("tab", name="E(A) vs A").click()
     pg.wait_for_selector("#ea-plot .js-plotly-plot")
-    assert "Pearson r" in pg.locator("#ea-r").inner_text()
+    text = pg.locator("#ea-r").inner_text()
+    assert "Pearson r" in text and "Binned r" in text and "per-step r" in text
     shot(pg, "05-ea-vs-a.png")
     pg.get_by_role("tab", name="Learn").click()
     shot(pg, "06-learn.png")

@@ -73,7 +73,7 @@ def test_run_matches_the_engine_and_streams_each_step(service, pair):
 
 
 @pytest.mark.parametrize("settings,needle", [
-    (dict(SETTINGS, nodes=0), "nodes must be between"),
+    (dict(SETTINGS, nodes=-1), "nodes must be between"),
     (dict(SETTINGS, max_new_tokens="many"), "must be a number"),
     (dict(SETTINGS, trust_remote_code=True), "unknown setting"),
     ("nodes=5", "settings must be an object"),
@@ -302,3 +302,31 @@ def test_shipped_pairs_carry_their_cards_tree_temperature():
             assert pair.tree_temperature == card["tree_temperature"], entry.id
             checked += 1
     assert checked >= 2
+
+
+def test_cost_curve_through_the_lane_and_refresh(service, pair, monkeypatch):
+    """The app's "what a forward costs here": measured once per pair (cached), again on demand, and never
+    beside a run (it waits for the lane like one)."""
+    from opttree.decoding import cost
+
+    measured = []
+    real = cost.measure
+    monkeypatch.setattr(cost, "measure", lambda p, **kw: measured.append(1) or real(p, **kw))
+    pair.cost_curve = None
+    first = service.cost_curve("tiny", refresh=True)
+    assert first["tokens"][0] == 1 and len(first["verify_ms"]) == len(first["tokens"]) and len(measured) == 1
+    assert service.cost_curve("tiny") == first and len(measured) == 1          # kept on the pair
+    service.preload()
+    assert len(measured) == 1
+    ticket = service.lane.enter()            # a run holds the lane: measuring waits for it
+    assert service.lane.position(ticket) == 0
+    done = []
+    worker = threading.Thread(target=lambda: done.append(service.cost_curve("tiny", refresh=True)))
+    worker.start()
+    worker.join(1.0)
+    assert not done and len(measured) == 1
+    service.lane.leave(ticket)
+    worker.join(60)
+    assert done and len(measured) == 2
+    with pytest.raises(RunError, match="unknown model"):
+        service.cost_curve("meta-llama/Llama-2-7b-hf")

@@ -18,7 +18,7 @@ from opttree.errors import BadInput
 MT = ('{"question_id": 1, "category": "math", "turns": ["t1 t2 t3", "t4"]}\n'
       '{"question_id": 2, "category": "writing", "turns": ["t5 t6 t7 t8"]}\n')
 AGG_FIELDS = {"prompts", "new_tokens", "steps", "tau", "tokens_per_s", "speedup", "speedup_median", "exact_match",
-              "mean_draft_ms", "mean_build_ms", "mean_verify_ms", "mean_nodes", "mean_depth",
+              "mean_draft_ms", "mean_build_ms", "mean_verify_ms", "draft_share", "mean_nodes", "mean_depth",
               "mean_expected_accept", "mean_accept_length", "ea_a_pearson_r", "ea_a_steps"}
 
 
@@ -79,8 +79,8 @@ def test_method_list_validation():
     assert parse_methods(",".join(BENCH_METHODS)) == list(BENCH_METHODS)
     with pytest.raises(BadInput, match="unknown method"):
         parse_methods("opt-tree,medusa")
-    assert parse_methods("opt-tree@10,opt-tree") == ["ar", "opt-tree@10", "opt-tree"]
-    for bad in ("opt-tree@x", "opt-tree@0", "ar@5"):
+    assert parse_methods("opt-tree@10,opt-tree,opt-tree@auto") == ["ar", "opt-tree@10", "opt-tree", "opt-tree@auto"]
+    for bad in ("opt-tree@x", "opt-tree@-1", "ar@5", "ar@auto"):
         with pytest.raises(BadInput):
             parse_methods(bad)
 
@@ -95,7 +95,7 @@ def test_bench_writes_documented_json(tmp_path, pair):
     prompts = parse_prompts(MT)
     cfg = DecodeConfig(method="ar", nodes=12, max_depth=4, max_new_tokens=12)
     out, png = tmp_path / "r.json", tmp_path / "r.png"
-    methods = ["ar", "hf-assisted", "opt-tree", "binary", "eagle-dynamic", "opt-tree@4"]
+    methods = ["ar", "hf-assisted", "opt-tree", "binary", "eagle-dynamic", "opt-tree@4", "opt-tree@auto"]
     assistant = copy.deepcopy(pair.target)  # a separate module: the forward hook counts target calls only
     bench_to_files(pair, prompts, methods, cfg, assistant=assistant, out=out, plot=png, chat=False,
                    log=lambda m: None)
@@ -107,8 +107,10 @@ def test_bench_writes_documented_json(tmp_path, pair):
         assert AGG_FIELDS <= set(agg), m
         assert agg["prompts"] == 2 and agg["new_tokens"] == 24
     assert r["methods"]["opt-tree@4"]["mean_nodes"] <= 4 < r["methods"]["opt-tree"]["mean_nodes"]
-    for m in ("opt-tree", "binary", "eagle-dynamic", "hf-assisted", "opt-tree@4"):
+    for m in ("opt-tree", "binary", "eagle-dynamic", "hf-assisted", "opt-tree@4", "opt-tree@auto"):
         assert r["methods"][m]["exact_match"] == 1.0, m  # greedy fp32: identical to ar
+    assert 0 < r["methods"]["opt-tree@auto"]["draft_share"] < 1
+    assert r["meta"]["cost"]["tokens"][0] == 1          # the curve the auto budget used
     assert r["methods"]["ar"]["tau"] == 1.0 and r["methods"]["ar"]["speedup"] == 1.0
     assert r["methods"]["opt-tree"]["tau"] > 1.5  # draft == target: long acceptances
     assert r["methods"]["hf-assisted"]["tau"] > 1.5  # forwards counted by hook, not assumed
@@ -121,9 +123,14 @@ def test_bench_writes_documented_json(tmp_path, pair):
     assert assistant.generation_config.num_assistant_tokens == 20  # set where 5.x reads it
     assert len(r["ea_a"]["opt-tree"]) == r["methods"]["opt-tree"]["steps"]
     from opttree.bench.report import write_report
+    from opttree.decoding.cost import load_or_measure
 
-    text = write_report(r, None, tmp_path / "README.md", label="tiny", command="make bench")
+    text = write_report(r, None, tmp_path / "README.md", label="tiny", command="make bench",
+                        cost=load_or_measure(pair))
     assert "| opt-tree | " in text and "exact match with AR = 100 %" in text and "make bench" in text
+    assert "| opt-tree@auto | " in text and "OPT-Tree auto ≥ 1.8× over AR" in text
+    assert "draft + build ≤ 30 % of step time (`opt-tree@auto`)" in text
+    assert "What a forward costs here" in text and "| tokens per verify forward | 1 | 2 |" in text
 
 
 def test_report_checks_the_tau_ordering_of_a_second_bench():
@@ -159,7 +166,9 @@ def test_sweep_writes_curves(tmp_path, pair):
     from opttree.bench.report import write_report
 
     text = write_report(None, saved, tmp_path / "README.md")
-    assert "Verify cost on this device" in text and "Best OPT-Tree budget" in text and "Pearson r" in text
+    assert "Verify cost on this device" in text and "Best OPT-Tree budget" in text and "per-step r" in text
+    assert "binned r" in text and saved["ea_a_pooled"]["by_method"]["opt-tree"]["bins"]
+    assert "binned E(A)–A r ≥ 0.95" in text
     for name in ("sweep_tau_vs_nodes.png", "sweep_speedup_vs_nodes.png", "sweep_threshold.png",
                  "ea_vs_a.png", "verify_cost.png"):
         assert (plots / name).stat().st_size > 1000, name

@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.mark.parametrize("args,needle", [
     (["--prompt", "   "], "prompt is empty"),
-    (["--prompt", "hi", "--nodes", "0"], "nodes must be between"),
+    (["--prompt", "hi", "--nodes", "-1"], "nodes must be between"),
     (["--prompt", "hi", "--threshold", "-0.1"], "threshold must be between"),
     (["--prompt", "hi", "--max-depth", "0"], "max_depth must be between"),
     (["--prompt", "hi", "--temperature", "nan"], "temperature must be between"),
@@ -55,20 +55,23 @@ def test_generate_bundled_model_writes_trace(tmp_path):
     assert trace["meta"]["method"] == "opt-tree" and trace["meta"]["drafter"] == "eagle"
     assert trace["meta"]["tree_temperature"] == card_temperature(str(BUNDLED_HEAD))  # the card's fitted one
     assert "photosynthesis" in trace["output_text"].lower()
+    # The default budget is auto: each step sized from this machine's cost curve, recorded in the trace.
+    assert trace["meta"]["nodes"] == 0 and trace["meta"]["cost"]["tokens"][0] == 1
+    assert all(s["auto"]["chosen_nodes"] == len(s["tokens"]) for s in trace["steps"])
 
 
-def test_auto_node_budget_follows_the_device(monkeypatch):
-    """`--nodes auto` (the default): the paper's 60 on CUDA, the measured CPU budget on CPU."""
+def test_auto_node_budget_is_the_default_and_zero():
+    """`--nodes auto` (the default) is nodes = 0: each step's size comes from the measured cost curve."""
     from opttree.cli import build_parser, decode_config
-    from opttree.config import CPU_DEFAULT_NODES, GPU_DEFAULT_NODES
 
     parse = build_parser().parse_args
-    assert decode_config(parse(["generate", "--prompt", "x", "--device", "cpu"]), "opt-tree").nodes == CPU_DEFAULT_NODES
-    assert decode_config(parse(["generate", "--prompt", "x", "--nodes", "25"]), "opt-tree").nodes == 25
-    monkeypatch.setattr("torch.cuda.is_available", lambda: True)
-    monkeypatch.setattr("torch.cuda.device_count", lambda: 1)
-    assert decode_config(parse(["generate", "--prompt", "x"]), "opt-tree").nodes == GPU_DEFAULT_NODES
-    assert GPU_DEFAULT_NODES == 60 and CPU_DEFAULT_NODES < GPU_DEFAULT_NODES
+    for argv in ([], ["--nodes", "auto"], ["--nodes", "AUTO"], ["--nodes", "0"]):
+        cfg = decode_config(parse(["generate", "--prompt", "x", *argv]), "opt-tree")
+        assert cfg.nodes == 0 and cfg.auto_nodes, argv
+    fixed = decode_config(parse(["generate", "--prompt", "x", "--nodes", "25"]), "opt-tree")
+    assert fixed.nodes == 25 and not fixed.auto_nodes
+    help_text = build_parser()._subparsers._group_actions[0].choices["generate"].format_help()
+    assert "auto (the default" in " ".join(help_text.split())
 
 
 def test_unexpected_failure_is_one_error_line(monkeypatch, capsys):
@@ -123,3 +126,29 @@ def test_cli_fuzz_every_setting_finishes_or_says_why(monkeypatch, capsys, values
         assert out.strip() and "tokens in" in err
     else:
         assert err.strip().splitlines()[-1].startswith(("error:", "opttree generate: error:")), err
+
+
+def test_cost_command_measures_caches_and_refreshes(tmp_path, monkeypatch, capsys):
+    """`opttree cost`: the machine's curve (target forward vs tokens, draft layer vs width), cached per
+    device, dtype, threads, target and draft; --refresh measures again."""
+    from tiny import tiny_pair
+
+    import opttree.bench.cli as bench_cli
+    from opttree.decoding import cost
+
+    monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path / "costs"))
+    monkeypatch.setattr(bench_cli, "load_from_args", lambda args: tiny_pair("eagle"))
+    measured = []
+    real = cost.measure
+    monkeypatch.setattr(cost, "measure", lambda pair, **kw: measured.append(1) or real(pair, **kw))
+    out = tmp_path / "c.json"
+    assert main(["cost", "--out", str(out), "--plot", str(tmp_path / "c.png")]) == 0
+    first = json.loads(out.read_text())
+    assert [p["tokens"] for p in first["points"]][:2] == [1, 2] and first["draft"]["points"][0]["width"] == 1
+    assert first["key"]["target"] == "tiny-target" and first["key"]["drafter"] == "eagle"
+    assert (tmp_path / "c.png").stat().st_size > 1000 and len(list((tmp_path / "costs").iterdir())) == 1
+    assert main(["cost", "--out", str(out)]) == 0                  # cached: the same measurement
+    assert json.loads(out.read_text()) == first and len(measured) == 1
+    assert main(["cost", "--refresh", "--out", str(out)]) == 0     # measured again
+    assert len(measured) == 2 and json.loads(out.read_text())["key"] == first["key"]
+    assert "tokens:" in capsys.readouterr().out

@@ -20,12 +20,14 @@ def reference(model, prompt, n):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("drafter", ["classic", "eagle"])
 @pytest.mark.parametrize("method", METHODS)
-def test_tiny_models_match_generate(drafter, method, device):
-    """On CUDA (when present) as well: run with a GPU and the same checks cover it."""
+@pytest.mark.parametrize("nodes", [24, 0], ids=["n24", "auto"])
+def test_tiny_models_match_generate(drafter, method, device, nodes):
+    """On CUDA (when present) as well: run with a GPU and the same checks cover it. nodes = 0 is the
+    auto budget (each step sized from the measured cost curve)."""
     pair = tiny_pair(drafter, eos=9, device=device)
     for prompt in PROMPTS:
         ref = reference(pair.target, prompt, 30)
-        cfg = DecodeConfig(method=method, nodes=24, threshold=0.05, max_depth=6, max_new_tokens=30)
+        cfg = DecodeConfig(method=method, nodes=nodes, threshold=0.05, max_depth=6, max_new_tokens=30)
         trace = run(pair, "", cfg, prompt_ids=prompt)
         assert trace["output_ids"] == ref
         assert trace["summary"]["new_tokens"] == len(ref)
@@ -85,11 +87,11 @@ def test_bundled_smollm_matches_generate(smollm, prompt):
     head = ModelPair(smollm.target, smollm.tokenizer, "smollm", "eagle",
                      load_feature_head(RANDOM_HEAD, smollm.target), "random")
     self_draft = ModelPair(smollm.target, smollm.tokenizer, "smollm", "classic", smollm.target, "self")
-    for pair, method in [(head, "opt-tree"), (self_draft, "opt-tree"), (self_draft, "eagle-static"),
-                         (smollm, "ar")]:
-        cfg = DecodeConfig(method=method, nodes=20, max_depth=6, max_new_tokens=24)
+    for pair, method, nodes in [(head, "opt-tree", 20), (head, "opt-tree", 0), (self_draft, "opt-tree", 20),
+                                (self_draft, "eagle-static", 20), (smollm, "ar", 20)]:
+        cfg = DecodeConfig(method=method, nodes=nodes, max_depth=6, max_new_tokens=24)
         trace = run(pair, prompt, cfg)
-        assert trace["output_ids"] == ref, (method, pair.draft_name)
+        assert trace["output_ids"] == ref, (method, pair.draft_name, nodes)
 
 
 def _tokens_left(trace):

@@ -66,9 +66,16 @@ def test_every_setting_reaches_the_app_and_its_run_endpoint():
         control = by_elem.get(elem_id(name))
         assert control is not None, name
         assert control._id in run["inputs"], name
+        if name == "nodes":   # the slider holds the fixed n; the auto/fixed switch beside it starts at auto
+            assert app_defaults()["nodes"] == 0 and control.value == SETTINGS["nodes"].metadata["ui"]["fixed"]
+            mode = by_elem["nodes-mode"]
+            assert mode._id in run["inputs"] and mode.value == "auto"
+            continue
         assert control.value == app_defaults()[name] or (name == "method" and control.value == "opt-tree")
     assert settings_from({}) == app_defaults()
     assert settings_from({"nodes": 5})["nodes"] == 5
+    assert settings_from({"nodes": 5, "nodes_mode": "auto"})["nodes"] == 0          # auto: nodes = 0
+    assert settings_from({"nodes": 5, "nodes_mode": "fixed"})["nodes"] == 5
 
 
 def test_lesson_presets_use_declared_settings_only():
@@ -80,6 +87,19 @@ def test_lesson_presets_use_declared_settings_only():
         DecodeConfig(**{k: p[k] for k in extra})
     # Every preset sets the same settings, so clicking one never leaves another's values behind.
     assert len({frozenset(p) for p in PRESETS}) == 1
+    # The paper's lessons keep a fixed n; one lesson shows the auto budget.
+    assert sum(p["nodes"] == 0 for p in PRESETS) == 1 and sum(p["nodes"] > 0 for p in PRESETS) >= 5
+
+
+def test_a_preset_sets_the_node_switch():
+    from ui.common import Page
+    from ui.explore import apply_preset, preset_settings
+    from viz.lessons import PRESETS
+
+    page = Page(settings={name: None for name in (*SETTING_NAMES, "nodes_mode")})
+    for i, p in enumerate(PRESETS):
+        values = apply_preset(page, i)
+        assert len(values) == 2 + len(preset_settings(page)) and values[-1] == ("auto" if p["nodes"] == 0 else "fixed")
 
 
 def test_service_accepts_exactly_the_declared_settings():

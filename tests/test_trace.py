@@ -70,6 +70,49 @@ def test_bad_traces_rejected(trace, mutate, needle):
         loads(broken(trace, mutate))
 
 
+@pytest.fixture(scope="module")
+def auto_trace():
+    cfg = DecodeConfig(method="opt-tree", nodes=0, max_new_tokens=20)
+    return run(tiny_pair("eagle"), "", cfg, prompt_ids=[5, 6, 7])
+
+
+def test_auto_trace_records_the_cost_curve_and_each_steps_objective(auto_trace):
+    meta = auto_trace["meta"]
+    assert meta["nodes"] == 0 and meta["auto_max_nodes"] == 60
+    cost = meta["cost"]
+    assert cost["tokens"][0] == 1 and len(cost["tokens"]) == len(cost["verify_ms"]) > 1
+    assert len(cost["widths"]) == len(cost["layer_ms"]) > 1 and cost["threads"] >= 1
+    validate_trace(auto_trace)
+    for s in auto_trace["steps"]:
+        auto = s["auto"]
+        d, n = auto["chosen_depth"], auto["chosen_nodes"]
+        assert len(s["tokens"]) == n and max(s["depth"], default=0) <= d
+        assert auto["objective"][d - 1][n - 1] == max(max(r) for r in auto["objective"])
+        assert len(auto["draft_model_ms"]) == len(auto["objective"]) == len(auto["widths"])
+
+
+def test_traces_without_the_auto_fields_still_load(auto_trace):
+    old = copy.deepcopy(auto_trace)
+    old["meta"].pop("cost")
+    old["meta"].pop("auto_max_nodes")
+    for s in old["steps"]:
+        s.pop("auto")
+    assert loads(dumps(old))["steps"]
+
+
+@pytest.mark.parametrize("mutate,needle", [
+    (lambda t: t["meta"].__setitem__("cost", "fast"), "meta.cost must be an object"),
+    (lambda t: t["meta"]["cost"].__setitem__("verify_ms", [1.0]), "equal-length"),
+    (lambda t: t["meta"]["cost"]["tokens"].__setitem__(0, 0), "positive"),
+    (lambda t: t["steps"][0]["auto"].__setitem__("objective", [["x"]]), "auto.objective"),
+    (lambda t: t["steps"][0]["auto"].__setitem__("chosen_depth", 99), "point into the objective"),
+    (lambda t: t["steps"][0]["auto"].__setitem__("widths", "wide"), "auto.draft_model_ms"),
+])
+def test_bad_auto_fields_rejected(auto_trace, mutate, needle):
+    with pytest.raises(BadInput, match=needle):
+        loads(broken(auto_trace, mutate))
+
+
 @pytest.mark.parametrize("text", ["", "not json", "[1, 2]", "null", "{" * 100000, b"\xff\xfe\x00"])
 def test_garbage_rejected(text):
     with pytest.raises(BadInput):

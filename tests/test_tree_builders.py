@@ -6,10 +6,11 @@ import itertools
 import pytest
 import torch
 
+from opttree.trees.auto_size import StepCost
 from opttree.trees.delta_rule import expected_acceptance
 from opttree.trees.draft_tree import ROOT
 from opttree.trees.eagle_dynamic import build_eagle_dynamic
-from opttree.trees.opt_tree import build_opt_tree
+from opttree.trees.opt_tree import build_opt_tree, build_opt_tree_auto
 from opttree.trees.static import EAGLE_25, build_static, shape_paths
 
 VOCAB = 5
@@ -123,3 +124,94 @@ def test_eagle_dynamic_beam_and_budget():
     assert len(calls) == 4 and all(len(c) <= 2 for c in calls)
     assert len(tree) == 12 and tree.max_depth <= 4
     assert all(tree.parents[i] < i for i in range(len(tree)))
+
+
+# ---------------------------------------------------------------- the auto budget (trees/auto_size.py)
+
+FLAT = StepCost.flat(10.0)
+# Verification flat up to 8 tokens, then linear: a CPU-like curve; drafting a layer costs 1-3 ms.
+CPU_LIKE = StepCost((1, 8, 16, 64), (10.0, 10.0, 20.0, 80.0), (1, 8, 64), (1.0, 1.0, 3.0), base_ms=0.5)
+STEEP = StepCost((1, 2), (10.0, 20.0))        # every extra token costs a whole forward
+RISING = StepCost((1, 4, 32), (5.0, 6.0, 30.0), (1, 32), (2.0, 9.0), 1.0)
+
+
+@pytest.mark.parametrize("nodes", [3, 7, 12, 25])
+@pytest.mark.parametrize("sharp", [0.5, 2.0, 4.0])
+def test_auto_with_flat_cost_and_free_drafting_is_the_papers_tree(nodes, sharp):
+    """A flat verify cost and free drafting: the whole budget, deepened while E(A) grows (δ = 0)."""
+    paper, paper_info = build_opt_tree(make_expand(sharp), nodes, 0.0, 4)
+    auto, info = build_opt_tree_auto(make_expand(sharp), FLAT, nodes, 4)
+    assert token_paths(auto) == token_paths(paper) and len(auto) == len(paper)
+    assert info["auto"]["chosen_nodes"] == len(paper)
+    assert len(info["auto"]["objective"]) in (len(paper_info["ea_by_depth"]) - 1, len(paper_info["ea_by_depth"]))
+
+
+@pytest.mark.parametrize("sharp", [0.5, 2.0, 4.0])
+def test_auto_with_steep_cost_grows_small_trees(sharp):
+    flat, _ = build_opt_tree_auto(make_expand(sharp), FLAT, 25, 4)
+    steep, info = build_opt_tree_auto(make_expand(sharp), STEEP, 25, 4)
+    assert len(steep) <= 2 < len(flat)
+    cpu, cpu_info = build_opt_tree_auto(make_expand(sharp), CPU_LIKE, 25, 4)
+    assert len(cpu) <= 7 < len(flat)             # past 8 tokens a node must pay for a rising forward
+
+
+@pytest.mark.parametrize("cost", [FLAT, CPU_LIKE, STEEP, RISING])
+@pytest.mark.parametrize("sharp", [0.5, 2.0, 4.0])
+def test_auto_picks_the_true_argmax_of_the_objective(cost, sharp):
+    """Every objective entry is J(d, n) = (E + 1) / (draft + verify) with E brute-forced over all token
+    paths of depth ≤ d, and the tree is the argmax: the best n paths of depth ≤ d."""
+    nodes, max_depth = 12, 4
+    calls = []
+    tree, info = build_opt_tree_auto(make_expand(sharp, calls), cost, nodes, max_depth)
+    auto = info["auto"]
+    rows, draft = auto["objective"], auto["draft_model_ms"]
+    assert len(rows) == len(calls) and [len(c) for c in calls] == auto["widths"]
+    # the modelled draft time: the base, plus one measured layer per forwarded layer (the root's is free)
+    assert draft == pytest.approx([cost.base_ms + sum(cost.layer(w) for w in auto["widths"][1:d])
+                                   for d in range(1, len(rows) + 1)], abs=1e-3)
+    cands = all_paths(len(rows), sharp)
+    best, where = -1.0, None
+    for d, row in enumerate(rows, 1):
+        ranked = sorted((v for p, v in cands.items() if len(p) <= d), reverse=True)
+        for n, j in enumerate(row, 1):
+            want = (sum(ranked[:n]) + 1) * 1000 / (draft[d - 1] + cost.verify(n + 1))
+            assert j == pytest.approx(want, rel=1e-3, abs=1e-3)
+            if want > best + 1e-9:
+                best, where = want, (d, n)
+    assert (auto["chosen_depth"], auto["chosen_nodes"]) == where
+    d, n = where
+    top = sorted((p for p in cands if len(p) <= d), key=lambda p: -cands[p])[:n]
+    assert token_paths(tree) == set(top)
+    # greedy growth: every layer but the last raised the best J
+    peaks = [max(r) for r in rows]
+    assert all(b > a for a, b in zip(peaks, peaks[1:-1]))
+
+
+def test_auto_needs_a_cost_curve_and_other_methods_cut_their_own_trees():
+    from opttree.config import DecodeConfig
+    from opttree.trees.methods import build_tree
+
+    with pytest.raises(ValueError, match="cost curve"):
+        build_tree(make_expand(2.0), DecodeConfig(method="opt-tree", nodes=0))
+    # Static shapes: the best breadth-first prefix of the shape.
+    tree, info = build_static(make_expand(2.0), shape_paths("binary", 60, 4), 60, CPU_LIKE)
+    rows = info["auto"]["objective"]
+    full, _ = build_static(make_expand(2.0), shape_paths("binary", 60, 4), 60)
+    n = info["auto"]["chosen_nodes"]
+    assert max(max(r) for r in rows) == pytest.approx(rows[info["auto"]["chosen_depth"] - 1][n - 1])
+    assert tree.tokens == full.tokens[:n] and tree.parents == full.parents[:n] and n <= 7
+    # EAGLE-2 keeps its fixed depth and chooses only its size, on the last row.
+    tree, info = build_eagle_dynamic(make_expand(2.0), 60, 3, top_k=3, cost=CPU_LIKE)
+    last = info["auto"]["objective"][-1]
+    assert info["auto"]["chosen_depth"] == 3 and len(tree) == info["auto"]["chosen_nodes"]
+    assert last[len(tree) - 1] == max(last)
+
+
+def test_cost_interpolation_and_monotone_fit():
+    from opttree.trees.auto_size import interpolate, monotone
+
+    xs, ys = (1, 8, 16), (10.0, 10.0, 26.0)
+    assert interpolate(xs, ys, 0) == 10.0 and interpolate(xs, ys, 12) == 18.0
+    assert interpolate(xs, ys, 24) == 42.0                      # the last slope beyond the last point
+    assert monotone([5.0, 3.0, 4.0, 8.0]) == [4.0, 4.0, 4.0, 8.0]
+    assert monotone([1.0, 2.0]) == [1.0, 2.0]

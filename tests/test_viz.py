@@ -5,12 +5,14 @@ import json
 import pytest
 from tiny import tiny_pair
 
+from opttree.calibration import calibrate, pearson
 from opttree.config import DecodeConfig
 from opttree.decoding.speculative import run
 from opttree.trace import dumps, loads, summarize
 from viz import style
-from viz.metrics import compare_chart, compare_rows, step_metrics
-from viz.step_charts import accept_bars, ea_points, ea_scatter, pearson, why_shape
+from viz.cost_chart import cost_figure
+from viz.metrics import COMPARE_COLUMNS, compare_chart, compare_cost, compare_rows, step_metrics, why_slower
+from viz.step_charts import accept_bars, ea_density, ea_points, why_shape
 from viz.text_view import text_html, token_pieces
 from viz.tree_figure import figure_height, tree_figure
 from viz.tree_layout import tidy_layout
@@ -175,15 +177,83 @@ def test_accept_bars_and_why_shape(trace):
     assert why_shape(None, None).data == ()
 
 
-def test_pearson_and_scatter(trace):
+def test_pearson_and_calibration():
     assert pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
     assert pearson([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
     assert pearson([1, 1], [1, 2]) is None and pearson([1], [1]) is None
+    # A calibrated predictor of an integer outcome: each step's A is E(A) rounded at random, so the
+    # per-step r is well below 1 while the decile means follow E(A) (binned r ≈ 1, slope ≈ 1).
+    import random
+
+    rng = random.Random(0)
+    ea = [rng.uniform(0, 4) for _ in range(4000)]
+    a = [int(e) + (rng.random() < e - int(e)) for e in ea]
+    cal = calibrate(ea, a)
+    assert len(cal["bins"]) == 10 and sum(b["steps"] for b in cal["bins"]) == 4000
+    assert cal["binned_r"] > 0.99 and cal["slope"] == pytest.approx(1.0, abs=0.05)
+    assert cal["per_step_r"] < 0.97
+    assert all(b["lo"] <= b["ea"] <= b["hi"] and b["sem"] > 0 for b in cal["bins"])
+    # Over-confident E(A) (twice the truth): the slope says so.
+    assert calibrate([2 * e for e in ea], a)["slope"] == pytest.approx(0.5, abs=0.03)
+    assert calibrate([], [])["binned_r"] is None
+
+
+def test_ea_density_per_method(trace):
     points = ea_points(trace)
-    fig, r = ea_scatter([points, points])
-    assert len(fig.data) == 3 and len(fig.data[0].x) == len(trace["steps"])
-    assert fig.layout.title.text.startswith("Expected vs actual")
-    assert ea_scatter([])[1] is None
+    binary = {**points, "method": "binary", "a": [max(x - 1, 0) for x in points["a"]]}
+    fig, stats = ea_density([points, points, binary])
+    assert set(stats) == {"opt-tree", "binary"} and stats["opt-tree"]["steps"] == 2 * len(trace["steps"])
+    heat = [t for t in fig.data if t.type == "histogram2d"]
+    means = [t for t in fig.data if (t.name or "").endswith("mean A per E(A) decile")]
+    assert len(heat) == 2 and len(means) == 2 and means[0].error_y.array is not None
+    titles = [a.text for a in fig.layout.annotations]
+    assert any(t.startswith("opt-tree: binned r") and "per-step r" in t for t in titles)
+    empty, none = ea_density([])
+    assert none == {} and empty.layout.annotations[-1].text == "No steps yet"
+
+
+def auto_step(**extra):
+    step = make_step([-1, 0, -1], [0.6, 0.4, 0.2], accepted=[0])
+    step["auto"] = {"rule": "opt-tree", "objective": [[30.0, 31.0, 30.5], [29.0, 33.0]],
+                    "draft_model_ms": [1.0, 3.0], "widths": [1, 2], "chosen_depth": 2, "chosen_nodes": 2,
+                    "chosen_tokens_per_s": 33.0, **extra}
+    return step
+
+
+def test_why_shape_shows_the_auto_objective():
+    fig = why_shape(auto_step(), {"method": "opt-tree", "nodes": 0, "max_depth": 10})
+    heat, star = fig.data[0], fig.data[1]
+    assert heat.type == "heatmap" and [list(r) for r in heat.z] == [[30.0, 31.0, 30.5], [29.0, 33.0, None]]
+    assert (list(star.x), list(star.y)) == ([2], [2]) and star.marker.symbol == "star"
+    assert "33.0 expected tokens/s" in fig.layout.annotations[0].text
+    assert "auto" in fig.layout.title.text
+
+
+COST = {"tokens": [1, 8, 64], "verify_ms": [50.0, 60.0, 130.0], "widths": [1, 64], "layer_ms": [2.0, 12.0],
+        "base_ms": 3.0, "device": "Test CPU", "dtype": "float32", "threads": 2, "measured_utc": "today"}
+
+
+def test_cost_chart_and_the_sentence_for_a_slower_method(trace):
+    fig = cost_figure(COST, {"opt-tree (n=60)": 61})
+    assert [list(t.x) for t in fig.data] == [[1, 8, 64], [1, 64]]
+    assert "Test CPU" in fig.layout.title.text and "2.5×" in fig.layout.annotations[0].text
+    assert cost_figure(None).layout.annotations and cost_figure({"tokens": "x"}).data == ()
+    fast, slow, ar = (json.loads(dumps(trace)) for _ in range(3))
+    ar["meta"].update(method="ar", cost=COST)
+    ar["summary"].update(tokens_per_s=20.0, mean_verify_ms=50.0)
+    slow["meta"].update(nodes=60, cost=COST)
+    slow["summary"].update(tokens_per_s=10.0, tau=2.4, mean_nodes=60.0, mean_draft_ms=40.0, mean_build_ms=5.0)
+    fast["summary"].update(tokens_per_s=30.0)
+    assert why_slower(slow, ar, COST) == ("verifying 61 tokens costs 2.5× one token on this machine, more than "
+                                          "the 2.40 tokens a step commits.")
+    slow["summary"].update(tau=3.0)
+    assert "drafting adds 45 ms a step (0.9 AR steps)" in why_slower(slow, ar, COST)
+    assert why_slower(fast, ar, COST) == "" and why_slower(slow, None, COST) == ""
+    rows = compare_rows({"ar": ar, "opt-tree": slow, "binary": fast})
+    assert rows[1][0] == "opt-tree (n=60)" and rows[1][-1].startswith("verifying 61 tokens") and rows[2][-1] == ""
+    assert len(rows[0]) == len(COMPARE_COLUMNS)
+    chart = compare_cost({"ar": ar, "opt-tree": slow})
+    assert chart.layout.shapes[0].x0 == 61
 
 
 def test_metrics_and_compare(trace):
@@ -192,11 +262,15 @@ def test_metrics_and_compare(trace):
     assert step_metrics(None, None).startswith("_No step")
     other = json.loads(dumps(trace))
     other["output_ids"] = other["output_ids"][:-1] + [other["output_ids"][-1] + 1]
-    rows = compare_rows({"ar": trace, "opt-tree": trace, "binary": other})
-    assert [r[0] for r in rows] == ["ar", "opt-tree", "binary"]
-    assert rows[0][3] == "1.00×" and rows[1][-1] == "yes" and rows[2][-1] == "NO"
+    other["meta"]["method"] = "binary"
+    ar = json.loads(dumps(trace))
+    ar["meta"].update(method="ar")
+    rows = compare_rows({"ar": ar, "opt-tree": trace, "binary": other})
+    same = COMPARE_COLUMNS.index("same output as AR")
+    assert [r[0] for r in rows] == ["ar", "opt-tree (n=12)", "binary (n=12)"]
+    assert rows[0][3] == "1.00×" and rows[1][same] == "yes" and rows[2][same] == "NO"
     assert compare_rows({"opt-tree": trace})[0][3] == "—"
-    assert len(compare_chart({"ar": trace, "opt-tree": trace}).data) == 2
+    assert len(compare_chart({"ar": ar, "opt-tree": trace}).data) == 2
 
 
 def test_compare_reports_exact_match_when_sampling_with_the_same_seed(trace):

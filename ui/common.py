@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import gradio as gr
 
 from viz.metrics import step_metrics
-from viz.step_charts import accept_bars, ea_scatter, why_shape
+from viz.step_charts import accept_bars, ea_density, why_shape
 from viz.text_view import text_html
 from viz.tree_figure import step_title, tree_figure
 
@@ -128,8 +128,19 @@ def run_views(trace, index: int, colour: str = "log_p_hat"):
 
 
 def history_views(history):
-    fig, r = ea_scatter(history or [])
-    n = sum(len(h["ea"]) for h in history or [])
-    text = (f"**Pearson r = {r:.3f}** over {n} steps of {len(history)} run(s)." if r is not None
-            else f"{n} steps so far: run a few prompts (Explore or Compare) to fill this plot.")
-    return fig, text
+    """The E(A)-vs-A tab: per method, the density of (E(A), A) and the binned calibration."""
+    fig, stats = ea_density(history or [])
+    n = sum(st["steps"] for st in stats.values())
+    if not n:
+        return fig, "No steps yet: run a few prompts (Explore or Compare) to fill this plot."
+
+    def num(x):
+        return f"{x:.3f}" if isinstance(x, (int, float)) else "n/a"
+
+    lines = [f"{n} steps of {len(history)} run(s). **Binned r**: Pearson r between mean E(A) and mean A over "
+             "E(A) deciles (what the paper's Figure 4 shows); **slope**: mean A per unit of E(A) (1 = calibrated); "
+             "**per-step r**: over single steps, held down by A being a small integer.", "",
+             "| method | binned r | slope | per-step r | steps |", "|---|---|---|---|---|"]
+    lines += [f"| {html.escape(m)} | **{num(st['binned_r'])}** | {num(st['slope'])} | {num(st['per_step_r'])} | "
+              f"{st['steps']} |" for m, st in stats.items()]
+    return fig, "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Compare: the Explore prompt and settings with OPT-Tree, the chosen static trees and AR, side by side."""
+"""Compare: the Explore prompt and settings with OPT-Tree, the chosen static trees and AR, side by side,
+with what a forward costs on this machine beside the table (the measured cost curve)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ import gradio as gr
 from opttree.serve.service import RunError
 from ui.common import HISTORY_RUNS, PRIVATE, Page, bind, clamp, history_views, md_safe, session_of, steps_of
 from ui.controls import STATIC_CHOICES, settings_from
-from viz.metrics import COMPARE_COLUMNS, compare_chart, compare_rows
+from viz.cost_chart import cost_figure
+from viz.metrics import COMPARE_COLUMNS, compare_chart, compare_cost, compare_rows
 from viz.step_charts import ea_points
 from viz.tree_figure import step_title, tree_figure
 
 
 def build() -> dict:
-    gr.Markdown("Runs the Explore prompt, model and settings with **OPT-Tree**, the static trees "
-                "you pick (same node budget) and plain autoregressive decoding (AR) as the baseline.")
+    gr.Markdown("Runs the Explore prompt, model and settings with **OPT-Tree**, the static trees you pick and "
+                "plain autoregressive decoding (AR) as the baseline. With the node budget at **auto** (the "
+                "default) every method sizes its trees per step from what a forward costs on this machine "
+                "(the chart beside the table); with a fixed n they all use that budget.")
     with gr.Row():
         statics = gr.CheckboxGroup(STATIC_CHOICES, value=["binary", "eagle-static"],
                                    label="Static trees to compare", elem_id="statics")
@@ -23,8 +27,13 @@ def build() -> dict:
             stop_btn = gr.Button("Stop", variant="stop", elem_id="compare-stop")
     status = gr.Markdown("", elem_id="compare-status")
     with gr.Row():
-        table = gr.Dataframe(headers=COMPARE_COLUMNS, value=None, interactive=False, elem_id="compare-table", scale=3)
-        chart = gr.Plot(label="τ and speedup", elem_id="compare-chart", scale=2)
+        table = gr.Dataframe(headers=COMPARE_COLUMNS, value=None, interactive=False, wrap=True,
+                             elem_id="compare-table", scale=3)
+        with gr.Column(scale=2):
+            cost_plot = gr.Plot(cost_figure(None), label="Cost curve (measured on this machine)",
+                                elem_id="compare-cost")
+            measure_btn = gr.Button("Measure this machine again", size="sm", elem_id="compare-measure")
+    chart = gr.Plot(label="τ and speedup", elem_id="compare-chart")
     with gr.Row():
         step = gr.Slider(1, 2, value=1, step=1, label="Step (both panels)", elem_id="compare-step", scale=3)
         right = gr.Dropdown(STATIC_CHOICES, value="binary", label="Right panel", elem_id="compare-right", scale=1)
@@ -32,7 +41,8 @@ def build() -> dict:
         left_plot = gr.Plot(tree_figure(None), label="OPT-Tree", elem_id="compare-left")
         right_plot = gr.Plot(tree_figure(None), label="Static tree", elem_id="compare-right-plot")
     return dict(traces=gr.State({}), statics=statics, run=run_btn, stop=stop_btn, status=status, table=table,
-                chart=chart, step=step, right=right, left_plot=left_plot, right_plot=right_plot)
+                chart=chart, cost=cost_plot, measure=measure_btn, step=step, right=right, left_plot=left_plot,
+                right_plot=right_plot)
 
 
 def run_compare(page: Page, parts: dict, service, request: gr.Request, model, prompt, *values):
@@ -46,7 +56,8 @@ def run_compare(page: Page, parts: dict, service, request: gr.Request, model, pr
     for meth in methods:
         settings = {**settings_from(dict(zip(page.settings, values))), "method": meth}
         try:
-            for up in service.stream(model, prompt, settings, session=session_of(request)):
+            # Timed side by side: no theory rows (they cost each node's whole draft distribution).
+            for up in service.stream(model, prompt, settings, session=session_of(request), record_target=False):
                 if up.state == "queued":
                     yield {status: f"⏳ {meth}: waiting for the model, position **{up.position}**…"}
                 elif up.state == "running":
@@ -64,10 +75,20 @@ def run_compare(page: Page, parts: dict, service, request: gr.Request, model, pr
     left_fig, right_fig = panels(traces, right, 1)
     yield {parts["traces"]: traces, status: "Done. Timings share this machine with other visitors.",
            parts["table"]: compare_rows(traces), parts["chart"]: compare_chart(traces),
+           parts["cost"]: compare_cost(traces),
            parts["step"]: gr.Slider(minimum=1, maximum=max(longest, 2), value=1, step=1),
            parts["right"]: gr.Dropdown(choices=[c for c in STATIC_CHOICES if c[1] in chosen], value=right),
            parts["left_plot"]: left_fig, parts["right_plot"]: right_fig,
            page.history: history, page.ea_plot: fig, page.ea_text: r_text}
+
+
+def measure(service, model):
+    """Measure this machine's cost curve for the pair again (through the model lane: seconds)."""
+    try:
+        curve = service.cost_curve(model, refresh=True)
+    except RunError as exc:
+        return gr.skip(), f"⚠️ {md_safe(exc.message)}"
+    return cost_figure(curve), f"Measured again ({curve.get('measured_utc', '')}): new runs size their trees from this."
 
 
 def panels(traces: dict, right: str, step):
@@ -92,10 +113,13 @@ def panels(traces: dict, right: str, step):
 
 def wire(page: Page, parts: dict, service, stop, lane: dict) -> None:
     inputs = [page.model, page.prompt, *page.settings.values(), parts["statics"], page.history]
-    outputs = [parts[k] for k in ("traces", "status", "table", "chart", "step", "right", "left_plot", "right_plot")]
+    outputs = [parts[k] for k in ("traces", "status", "table", "chart", "cost", "step", "right", "left_plot",
+                                  "right_plot")]
     outputs += [page.history, page.ea_plot, page.ea_text]
     parts["run"].click(bind(run_compare, page, parts, service), inputs, outputs, api_name="compare", **lane)
     parts["stop"].click(stop, None, parts["status"], queue=False, api_visibility="private")
+    parts["measure"].click(bind(measure, service), [page.model], [parts["cost"], parts["status"]],
+                           api_visibility="private", **lane)
     for evt in (parts["step"].input, parts["right"].input):
         evt(panels, [parts["traces"], parts["right"], parts["step"]], [parts["left_plot"], parts["right_plot"]],
             trigger_mode="always_last", **PRIVATE)

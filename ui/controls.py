@@ -2,18 +2,22 @@
 
 Each setting gets one control with its declared label, help text, app default and UI range, so a new
 setting appears in the app (and the `/generate` API, `settings_from`) without being typed again here.
+The node budget has two: a switch "auto (this machine) / fixed n" (`NODES_MODE`) and the slider for
+the fixed n; the run's `nodes` is 0 (auto) or the slider's value.
 """
 
 from __future__ import annotations
 
 import gradio as gr
 
-from opttree.config import METHOD_LABELS, SETTING_NAMES, SETTINGS, TREE_METHODS, app_defaults
+from opttree.config import AUTO_NODES, METHOD_LABELS, SETTING_NAMES, SETTINGS, TREE_METHODS, app_defaults
 
 METHOD_CHOICES = [(METHOD_LABELS[m], m) for m in TREE_METHODS]
 STATIC_CHOICES = [c for c in METHOD_CHOICES if c[1] != "opt-tree"]
 # Shown up front in Explore; the rest sit in a "More settings" accordion.
 MAIN = ("method", "nodes", "max_depth", "threshold", "temperature", "seed", "max_new_tokens", "tree_temperature")
+NODES_MODE = "nodes_mode"        # the node budget's switch: "auto" or "fixed" (its own control, after the settings)
+AUTO, FIXED = "auto", "fixed"
 
 
 def elem_id(name: str) -> str:
@@ -30,24 +34,53 @@ def control(name: str):
     if meta["ui"].get("kind") == "number":
         return gr.Number(value, precision=0, minimum=meta["lo"], step=1, **common)
     ui = meta["ui"]
-    return gr.Slider(ui["min"], ui["max"], value=value, step=ui["step"], info=meta["help"] + ".",
-                     **common)
+    info = meta["help"] + "."
+    if name == "nodes":       # the slider holds the fixed n; the auto/fixed switch beside it says which applies
+        value = value or ui["fixed"]
+        info = "Node budget n when fixed: the most draft tokens verified per step."
+    return gr.Slider(ui["min"], ui["max"], value=value, step=ui["step"], info=info, **common)
+
+
+def nodes_mode(value: str | None = None):
+    """The node budget's switch: auto (sized per step from this machine's costs) or the slider's fixed n."""
+    ui = SETTINGS["nodes"].metadata["ui"]
+    default = AUTO if app_defaults()["nodes"] == AUTO_NODES else FIXED
+    return gr.Radio([(ui["auto_label"], AUTO), ("fixed n", FIXED)], value=value or default, label="Node budget",
+                    info="auto: each step's depth and size maximise expected tokens/s from what a forward costs "
+                         "on this machine (measured once, a few seconds); fixed n: the paper's budget rule.",
+                    elem_id="nodes-mode")
 
 
 def settings_controls() -> dict:
-    """Every setting's control, in declaration order (the main ones first, then an accordion)."""
-    controls = {name: control(name) for name in MAIN}
+    """Every setting's control, in declaration order (the main ones first, then an accordion), then
+    the node budget's auto/fixed switch (`NODES_MODE`)."""
+    controls = {}
+    for name in MAIN:
+        if name == "nodes":
+            controls[NODES_MODE] = nodes_mode()
+        controls[name] = control(name)
     with gr.Accordion("More settings (sampling filters, EAGLE-2)", open=False):
         for name in SETTING_NAMES:
             if name not in controls:
                 controls[name] = control(name)
-    return {name: controls[name] for name in SETTING_NAMES}
+    return {**{name: controls[name] for name in SETTING_NAMES}, NODES_MODE: controls[NODES_MODE]}
 
 
 def settings_from(values: dict) -> dict:
-    """The settings a run sends to the service: each control's value, empty fields given their default."""
+    """The settings a run sends to the service: each control's value, empty fields given their default;
+    with the node switch at auto, nodes = 0 whatever the slider shows."""
     out = {}
     for name in SETTING_NAMES:
         value = values.get(name)
         out[name] = app_defaults()[name] if value is None else value
+    mode = values.get(NODES_MODE)
+    if mode == AUTO:
+        out["nodes"] = AUTO_NODES
+    elif mode == FIXED and not out["nodes"]:
+        out["nodes"] = SETTINGS["nodes"].metadata["ui"]["fixed"]
     return out
+
+
+def mode_for(nodes) -> str:
+    """The switch position for a budget (a lesson's preset): 0 is auto."""
+    return AUTO if nodes == AUTO_NODES else FIXED

@@ -20,7 +20,7 @@ from ui.common import (
     step_views,
     steps_of,
 )
-from ui.controls import settings_controls, settings_from
+from ui.controls import FIXED, NODES_MODE, mode_for, settings_controls, settings_from
 from viz import lessons
 from viz.metrics import step_metrics
 from viz.step_charts import accept_bars, ea_points, why_shape
@@ -130,13 +130,22 @@ def stop(service, request: gr.Request = None):
 
 
 def apply_preset(page: Page, index: int):
-    """A lesson's prompt and settings (each preset names the settings it sets)."""
+    """A lesson's prompt and settings (each preset names the settings it sets); its node budget also
+    sets the auto/fixed switch (a fixed n moves the slider, auto leaves the slider's n alone)."""
     preset = lessons.PRESETS[index]
-    return [preset["prompt"], *(preset[name] for name in preset_settings(page))]
+    values = [preset["prompt"]]
+    for name in preset_settings(page):
+        values.append(gr.skip() if name == "nodes" and not preset["nodes"] else preset[name])
+    return [*values, mode_for(preset["nodes"])]
 
 
 def preset_settings(page: Page) -> list[str]:
     return [name for name in page.settings if name in lessons.PRESETS[0]]
+
+
+def fixed_mode():
+    """Moving the node slider means a fixed n."""
+    return FIXED
 
 
 # ---------------------------------------------------------------- pure view updates (no queue)
@@ -187,11 +196,12 @@ def wire(page: Page, parts: dict, service, lane: dict) -> None:
     parts["play"].click(play, at, [timer, *scrub], **PRIVATE)
     parts["pause"].click(lambda: gr.Timer(active=False), None, timer, **PRIVATE)
     timer.tick(tick, at, [timer, *scrub], **PRIVATE)
+    page.settings["nodes"].input(fixed_mode, None, page.settings[NODES_MODE], **PRIVATE)
 
 
 def wire_presets(page: Page, buttons: list, service, lane: dict) -> None:
     """Each lesson button (Explore's and Learn's) sets the prompt and its settings, then runs."""
-    targets = [page.prompt, *(page.settings[name] for name in preset_settings(page))]
+    targets = [page.prompt, *(page.settings[name] for name in preset_settings(page)), page.settings[NODES_MODE]]
     runner = bind(run_explore, page, service)
     for i, btn in enumerate(buttons):
         k = i % len(lessons.PRESETS)

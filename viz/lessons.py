@@ -43,6 +43,17 @@ matches: that **per-node target-sample rule is optimal for a fixed set**, becaus
 verifier can accept more often than the target's mass on the set (the accepted token is the
 target's token), and this rule accepts exactly that often. The **Theory** tab draws all of it on
 the real p and q of any recorded node.
+### Auto: the size this machine can afford
+The budget n and δ ignore what a forward costs. On a GPU, verifying 60 tree tokens costs about what
+one token costs; on a laptop CPU a forward is flat only up to about 8 tokens and then grows, and
+each draft layer takes time too. With the node budget at **auto** the app first measures, once,
+what a target forward over k tokens and a draft layer over w nodes cost here (the chart in
+*Compare*). Each step then weighs every candidate tree OPT-Tree builds — the best n nodes after d
+layers — by its expected throughput **(E(A) + 1) / (draft time + verify time)**: the tokens a step
+should commit over the time it takes. It drafts another layer only while that raises the best
+value, and verifies the best (d, n). *Why this shape* shows the whole table, the chosen point
+starred. The paper's rule is the special case of a flat verify cost and a fixed price δ per layer:
+auto prices a layer at its measured time times the throughput reached so far.
 
 **Read the tree:** depth runs left to right from the root (the last committed token). Red diamonds
 are the accepted path, the grey X is the draft's first guess the target refused, the orange star is
@@ -73,6 +84,13 @@ PRESETS = [
                "new layer adds (almost) nothing to the best n nodes — see the flat end of *Why this shape*.",
      "prompt": "Explain photosynthesis in two sentences.",
      "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.02, "temperature": 0.0,
+     "max_new_tokens": 24, "tree_temperature": 0.0},
+    {"name": "Auto: this machine's size",
+     "lesson": "The node budget at auto: each step picks the depth and size with the most expected tokens "
+               "per second for what a forward costs here. On a CPU that is a handful of nodes; Why this "
+               "shape shows the objective by depth and size.",
+     "prompt": "Write a short poem about autumn.",
+     "method": "opt-tree", "nodes": 0, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
      "max_new_tokens": 24, "tree_temperature": 0.0},
     {"name": "Static binary tree",
      "lesson": "The same budget as a fixed binary tree: every step has the same shape whatever the draft "

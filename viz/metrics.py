@@ -8,6 +8,8 @@ import plotly.graph_objects as go
 
 from opttree.trace import committed_draft
 
+from .cost_chart import cost_figure, usable, verify_ratio
+
 
 def step_metrics(trace: dict | None, index: int | None) -> str:
     """Markdown table of one step: E(A), accepted length, nodes, depth, timings, stop reason."""
@@ -21,7 +23,12 @@ def step_metrics(trace: dict | None, index: int | None) -> str:
             ("tree depth", str(max(s["depth"], default=0))),
             ("draft / build / verify ms", f"{s.get('draft_ms', 0):.0f} / {s.get('build_ms', 0):.0f} / "
                                            f"{s.get('verify_ms', 0):.0f}"),
-            ("why it stopped growing", html.escape(str(s.get("stop_reason", "")))) ]
+            ("why it stopped growing", html.escape(str(s.get("stop_reason", ""))))]
+    auto = s.get("auto")
+    if isinstance(auto, dict) and auto.get("chosen_nodes"):
+        rows.append(("auto budget: chosen for this machine",
+                     f"{auto['chosen_nodes']} nodes over {auto.get('chosen_depth', '?')} layer(s), "
+                     f"{auto.get('chosen_tokens_per_s', 0):.1f} expected tokens/s"))
     body = "\n".join(f"| {k} | {v} |" for k, v in rows)
     return f"**Step {index + 1} of {len(steps)}**\n\n| metric | value |\n|---|---|\n{body}\n\n" + run_summary(trace)
 
@@ -53,8 +60,36 @@ def run_summary(trace: dict | None) -> str:
             f"{s.get('mean_accept_length', 0):.2f}{calibrated}")
 
 
-COMPARE_COLUMNS = ["method", "τ (tokens/step)", "tokens/s", "speedup vs AR", "mean nodes", "mean depth",
-                   "same output as AR"]
+COMPARE_COLUMNS = ["method", "τ (tokens/step)", "tokens/s", "speedup vs AR", "same output as AR", "mean nodes",
+                   "mean depth", "ms per step: draft + build / verify", "why slower than AR"]
+
+
+def method_label(trace: dict) -> str:
+    """'opt-tree (auto)' or 'binary (n=60)': the method and its node budget."""
+    m = trace.get("meta", {})
+    if m.get("method") == "ar":
+        return "ar"
+    nodes = m.get("nodes")
+    return f"{m.get('method', '?')} ({'auto' if nodes == 0 else f'n={nodes}'})"
+
+
+def why_slower(trace: dict, ar: dict | None, cost: dict | None) -> str:
+    """One sentence, from the measured cost curve, on why a method ran slower than AR ('' otherwise)."""
+    if not ar or trace is ar or not usable(cost):
+        return ""
+    s, a = trace["summary"], ar["summary"]
+    if not a.get("tokens_per_s") or s.get("tokens_per_s", 0) >= a["tokens_per_s"]:
+        return ""
+    tokens = round(s.get("mean_nodes", 0)) + 1
+    ratio = verify_ratio(cost, tokens)
+    tau = s.get("tau", 0)
+    draft = s.get("mean_draft_ms", 0) + s.get("mean_build_ms", 0)
+    ar_step = a.get("mean_verify_ms") or cost["verify_ms"][0]
+    head = f"verifying {tokens} tokens costs {ratio:.1f}× one token on this machine"
+    if ratio >= tau:
+        return f"{head}, more than the {tau:.2f} tokens a step commits."
+    return (f"{head} and drafting adds {draft:.0f} ms a step ({draft / ar_step:.1f} AR steps): together "
+            f"more than the {tau:.2f} tokens a step commits.")
 
 
 # The settings that decide the target's token choices: with them equal (and the same seed when
@@ -77,8 +112,9 @@ def compare_rows(traces: dict[str, dict]) -> list[list]:
     the same seed and sampling settings (each committed token is one draw from the run's generator)."""
     ar = traces.get("ar")
     ar_speed = ar["summary"]["tokens_per_s"] if ar else 0.0
+    cost = next((t["meta"].get("cost") for t in traces.values() if usable(t.get("meta", {}).get("cost"))), None)
     rows = []
-    for method, tr in traces.items():
+    for tr in traces.values():
         s = tr["summary"]
         speedup = f"{s['tokens_per_s'] / ar_speed:.2f}×" if ar_speed else "—"
         if not ar:
@@ -87,22 +123,32 @@ def compare_rows(traces: dict[str, dict]) -> list[list]:
             same = "n/a (other sampling settings)"
         else:
             same = "yes" if tr["output_ids"] == ar["output_ids"] else "NO"
-        rows.append([method, round(s["tau"], 2), round(s["tokens_per_s"], 1), speedup,
-                     s.get("mean_nodes", 0), s.get("mean_depth", 0), same])
+        ms = (f"{s.get('mean_draft_ms', 0) + s.get('mean_build_ms', 0):.0f} / {s.get('mean_verify_ms', 0):.0f}")
+        rows.append([method_label(tr), round(s["tau"], 2), round(s["tokens_per_s"], 1), speedup, same,
+                     s.get("mean_nodes", 0), s.get("mean_depth", 0), ms, why_slower(tr, ar, cost)])
     return rows
 
 
 def compare_chart(traces: dict[str, dict]) -> go.Figure:
-    methods = list(traces)
+    labels = [method_label(t) for t in traces.values()]
     ar = traces.get("ar")
     ar_speed = ar["summary"]["tokens_per_s"] if ar else 0.0
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=methods, y=[traces[m]["summary"]["tau"] for m in methods], name="τ (tokens per step)",
+    fig.add_trace(go.Bar(x=labels, y=[t["summary"]["tau"] for t in traces.values()], name="τ (tokens per step)",
                          marker=dict(color="#4c78a8")))
     if ar_speed:
-        fig.add_trace(go.Bar(x=methods, y=[traces[m]["summary"]["tokens_per_s"] / ar_speed for m in methods],
+        fig.add_trace(go.Bar(x=labels, y=[t["summary"]["tokens_per_s"] / ar_speed for t in traces.values()],
                              name="speedup over AR (tokens/s ratio)", marker=dict(color="#f58518")))
     fig.update_layout(template="plotly_white", barmode="group", height=320,
                       margin=dict(l=50, r=10, t=40, b=40), legend=dict(orientation="h", y=1.12),
-                      title=dict(text="Same prompt, same node budget", x=0.01, font=dict(size=14)))
+                      title=dict(text="Same prompt, same settings", x=0.01, font=dict(size=14)))
+    fig.add_hline(y=1.0, line=dict(color="#555", dash="dot", width=1))
     return fig
+
+
+def compare_cost(traces: dict[str, dict]):
+    """The cost chart beside Compare's table: the curve the runs recorded, each tree method's mean
+    verified tokens marked on it."""
+    cost = next((t["meta"].get("cost") for t in traces.values() if usable(t.get("meta", {}).get("cost"))), None)
+    marks = {method_label(t): t["summary"].get("mean_nodes", 0) + 1 for m, t in traces.items() if m != "ar"}
+    return cost_figure(cost, marks)

@@ -1,5 +1,7 @@
-"""Small charts about steps: accepted length per step, the δ rule's E(A)-by-depth curve, and the
-expected-vs-actual acceptance scatter (the paper's Figure 4). Pure functions of traces."""
+"""Small charts about steps: accepted length per step, why a tree has its shape (the δ rule's
+E(A)-by-depth curve, or the auto budget's objective by depth and size), and E(A) against the
+accepted length over many steps (the paper's Figure 4: a density plus a binned calibration).
+Pure functions of traces."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ import html
 import math
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
+from opttree.calibration import calibrate
 from opttree.trace import committed_draft
 
 from . import style
@@ -44,8 +48,11 @@ def accept_bars(trace: dict | None, current: int | None = None) -> go.Figure:
 def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
     """E(A) after each layer, with the δ rule: growth stops once a layer adds ≤ δ (or at max depth).
 
-    Built from plain dicts without validation: it is redrawn on every scrubber step."""
+    Built from plain dicts without validation: it is redrawn on every scrubber step. A step sized by
+    the auto budget shows its objective table instead (`why_auto`)."""
     meta = meta or {}
+    if step and isinstance(step.get("auto"), dict) and step["auto"].get("objective"):
+        return why_auto(step, meta)
     layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=40, b=40), showlegend=False,
                   title=dict(text="Why this shape: E(A) by depth", x=0.01, font=dict(size=14)))
     if not step or not step.get("ea_by_depth"):
@@ -84,45 +91,101 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
     return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 
-def pearson(xs: list[float], ys: list[float]) -> float | None:
-    n = len(xs)
-    if n < 2:
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxy = sum((a - mx) * (b - my) for a, b in zip(xs, ys))
-    sxx = sum((a - mx) ** 2 for a in xs)
-    syy = sum((b - my) ** 2 for b in ys)
-    if sxx <= 0 or syy <= 0:
-        return None
-    return sxy / math.sqrt(sxx * syy)
+def why_auto(step: dict, meta: dict | None = None) -> go.Figure:
+    """The auto budget's choice: expected tokens/s J(d, n) = (E(A) + 1) / (draft + verify) for every
+    candidate depth d and size n the step weighed, the chosen point marked."""
+    auto = step["auto"]
+    rows = [r for r in auto["objective"] if isinstance(r, list)]
+    width = max((len(r) for r in rows), default=0)
+    z = [list(r) + [None] * (width - len(r)) for r in rows]
+    draft = auto.get("draft_model_ms") or []
+    d, n = auto.get("chosen_depth", 0), auto.get("chosen_nodes", 0)
+    hover = [[f"depth {i + 1}, {j + 1} nodes" for j in range(width)] for i in range(len(rows))]
+    data = [dict(type="heatmap", z=z, x=list(range(1, width + 1)), y=list(range(1, len(rows) + 1)), text=hover,
+                 colorscale="Blues", colorbar=dict(title=dict(text="tokens/s"), thickness=12),
+                 hovertemplate="%{text}: %{z:.1f} expected tokens/s<extra></extra>")]
+    best = [max(r) if r else None for r in rows]
+    notes = []
+    if d and n:
+        j = z[d - 1][n - 1] if d <= len(z) and n <= width else None
+        data.append(dict(type="scatter", x=[n], y=[d], mode="markers", name="chosen",
+                         marker=dict(symbol="star", size=18, color=style.ACCEPTED, line=dict(color="#fff", width=1)),
+                         hovertemplate=f"chosen: {n} nodes, depth {d}<extra></extra>"))
+        drafted = f", drafting modelled at {draft[d - 1]:.1f} ms" if d <= len(draft) else ""
+        notes.append(dict(xref="paper", x=0, yref="paper", y=1.0, yanchor="bottom", xanchor="left", showarrow=False,
+                          font=dict(size=11), text=f"chosen: {n} nodes over {d} layer(s), "
+                          f"{j:.1f} expected tokens/s{drafted}" if isinstance(j, (int, float)) else "chosen"))
+    reason = str(step.get("stop_reason") or "")
+    if reason:
+        notes.append(dict(xref="paper", x=0, yref="paper", y=-0.32, xanchor="left", showarrow=False,
+                          font=dict(size=11, color=style.ACCEPTED), text="stopped: " + html.escape(reason)))
+    layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=56, b=60), showlegend=False,
+                  title=dict(text="Why this shape (auto): expected tokens/s = (E(A) + 1) / (draft + verify time)",
+                             x=0.01, font=dict(size=13)),
+                  annotations=notes, xaxis=dict(title=dict(text="nodes verified (n)")),
+                  yaxis=dict(title=dict(text="layers drafted (d)"), dtick=1, autorange="reversed"),
+                  meta=dict(best_by_depth=best))
+    return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 
 def ea_points(trace: dict) -> dict:
-    """The scatter's data for one run: label and (E(A), A) per step, A = the draft tokens the step
-    committed (a step cut by EOS or the token limit counts only what it committed)."""
+    """One run's (E(A), A) per step, with its method (the calibration is per method); A = the draft
+    tokens the step committed (a step cut by EOS or the token limit counts only what it committed)."""
     meta = trace.get("meta", {})
-    return {"label": f"{meta.get('method', '?')} · n={meta.get('nodes', '?')} · {meta.get('draft') or 'no draft'}",
+    nodes = meta.get("nodes", "?")
+    budget = "auto" if nodes == 0 else f"n={nodes}"
+    return {"label": f"{meta.get('method', '?')} · {budget} · {meta.get('draft') or 'no draft'}",
+            "method": str(meta.get("method", "?")),
             "ea": [s["expected_accept"] for s in trace.get("steps", [])],
             "a": [committed_draft(s) for s in trace.get("steps", [])]}
 
 
-def ea_scatter(runs: list[dict]) -> tuple[go.Figure, float | None]:
-    """E(A) vs actual accepted length over all steps of `runs` (from `ea_points`), with Pearson r."""
-    xs = [v for r in runs for v in r["ea"]]
-    ys = [v for r in runs for v in r["a"]]
-    r = pearson(xs, ys)
-    if r is not None:
-        head = f"Pearson r = {r:.3f} over {len(xs)} steps"
-    else:
-        head = f"{len(xs)} steps (need ≥ 2 varied points for r)"
-    fig = _base(460, f"Expected vs actual accepted length · {head}")
+def by_method(runs: list[dict]) -> dict[str, tuple[list[float], list[float]]]:
+    """Steps pooled per method (runs from `ea_points`; older entries without a method use their label)."""
+    out: dict[str, tuple[list[float], list[float]]] = {}
     for run in runs:
-        fig.add_trace(go.Scatter(x=run["ea"], y=run["a"], mode="markers", name=run["label"], opacity=0.7,
-                                 hovertemplate="E(A) %{x:.2f} → accepted %{y}<extra></extra>"))
-    top = max(xs + ys + [1.0])
-    fig.add_trace(go.Scatter(x=[0, top], y=[0, top], mode="lines", name="A = E(A)",
-                             line=dict(color="#999", dash="dash"), hoverinfo="skip"))
-    fig.update_layout(showlegend=True, xaxis=dict(title="E(A) = Σ p̂ (expected, before verifying)"),
-                      yaxis=dict(title="A = draft tokens actually accepted"),
-                      legend=dict(orientation="h", y=-0.2, x=0))
-    return fig, r
+        ea, a = out.setdefault(run.get("method") or run["label"].split(" · ")[0], ([], []))
+        ea.extend(run["ea"])
+        a.extend(run["a"])
+    return out
+
+
+def _r(x) -> str:
+    return f"{x:.2f}" if isinstance(x, (int, float)) else "–"
+
+
+def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
+    """Per method: a density heatmap of (E(A), A) over all steps of `runs`, the mean A per E(A) decile
+    with its standard error, and the line A = E(A). Returns the figure and each method's calibration
+    (opttree.calibration.calibrate: binned r, slope, per-step r)."""
+    groups = {m: v for m, v in by_method(runs).items() if v[0]}
+    stats = {m: calibrate(ea, a) for m, (ea, a) in groups.items()}
+    cols = min(3, max(len(groups), 1))
+    nrows = max(1, math.ceil(len(groups) / cols))
+    titles = [f"{m}: binned r {_r(st['binned_r'])}, slope {_r(st['slope'])} · per-step r "
+              f"{_r(st['per_step_r'])} · {st['steps']} steps" for m, st in stats.items()]
+    fig = make_subplots(rows=nrows, cols=cols, subplot_titles=titles or None, horizontal_spacing=0.08,
+                        vertical_spacing=0.2)
+    for i, (m, (ea, a)) in enumerate(groups.items()):
+        r, c = i // cols + 1, i % cols + 1
+        top = max(ea + a + [1.0])
+        fig.add_trace(go.Histogram2d(x=ea, y=a, ybins=dict(start=-0.5, end=max(a) + 0.5, size=1), nbinsx=20,
+                                     colorscale="Blues", showscale=False, name=f"{m} steps",
+                                     hovertemplate="E(A) %{x}, A = %{y}: %{z} steps<extra></extra>"), row=r, col=c)
+        bins = stats[m]["bins"]
+        fig.add_trace(go.Scatter(x=[b["ea"] for b in bins], y=[b["a"] for b in bins], mode="lines+markers",
+                                 name=f"{m}: mean A per E(A) decile", marker=dict(symbol="diamond", color="#000"),
+                                 line=dict(color="#000"), error_y=dict(type="data", array=[b["sem"] for b in bins]),
+                                 hovertemplate="E(A) ≈ %{x:.2f}: mean A %{y:.2f}<extra></extra>"), row=r, col=c)
+        fig.add_trace(go.Scatter(x=[0, top], y=[0, top], mode="lines", name="A = E(A)", hoverinfo="skip",
+                                 line=dict(color="#999", dash="dash"), showlegend=i == 0), row=r, col=c)
+        fig.update_xaxes(title_text="E(A) = Σ p̂ (expected)", row=r, col=c)
+        fig.update_yaxes(title_text="A = accepted", row=r, col=c)
+    n = sum(len(v[0]) for v in groups.values())
+    fig.update_layout(template="plotly_white", height=360 * nrows, margin=dict(l=50, r=10, t=80, b=40),
+                      showlegend=False, title=dict(text=f"Expected vs actual accepted length: {n} steps, density "
+                                                        "and mean A per E(A) decile", x=0.01, font=dict(size=14)))
+    fig.update_annotations(font_size=11)
+    if not groups:
+        fig.add_annotation(text="No steps yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+    return fig, stats

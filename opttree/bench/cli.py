@@ -1,4 +1,4 @@
-"""`python -m opttree bench ...`, `sweep ...` and `theory-table ...` (registered by opttree/cli.py)."""
+"""`python -m opttree bench ...`, `sweep ...`, `theory-table ...` and `cost ...` (registered by opttree/cli.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,20 @@ from pathlib import Path
 from opttree import paths
 from opttree.args import add_decode_args, add_model_args, decode_config, load_from_args
 from opttree.bench.harness import BENCH_METHODS, HF_METHOD, format_table, parse_methods, run_bench
-from opttree.bench.plots import plot_bench, plot_ea_vs_a, plot_node_sweep, plot_threshold_sweep, plot_verify_cost
+from opttree.bench.plots import (
+    plot_bench,
+    plot_cost_curve,
+    plot_ea_vs_a,
+    plot_node_sweep,
+    plot_threshold_sweep,
+    plot_verify_cost,
+)
 from opttree.bench.pool import pool_ea_a
 from opttree.bench.prompts import read_prompts
 from opttree.bench.sweep import DEFAULT_BUDGETS, DEFAULT_SWEEP_METHODS, parse_numbers, run_sweep
 from opttree.bench.theory_table import THEORY_TEMPERATURE, markdown_table, run_theory_table, theory_markdown
 from opttree.bench.verify_cost import verify_cost_curve
+from opttree.decoding import cost as cost_curve
 from opttree.errors import BadInput
 from opttree.models.draft_assets import default_draft_for
 from opttree.models.loading import load_classic_draft, load_pair
@@ -75,6 +83,14 @@ def register(sub) -> None:
     t.add_argument("--ks", default="1,2,3,4", help="numbers of drafts k (columns), each 1..8")
     t.add_argument("--md", default=None, help="write the markdown page (machine, settings, command, table) here")
     t.set_defaults(func=cmd_theory_table, temperature=THEORY_TEMPERATURE)
+    c = sub.add_parser("cost", help="this machine's cost curve (target forward vs tree tokens, draft layer vs width), "
+                                    "as the auto node budget uses it: cached; --refresh measures again")
+    add_model_args(c)
+    c.add_argument("--threads", type=int, default=None, help="torch CPU threads (part of the cache key)")
+    c.add_argument("--refresh", action="store_true", help="measure again even when a cached curve exists")
+    c.add_argument("--out", default=None, help="also write the curve (JSON) here")
+    c.add_argument("--plot", default=None, help="write a PNG chart of the curve")
+    c.set_defaults(func=cmd_cost)
 
 
 def _setup(args, need_draft: bool = True):
@@ -142,9 +158,7 @@ def sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds=(), threshol
         Path(plot_dir).mkdir(parents=True, exist_ok=True)
         plot_node_sweep(result, plot_dir)
         plot_threshold_sweep(result, plot_dir)
-        pooled_stats = result["ea_a_pooled"]
-        plot_ea_vs_a(pooled, {m: v["pearson_r"] for m, v in pooled_stats["by_method"].items()},
-                     pooled_stats["pearson_r"], Path(plot_dir) / "ea_vs_a.png", result["meta"])
+        plot_ea_vs_a(pooled, Path(plot_dir) / "ea_vs_a.png", result["meta"])
         if cost:
             plot_verify_cost(cost, Path(plot_dir) / "verify_cost.png")
     print(format_sweep(result))
@@ -164,11 +178,38 @@ def format_sweep(result: dict) -> str:
         lines.append(f"opt-tree δ={p['threshold']:<6g} n={result['threshold']['nodes']}: τ={p['tau']:.2f} "
                      f"speedup={p['speedup']} depth={p['mean_depth']}")
     ea = result.get("ea_a_pooled") or result["ea_a_summary"]
-    lines.append(f"E(A) vs A: Pearson r={ea['pearson_r']} over {ea['steps']} steps")
+    lines.append(f"E(A) vs A over {ea['steps']} steps: binned r={ea.get('binned_r')}, slope={ea.get('slope')}, "
+                 f"per-step r={ea['pearson_r']}")
     if result.get("best_budget"):
         b = result["best_budget"]
         lines.append(f"best OPT-Tree budget on this device: n={b['nodes']} (speedup {b['speedup']}, τ {b['tau']})")
     return "\n".join(lines)
+
+
+def cmd_cost(args) -> int:
+    import torch  # torch stays out of `--help`
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    pair = load_from_args(args)
+    curve = cost_curve.load_or_measure(pair, refresh=args.refresh,
+                                       log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(curve, indent=1), encoding="utf-8")
+    if args.plot:
+        plot_cost_curve(curve, args.plot)
+    key = curve["key"]
+    print(f"{key['target']} + {key['drafter']} draft on {key['device_name']} ({key['dtype']}, "
+          f"{key['threads']} threads), measured {curve['measured_utc']} in {curve['seconds']} s; "
+          f"cached at {cost_curve.cache_path(key)}")
+    print("\n".join(f"{p['tokens']:>5} tokens: {p['median_ms']:8.1f} ms  ×{p['relative']:.2f}"
+                    for p in curve["points"]))
+    if curve.get("draft"):
+        d = curve["draft"]
+        print(f"draft: {d['base_ms']:.1f} ms per step, then per layer: "
+              + ", ".join(f"{p['width']} nodes {p['median_ms']:.1f} ms" for p in d["points"]))
+    return 0
 
 
 def cmd_sweep(args) -> int:

@@ -11,6 +11,8 @@ import sys
 import torch
 from tqdm import tqdm
 
+from opttree.decoding.cost import cpu_name as proc_cpu_name
+
 NOISE_NOTE = ("a shared VM: timings are noisy (other jobs may use the same cores; the load average says "
               "how busy it was); methods ran interleaved per prompt in one process, so compare ratios, "
               "not absolute times.")
@@ -24,14 +26,7 @@ def cpu_name() -> str:
                 return line.split(":", 1)[1].strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+    return proc_cpu_name()
 
 
 def machine_info(device) -> dict:

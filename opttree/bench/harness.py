@@ -7,10 +7,11 @@ exact-match reference measured in the same run.
 
 Result JSON (the documented fields):
   meta        machine (CPU, threads, versions, date, load), models, decode settings, hf config
+  meta        … plus `cost`: the machine's cost curve (compact form, decoding/cost.py) the auto budget used
   methods     {method: aggregate}, aggregate = {prompts, new_tokens, steps, tau, tau_mean,
               tokens_per_s, speedup, speedup_median, exact_match, mean_draft_ms, mean_build_ms,
-              mean_verify_ms, mean_nodes, mean_depth, mean_expected_accept, mean_accept_length,
-              ea_a_pearson_r, ea_a_steps}
+              mean_verify_ms, draft_share, mean_nodes, mean_depth, mean_expected_accept,
+              mean_accept_length, ea_a_pearson_r, ea_a_steps}
   by_category {category: {method: aggregate}}
   runs        one row per (prompt, method): the trace summary plus wall_s, exact, output_ids
   ea_a        {method: [[E(A), A], ...]} per verification step (tree methods)
@@ -27,7 +28,8 @@ from dataclasses import replace
 
 from opttree.bench.env import machine_info, note_load
 from opttree.bench.hf_assisted import HF_METHOD, configure_assistant, run_hf_assisted
-from opttree.config import METHODS, DecodeConfig
+from opttree.config import AUTO_NODES, METHODS, DecodeConfig
+from opttree.decoding import cost
 from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.speculative import run
 from opttree.errors import BadInput
@@ -52,14 +54,15 @@ def parse_methods(text) -> list[str]:
 
 
 def split_method(name: str) -> tuple[str, int | None]:
-    """'opt-tree@10' -> ('opt-tree', 10): a method run at its own node budget; 'binary' -> ('binary', None)."""
+    """'opt-tree@10' -> ('opt-tree', 10): a method run at its own node budget; 'opt-tree@auto' -> ('opt-tree', 0),
+    the auto budget; 'binary' -> ('binary', None)."""
     if "@" not in name:
         return name, None
     base, _, n = name.partition("@")
     try:
-        nodes = int(n)
+        nodes = AUTO_NODES if n == "auto" else int(n)
     except ValueError:
-        raise BadInput(f"method {name!r}: the budget after '@' must be a whole number.") from None
+        raise BadInput(f"method {name!r}: the budget after '@' must be a whole number or 'auto'.") from None
     if base in ("ar", HF_METHOD):
         raise BadInput(f"method {name!r}: only tree methods take a budget.")
     DecodeConfig(method=base if base in METHODS else "ar", nodes=nodes)  # validates the budget
@@ -101,7 +104,7 @@ class MethodRunner:
                                   cfg.top_p, cfg.top_k, cfg.seed)
             return row, []
         method, nodes = split_method(method)
-        cfg = replace(cfg, method=method, **({"nodes": nodes} if nodes else {}))
+        cfg = replace(cfg, method=method, **({"nodes": nodes} if nodes is not None else {}))
         t0 = time.perf_counter()
         # A speed measurement: the trace's target side (theory view data) is not recorded.
         trace = run(self.pair, prompt, cfg, chat=self.chat, prompt_ids=prompt_ids, record_target=False)
@@ -139,6 +142,10 @@ def aggregate(rows: list[dict], ar_rows: dict, ea_a: list, greedy: bool) -> dict
         have = [r for r in rows if r.get(key) is not None]
         n = sum(r["steps"] for r in have)
         out[key] = round(sum(r[key] * r["steps"] for r in have) / n, 3) if have and n else None
+    # The share of a step's time spent drafting and building the tree (the rest is verification).
+    parts = [out["mean_draft_ms"], out["mean_build_ms"], out["mean_verify_ms"]]
+    out["draft_share"] = (round((parts[0] + parts[1]) / sum(parts), 4)
+                          if all(isinstance(x, (int, float)) for x in parts) and sum(parts) > 0 else None)
     out["ea_a_pearson_r"] = pearson([p[0] for p in ea_a], [p[1] for p in ea_a])
     out["ea_a_steps"] = len(ea_a)
     return out
@@ -166,6 +173,7 @@ def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=N
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     methods = parse_methods(methods)
+    curve = cost.load_or_measure(pair, log=log)  # before any timed run: the auto budget's input
     runner = MethodRunner(pair, base, assistant, hf_knobs, chat)
     encoded = [(q, encode_prompt(pair.tokenizer, q.prompt, chat=chat)) for q in prompts]
     meta = {"machine": machine_info(pair.device), "target": pair.target_name, "drafter": pair.drafter_kind,
@@ -173,7 +181,7 @@ def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=N
             "assistant": getattr(assistant, "name_or_path", None) and str(assistant.name_or_path),
             "config": {k: v for k, v in base.to_dict().items() if k != "method"},
             "methods": methods, "prompts": len(prompts), "warmup_runs": warmup,
-            "hf_assisted_config": runner.hf_config,
+            "hf_assisted_config": runner.hf_config, "cost": cost.compact(curve),
             "order": "methods interleaved per prompt, rotated by one each prompt; warm-up not recorded"}
     for w in range(min(warmup, len(encoded))):
         q, ids = encoded[w]
@@ -205,8 +213,8 @@ def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=N
 
 
 def format_table(result: dict) -> str:
-    head = (f"{'method':<14}{'τ':>6}{'tok/s':>8}{'speedup':>9}{'exact':>7}{'draft':>8}{'build':>7}"
-            f"{'verify':>8}{'nodes':>7}{'depth':>7}{'E(A)':>7}{'A':>6}")
+    head = (f"{'method':<16}{'τ':>6}{'tok/s':>8}{'speedup':>9}{'exact':>7}{'draft':>8}{'build':>7}"
+            f"{'verify':>8}{'share':>7}{'nodes':>7}{'depth':>7}{'E(A)':>7}{'A':>6}")
     lines = [head, "-" * len(head)]
 
     def f(x, spec):
@@ -214,11 +222,13 @@ def format_table(result: dict) -> str:
 
     for m, a in result["methods"].items():
         exact = f"{a['exact_match'] * 100:.0f}%" if a.get("exact_match") is not None else "-"
-        lines.append(f"{m:<14}{f(a['tau'], '6.2f')}{f(a['tokens_per_s'], '8.1f')}"
+        share = f"{a['draft_share'] * 100:.0f}%" if a.get("draft_share") is not None else "-"
+        lines.append(f"{m:<16}{f(a['tau'], '6.2f')}{f(a['tokens_per_s'], '8.1f')}"
                      f"{f(a['speedup'], '8.2f')}x{exact:>7}{f(a['mean_draft_ms'], '8.1f')}"
-                     f"{f(a['mean_build_ms'], '7.1f')}{f(a['mean_verify_ms'], '8.1f')}{f(a['mean_nodes'], '7.1f')}"
+                     f"{f(a['mean_build_ms'], '7.1f')}{f(a['mean_verify_ms'], '8.1f')}{share:>7}"
+                     f"{f(a['mean_nodes'], '7.1f')}"
                      f"{f(a['mean_depth'], '7.2f')}{f(a['mean_expected_accept'], '7.2f')}"
                      f"{f(a['mean_accept_length'], '6.2f')}")
     lines.append("τ = tokens per target forward (bonus included); speedup = tokens/s over ar in this run; "
-                 "times are ms per step.")
+                 "times are ms per step; share = draft + build as a part of a step's time.")
     return "\n".join(lines)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+from opttree.calibration import calibrate
 from opttree.errors import BadInput
 
 
@@ -103,30 +105,68 @@ def plot_threshold_sweep(sweep: dict, folder, stem: str = "sweep") -> str | None
     return str(path)
 
 
-def plot_ea_vs_a(pairs_by_method: dict, r_by_method: dict, r_all, path, meta: dict) -> str:
+def plot_ea_vs_a(pairs_by_method: dict, path, meta: dict, stats: dict | None = None) -> str:
+    """Per method, as the paper's Figure 4 reads: the density of (E(A), A) over steps, the mean A per
+    E(A) decile with its standard error, and A = E(A); each panel titled with the binned r, the
+    slope and the per-step r (opttree/calibration.py)."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 5.2))
-    top = 1.0
-    for method, pts in pairs_by_method.items():
-        if not pts:
-            continue
+    methods = [m for m, pts in pairs_by_method.items() if pts]
+    cols = min(3, max(len(methods), 1))
+    rows = max(1, math.ceil(len(methods) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.2 * rows), squeeze=False)
+    for ax in axes.flat[len(methods):]:
+        ax.axis("off")
+    total = 0
+    for ax, method in zip(axes.flat, methods):
+        pts = pairs_by_method[method]
+        total += len(pts)
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        top = max(top, max(xs), max(ys))
-        r = r_by_method.get(method)
-        ax.scatter(xs, ys, s=6, alpha=0.35, label=f"{method} (r={r if r is not None else '-'}, {len(pts)} steps)")
-    ax.plot([0, top], [0, top], color="black", lw=0.8, ls="--", label="A = E(A)")
-    pooled = sorted(p for pts in pairs_by_method.values() for p in pts)
-    if len(pooled) >= 20:  # mean A per E(A) bin (equal-count bins): calibration at a glance
-        k = max(len(pooled) // 12, 1)
-        bins = [pooled[i:i + k] for i in range(0, len(pooled), k)]
-        ax.plot([sum(p[0] for p in b) / len(b) for b in bins], [sum(p[1] for p in b) / len(b) for b in bins],
-                color="black", marker="D", lw=1.5, label="mean A per E(A) bin (all methods)")
-    n = sum(len(p) for p in pairs_by_method.values())
-    ax.set_xlabel("E(A) = Σ p̂ over the tree (predicted)")
-    ax.set_ylabel("A = accepted draft tokens (measured)")
-    ax.set_title(f"E(A) vs A, pooled r={r_all} over {n} steps\n" + _subtitle(meta), fontsize=7)
-    ax.legend(fontsize=7, markerscale=2)
+        cal = (stats or {}).get(method) or calibrate(xs, ys)
+        top = max(max(xs), max(ys), 1.0)
+        ax.hist2d(xs, ys, bins=[20, [y - 0.5 for y in range(int(max(ys)) + 2)]], cmap="Blues", cmin=1)
+        bins = cal["bins"]
+        ax.errorbar([b["ea"] for b in bins], [b["a"] for b in bins], yerr=[b["sem"] for b in bins], color="black",
+                    marker="D", ms=4, lw=1.3, capsize=2, label="mean A per E(A) decile (± s.e.)")
+        ax.plot([0, top], [0, top], color="#777", lw=0.8, ls="--", label="A = E(A)")
+
+        def num(x):
+            return f"{x:.3f}" if isinstance(x, (int, float)) else "n/a"
+
+        r1 = cal.get("per_step_r", cal.get("pearson_r"))
+        ax.set_title(f"{method}: binned r {num(cal['binned_r'])}, slope {num(cal['slope'])}\n"
+                     f"per-step r {num(r1)}, {len(pts)} steps", fontsize=8)
+        ax.set_xlabel("E(A) = Σ p̂ over the tree (predicted)")
+        ax.set_ylabel("A = accepted draft tokens (measured)")
+        ax.legend(fontsize=6, loc="upper left")
+    fig.suptitle(f"E(A) vs A over {total} steps (density, decile means) · " + _subtitle(meta), fontsize=8)
     fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
+def plot_cost_curve(curve: dict, path) -> str:
+    """The decoder's cost curve (decoding/cost.py): target forward vs tokens, draft layer vs width."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    pts = curve["points"]
+    xs = [p["tokens"] for p in pts]
+    ax.plot(xs, [p["median_ms"] for p in pts], marker="o", label="target forward over k tokens (verify)")
+    ax.fill_between(xs, [p["p25_ms"] for p in pts], [p["p75_ms"] for p in pts], alpha=0.2)
+    draft = curve.get("draft")
+    if draft:
+        ws = [p["width"] for p in draft["points"]]
+        ax.plot(ws, [p["median_ms"] for p in draft["points"]], marker="s", color="#d98c1f",
+                label=f"one draft layer over w nodes (+ {draft['base_ms']:.1f} ms per step)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tokens per forward / nodes per draft layer")
+    ax.set_ylabel("ms (median)")
+    key = curve["key"]
+    ax.set_title(f"what a forward costs here: {key['target']} ({key['dtype']}), {key['device_name']}, "
+                 f"{key['threads']} threads\nKV prefix {curve['prefix_tokens']} · {curve['measured_utc']}", fontsize=8)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return str(path)

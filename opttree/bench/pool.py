@@ -41,9 +41,9 @@ def main(argv=None) -> int:
     Path(args.sweep).write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
     stats = result["ea_a_pooled"]
     if args.plot_dir:
-        plot_ea_vs_a(pooled, {m: v["pearson_r"] for m, v in stats["by_method"].items()}, stats["pearson_r"],
-                     Path(args.plot_dir) / "ea_vs_a.png", result["meta"])
-    print(f"E(A) vs A: r={stats['pearson_r']} over {stats['steps']} steps")
+        plot_ea_vs_a(pooled, Path(args.plot_dir) / "ea_vs_a.png", result["meta"])
+    print(f"E(A) vs A over {stats['steps']} steps: binned r={stats['binned_r']}, slope={stats['slope']}, "
+          f"per-step r={stats['pearson_r']}")
     return 0
 
 

@@ -17,7 +17,8 @@ from dataclasses import replace
 from opttree.bench.env import machine_info, note_load
 from opttree.bench.harness import MethodRunner, aggregate, pearson
 from opttree.bench.verify_cost import cost_at
-from opttree.config import DecodeConfig
+from opttree.calibration import calibrate
+from opttree.config import AUTO_MAX_NODES, DecodeConfig
 from opttree.decoding.prompts import encode_prompt
 from opttree.errors import BadInput
 
@@ -49,11 +50,19 @@ def effective_budget(method: str, nodes: int, max_depth: int) -> int:
     return nodes
 
 
+def _calibration(points: list) -> dict:
+    """Per-step Pearson r (`pearson_r`) and the binned calibration: mean A per E(A) decile, the r
+    between those means (`binned_r`) and their slope (opttree/calibration.py)."""
+    cal = calibrate([p[0] for p in points], [p[1] for p in points])
+    rnd = lambda x: round(x, 4) if isinstance(x, (int, float)) else None  # noqa: E731
+    return {"pearson_r": pearson([p[0] for p in points], [p[1] for p in points]), "steps": len(points),
+            "binned_r": rnd(cal["binned_r"]), "slope": rnd(cal["slope"]),
+            "bins": [{k: round(v, 4) if isinstance(v, float) else v for k, v in b.items()} for b in cal["bins"]]}
+
+
 def ea_a_stats(ea_a: dict) -> dict:
     pooled = [p for pts in ea_a.values() for p in pts]
-    return {"pearson_r": pearson([p[0] for p in pooled], [p[1] for p in pooled]), "steps": len(pooled),
-            "by_method": {m: {"pearson_r": pearson([p[0] for p in v], [p[1] for p in v]), "steps": len(v)}
-                          for m, v in ea_a.items() if v}}
+    return {**_calibration(pooled), "by_method": {m: _calibration(v) for m, v in ea_a.items() if v}}
 
 
 def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, budgets=DEFAULT_BUDGETS,
@@ -65,7 +74,7 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
     for n in budgets:
         replace(base, nodes=n)  # validates each budget before any decoding
     runner = MethodRunner(pair, base, chat=chat)
-    threshold_nodes = threshold_nodes or base.nodes
+    threshold_nodes = threshold_nodes or (AUTO_MAX_NODES if base.auto_nodes else base.nodes)  # δ needs a fixed n
     # (kind, method, nodes, threshold) settings, deduplicated by the tree they produce.
     settings, same_as, seen = [], {}, {}
     caps = caps or {}

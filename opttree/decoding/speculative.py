@@ -12,13 +12,13 @@ from dataclasses import replace
 
 import torch
 
-from opttree.config import DecodeConfig
+from opttree.config import AUTO_MAX_NODES, DecodeConfig
+from opttree.decoding import cost
 from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.sampling import TokenPicker, theory_distribution_note
 from opttree.decoding.verify import accept, keep_accepted, target_side, verify_tree
-from opttree.drafters.classic import ClassicDrafter
-from opttree.drafters.feature_head import FeatureHeadDrafter
+from opttree.drafters.factory import make_drafter
 from opttree.drafters.tree_temperature import for_decoding
 from opttree.errors import BadInput
 from opttree.trace import ROWS_PER_RUN, ROWS_PER_STEP, TOPK, VERSION, StepData, step_record, summarize
@@ -26,22 +26,11 @@ from opttree.trees.draft_tree import ROOT, DraftTree
 from opttree.trees.methods import build_tree
 
 DRAFT_ROWS_KEPT = 4 * ROWS_PER_STEP   # full draft distributions held per step for the trace's rows
+__all__ = ["Cancelled", "make_drafter", "new_trace", "run", "stream_run"]
 
 
 class Cancelled(Exception):
     """Raised inside a run when its cancel check says stop; the partial trace stays valid."""
-
-
-def make_drafter(pair, cfg: DecodeConfig):
-    if cfg.method == "ar":
-        return None
-    vocab = pair.target.config.vocab_size
-    temp = for_decoding(pair, cfg)
-    if pair.drafter_kind == "eagle":
-        return FeatureHeadDrafter(pair.draft_model, pair.target, vocab, temp)
-    if pair.drafter_kind == "classic":
-        return ClassicDrafter(pair.draft_model, vocab, temp)
-    raise BadInput(f"method {cfg.method!r} needs a draft model; this pair was loaded without one.")
 
 
 class DraftRows:
@@ -81,7 +70,8 @@ class TokenTexts:
         return self.cache[token]
 
 
-def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], record_target: bool = True) -> dict:
+def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], record_target: bool = True,
+              curve: dict | None = None) -> dict:
     meta = {"target": pair.target_name, "draft": pair.draft_name if cfg.method != "ar" else "",
             "drafter": pair.drafter_kind if cfg.method != "ar" else "none",
             **cfg.to_dict(), "device": str(pair.device), "dtype": str(pair.dtype).replace("torch.", ""),
@@ -89,6 +79,10 @@ def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], recor
             "tree_temperature": for_decoding(pair, cfg) if cfg.method != "ar" else 1.0}
     if cfg.method != "ar" and record_target:   # what the steps' p_target / topk_rows p is (trace.py)
         meta["target_distribution"] = theory_distribution_note(cfg.temperature, cfg.top_k, cfg.top_p)
+    if cfg.auto_nodes and cfg.method != "ar":
+        meta["auto_max_nodes"] = AUTO_MAX_NODES
+    if curve is not None:
+        meta["cost"] = cost.compact(curve)   # what a forward costs here: the auto budget's input
     return {"version": VERSION, "meta": meta, "prompt": prompt, "prompt_ids": prompt_ids,
             "output_ids": [], "output_text": "", "steps": [], "summary": summarize([], 0, 0.0)}
 
@@ -109,10 +103,11 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
     if limit and len(prompt_ids) + cfg.max_new_tokens + cfg.max_depth + 1 > limit:
         raise BadInput(f"prompt ({len(prompt_ids)} tokens) + max new tokens exceeds the model's "
                        f"context of {limit} tokens.")
-    trace = new_trace(pair, cfg, prompt, prompt_ids, record_target)
+    curve = cost.load_or_measure(pair)   # measured once per machine and pair (seconds), then cached
+    trace = new_trace(pair, cfg, prompt, prompt_ids, record_target, curve)
     text_of = TokenTexts(pair.tokenizer)
     start = time.perf_counter()
-    for step in _decode(pair, prompt_ids, cfg, cancel, record_target):
+    for step in _decode(pair, prompt_ids, cfg, cancel, record_target, cost.step_cost(curve)):
         trace["output_ids"].extend(step.committed)
         trace["steps"].append(step_record(len(trace["steps"]), step, text_of, pair.tokenizer.decode))
         trace["output_text"] = pair.tokenizer.decode(trace["output_ids"], skip_special_tokens=True)
@@ -148,7 +143,7 @@ def capped_config(cfg: DecodeConfig, left: int) -> DecodeConfig | None:
 
 
 @torch.inference_mode()
-def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_target: bool = True):
+def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_target: bool = True, step_cost=None):
     target, device = pair.target, pair.device
     drafter = make_drafter(pair, cfg)
     want_feats = bool(drafter and drafter.needs_features)
@@ -180,20 +175,24 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
         def expand(tree, nodes, k, draft_rows=draft_rows, record=rows_left > 0):
             nonlocal draft_s, record_s
             t = time.perf_counter()
+            if not record:          # the drafter's own fast path: one top-k per layer
+                out = drafter.top_children(tree, nodes, k)
+                draft_s += time.perf_counter() - t
+                return out
+            # Recording the trace's draft rows needs each node's whole distribution.
             probs = drafter.expand(tree, nodes)
             top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
             draft_s += time.perf_counter() - t
-            if record:
-                t = time.perf_counter()
-                draft_rows.note(tree, nodes, probs)
-                record_s += time.perf_counter() - t
+            t = time.perf_counter()
+            draft_rows.note(tree, nodes, probs)
+            record_s += time.perf_counter() - t
             return top.indices.cpu(), top.values.cpu()
 
         if step_cfg is None:
             tree, info = DraftTree(), {"ea_by_depth": [0.0],
                                        "stop_reason": "one token left to generate: the target picks it, no draft"}
         else:
-            tree, info = build_tree(expand, step_cfg)
+            tree, info = build_tree(expand, step_cfg, step_cost)
             if step_cfg.max_depth < cfg.max_depth:
                 info["stop_reason"] = (f"{info.get('stop_reason', '')}; depth capped at {step_cfg.max_depth}: "
                                        f"{cfg.max_new_tokens - produced} tokens left to generate").lstrip("; ")

@@ -34,6 +34,13 @@ class Drafter:
     def end_step(self, accepted: list[int]) -> None:
         raise NotImplementedError
 
+    def top_children(self, tree: DraftTree, nodes: list[int], k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """What a tree builder's `expand` returns: each node's k most likely children, (tokens, q),
+        both (len(nodes), k) on the CPU: one top-k per layer and one copy off the device."""
+        probs = self.expand(tree, nodes)
+        top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
+        return top.indices.cpu(), top.values.cpu()
+
     # -- shared helpers -------------------------------------------------------------------------
     def probs(self, logits: torch.Tensor) -> torch.Tensor:
         """Softmax at the tree temperature: these probabilities only shape the tree (p̂, E(A), the δ

@@ -29,9 +29,28 @@ class FeatureHeadDrafter(Drafter):
         self.node_feature: dict[int, torch.Tensor] = {}
         p = next(head.parameters())
         self.device, self.dtype = p.device, p.dtype
+        ids = head.vocab_ids
+        outside = ids >= vocab_size       # draft rows the target's vocabulary does not have (checked once)
+        self.outside = outside if ids.numel() and bool(outside.any()) else None
 
     def _logits(self, features: torch.Tensor) -> torch.Tensor:
         return self.head.logits(features.to(self.lm_head.weight.device), self.lm_head)
+
+    def _draft_probs(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Probabilities over the draft vocabulary (tree temperature applied) and each column's token
+        id (None: column = token id). Equal to `probs(_logits(...))` restricted to those columns."""
+        sub, ids = self.head.draft_logits(features.to(self.lm_head.weight.device), self.lm_head)
+        if ids is None:
+            return self.probs(sub), None
+        logits = sub.float() / self.temperature
+        if self.outside is not None:
+            logits = logits.masked_fill(self.outside, float("-inf"))
+        return torch.softmax(logits, dim=-1), ids
+
+    def _top(self, probs: torch.Tensor, ids: torch.Tensor | None, k: int):
+        top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
+        tokens = top.indices if ids is None else ids[top.indices]
+        return tokens.cpu(), top.values.cpu()
 
     @torch.inference_mode()
     def begin_step(self, committed: list[int], features: torch.Tensor) -> None:
@@ -51,13 +70,26 @@ class FeatureHeadDrafter(Drafter):
         self.n_pairs = stop - 1
         self.root_pos = stop - 1
         self.root_feature = out[0, -1]
-        self.root_probs = self.probs(self._logits(self.root_feature))
+        self.root_probs = None          # the full row, made only if `expand` asks for it
+        self.root_draft = self._draft_probs(self.root_feature[None])
         self.slot, self.node_feature = {}, {}
 
     @torch.inference_mode()
     def expand(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
         if self.asks_for_root(nodes):
+            if self.root_probs is None:
+                self.root_probs = self.probs(self._logits(self.root_feature))
             return self.root_probs[None]
+        return self.probs(self._logits(self._forward(tree, nodes)))
+
+    @torch.inference_mode()
+    def top_children(self, tree: DraftTree, nodes: list[int], k: int):
+        if self.asks_for_root(nodes):
+            return self._top(*self.root_draft, k)
+        return self._top(*self._draft_probs(self._forward(tree, nodes)), k)
+
+    def _forward(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
+        """One batched head forward over a layer's nodes; their predicted features (len(nodes), h)."""
         cache_len = self.cache.get_seq_length()
         pos, mask = self.layer_inputs(tree, nodes, self.n_pairs, cache_len, self.dtype, self.device)
         parent_feats = torch.stack([self.root_feature if tree.parents[n] == ROOT
@@ -66,7 +98,7 @@ class FeatureHeadDrafter(Drafter):
         out = self.head.features(parent_feats[None], self.embed(toks).to(self.dtype), pos, mask, self.cache)
         for i, node in enumerate(nodes):
             self.node_feature[node] = out[0, i]
-        return self.probs(self._logits(out[0]))
+        return out[0]
 
     def end_step(self, accepted: list[int]) -> None:
         # Tree entries were computed from predicted features; the accepted tokens are re-fed with

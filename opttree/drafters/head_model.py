@@ -86,13 +86,23 @@ class FeatureHead(nn.Module):
             self._rows_key, self._rows_pack = key, PackedWeight()
         return self._rows
 
-    def logits(self, features, lm_head: nn.Module):
-        """Logits over the target vocabulary; with a reduced vocabulary the rest get -inf."""
+    def draft_logits(self, features, lm_head: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logits over the draft vocabulary only, and the target-vocabulary id of each column (None:
+        the full target vocabulary). A tree only needs each node's top children, so softmax and
+        top-k run over these columns; spreading them into a full-vocabulary row first cost more
+        than the layer's forward."""
         if self.vocab_ids.numel() == 0:
-            return lm_head(features)
+            return lm_head(features), None
         rows = self._draft_rows(lm_head.weight)
         flat = features.reshape(-1, features.shape[-1])
         sub = few_row_matmul(flat, rows, self._rows_pack).reshape(*features.shape[:-1], rows.shape[0])
+        return sub, self.vocab_ids
+
+    def logits(self, features, lm_head: nn.Module):
+        """Logits over the target vocabulary; with a reduced vocabulary the rest get -inf."""
+        sub, ids = self.draft_logits(features, lm_head)
+        if ids is None:
+            return sub
         full = sub.new_full((*sub.shape[:-1], lm_head.weight.shape[0]), float("-inf"))
-        full[..., self.vocab_ids] = sub
+        full[..., ids] = sub
         return full

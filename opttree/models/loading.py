@@ -114,6 +114,7 @@ class ModelPair:
     tree_temperature: float = 1.0       # from the draft's card (tree_temperature.py)
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     dtype: torch.dtype = torch.float32
+    cost_curve: dict | None = None      # this machine's measured costs (decoding/cost.py), once measured
 
     @property
     def eos_ids(self) -> set[int]:

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from opttree.config import SETTING_NAMES, DecodeConfig
-from opttree.decoding import speculative  # called as speculative.stream_run: tests swap it in place
+from opttree.decoding import cost, speculative  # called as speculative.stream_run: tests swap it in place
 from opttree.decoding.prompts import clean_prompt
 from opttree.drafters.tree_temperature import card_temperature
 from opttree.errors import BadInput, ModelLoadError, OptTreeError
@@ -213,8 +213,12 @@ class RunService:
         return pair
 
     def preload(self, model_id=None) -> str:
-        """Load a pair ahead of the first visitor; returns its notice ('' when none)."""
-        return self.pair_for(model_id or self.registry.default)[1]
+        """Load a pair ahead of the first visitor, and its cost curve (cached, or measured in seconds);
+        returns its notice ('' when none)."""
+        model_id = model_id or self.registry.default
+        notice = self.pair_for(model_id)[1]
+        self.cost_curve(model_id)       # through the lane: never timed beside a visitor's run
+        return notice
 
     # ---- sessions (closing a tab cancels its runs) -------------------------------------------
     def _register(self, session: str | None, flag: threading.Event) -> None:
@@ -250,9 +254,11 @@ class RunService:
         return DecodeConfig(**settings)
 
     def stream(self, model_id, prompt, settings: dict, cancel: threading.Event | None = None,
-               session: str | None = None):
+               session: str | None = None, record_target: bool = True):
         """Yield `Update`s: queue positions while waiting, then the growing trace after each step.
 
+        `record_target=False` leaves out the target's side of each node (trace.py), as timed
+        comparisons do: recording it needs each node's whole draft distribution.
         Raises RunError (with the partial trace when there is one) on any failure or cancellation.
         """
 
@@ -285,7 +291,7 @@ class RunService:
                 return cancel.is_set()
 
             pair, notice = self.pair_for(model_id)
-            for trace in speculative.stream_run(pair, prompt, cfg, cancel=stop):
+            for trace in speculative.stream_run(pair, prompt, cfg, cancel=stop, record_target=record_target):
                 yield from self._hand_out(ticket, Update("running", trace=trace, notice=notice), trace)
             # The work is over: free the slot before handing out the result, whoever reads it.
             self.lane.leave(ticket)
@@ -327,6 +333,27 @@ class RunService:
         yield update
         if not self.lane.resume(ticket):
             raise RunError("cancelled", "Stopped: nobody was reading this run's updates.", trace)
+
+    def cost_curve(self, model_id, refresh: bool = False) -> dict:
+        """This machine's cost curve for a pair, in the compact form traces record; measured (seconds,
+        through the lane like a run) when not cached yet or when `refresh` asks for it."""
+        try:
+            self.registry.get(model_id)
+        except OptTreeError as exc:
+            raise RunError("bad_input", str(exc)) from None
+        ticket = self.lane.enter()
+        try:
+            while self.lane.position(ticket):
+                self.lane.wait(ticket, 0.5)
+            pair, _ = self.pair_for(model_id)
+            return cost.compact(cost.load_or_measure(pair, refresh=refresh))
+        except ModelLoadError as exc:
+            raise RunError("model", f"This model pair is unavailable right now: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 (one request's failure must not reach other visitors)
+            log.exception("measuring the cost curve failed (model=%r)", model_id)
+            raise RunError("internal", f"Measuring failed unexpectedly ({type(exc).__name__}).") from None
+        finally:
+            self.lane.leave(ticket)
 
     def run(self, model_id, prompt, settings: dict, cancel: threading.Event | None = None) -> dict:
         """The finished trace of one run (blocking); raises RunError like `stream`."""

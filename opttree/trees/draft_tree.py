@@ -52,14 +52,17 @@ class DraftTree:
     def max_depth(self) -> int:
         return max(self.depth, default=0)
 
-    def best_subtree(self, n: int) -> DraftTree:
-        """The n nodes with the largest p̂, re-indexed in breadth-first order.
+    def ranked(self, max_depth: int | None = None) -> list[int]:
+        """Node ids best-first by p̂ (ties: shallower first), optionally only down to `max_depth`.
 
-        Always a connected tree: q <= 1 makes p̂ non-increasing along a path, and ties are broken
-        by depth, so a node's parent always ranks before it.
-        """
-        order = sorted(range(len(self)), key=lambda i: (-self.p_hat[i], self.depth[i], i))[: max(n, 0)]
-        return self.subset(order)
+        Every prefix is a connected tree: q <= 1 makes p̂ non-increasing along a path, and ties
+        are broken by depth, so a node's parent always ranks before it."""
+        ids = range(len(self)) if max_depth is None else (i for i in range(len(self)) if self.depth[i] <= max_depth)
+        return sorted(ids, key=lambda i: (-self.p_hat[i], self.depth[i], i))
+
+    def best_subtree(self, n: int, max_depth: int | None = None) -> DraftTree:
+        """The n nodes with the largest p̂ (down to `max_depth`), re-indexed in breadth-first order."""
+        return self.subset(self.ranked(max_depth)[: max(n, 0)])
 
     def subset(self, keep: list[int]) -> DraftTree:
         keep = sorted(set(keep), key=lambda i: (self.depth[i], i))

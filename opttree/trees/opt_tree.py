@@ -7,12 +7,16 @@ Deepen while the δ rule allows; the final tree is the best n nodes by p̂ over 
 One exact shortcut: a node whose p̂ is already below the n-th best p̂ found so far can never have a
 child in the final tree (p̂ only shrinks along a path and the bar only rises), so it is not
 forwarded. The tree and E(A) are unchanged; deep layers get much cheaper to draft.
+
+`build_opt_tree_auto` grows the same layer-wise candidates but chooses the depth and the node count
+from the machine's cost curve (auto_size.py) instead of a fixed n and δ.
 """
 
 from __future__ import annotations
 
 import heapq
 
+from opttree.trees.auto_size import Objective, StepCost, layer_masses
 from opttree.trees.delta_rule import expected_acceptance, stop_reason
 from opttree.trees.draft_tree import ROOT, DraftTree
 from opttree.trees.growth import add_best_children
@@ -41,3 +45,46 @@ def build_opt_tree(expand, nodes: int, threshold: float, max_depth: int):
             reason = f"no node of depth {depth} can have a child among the best {nodes}"
             break
     return grown.best_subtree(nodes), {"ea_by_depth": ea, "stop_reason": reason}
+
+
+def build_opt_tree_auto(expand, cost: StepCost, max_nodes: int, max_depth: int):
+    """OPT-Tree whose depth and size maximise the expected throughput J(d, n) (auto_size.py).
+
+    Layer by layer as above; after each layer the objective table gets a row (J for every n up to
+    the beam, from the best-n candidates so far and the modelled draft time). Growth stops at the
+    first layer that does not raise the best J (the δ rule's greedy stop, with the layer priced by
+    the cost curve), at max depth, or when the next layer could not make any n the best. The beam
+    starts at the ceiling and only narrows: the next layer's frontier holds the nodes an n still
+    in play could use (as in OPT-Tree at budget n), so every row is exact for the n it lists. The
+    tree is the table's argmax: the best n nodes of depth ≤ d.
+
+    Returns (tree, info) with info["auto"] holding the table (auto_size.Objective.record)."""
+    grown = DraftTree()
+    frontier = [ROOT]
+    objective = Objective(cost, max_nodes)
+    beam, draft, widths = max_nodes, cost.base_ms, []
+    reason = "no candidates left"
+    for depth in range(1, max_depth + 1):
+        if depth > 1:                       # the root's children come with begin_step: no layer to pay
+            draft += cost.layer(len(frontier))
+        widths.append(len(frontier))
+        tokens, q = expand(grown, frontier, beam)
+        layer = add_best_children(grown, frontier, tokens, q, keep=beam)
+        order = grown.ranked()[:beam]
+        p = [grown.p_hat[i] for i in order]
+        if not objective.add_layer(p, draft):
+            reason = f"layer {depth} did not raise the best expected throughput"
+            break
+        if depth >= max_depth:
+            reason = f"reached max depth {max_depth}"
+            break
+        beam = min(beam, objective.still_in_play(p, layer_masses(order, grown.depth, grown.p_hat, depth)))
+        bar = p[beam - 1] if 0 < beam <= len(p) else 0.0
+        frontier = [i for i in layer if grown.p_hat[i] > bar] if beam else []
+        if not frontier:
+            reason = f"the next layer could not beat {objective.best[0]:.1f} tokens/s"
+            break
+    depth, n = objective.chosen
+    ea = [0.0] + [sum(grown.p_hat[i] for i in grown.ranked(d)[:n]) for d in range(1, len(objective.rows) + 1)]
+    return grown.best_subtree(n, depth), {"ea_by_depth": ea, "stop_reason": reason,
+                                          "auto": objective.record(widths, "opt-tree")}

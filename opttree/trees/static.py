@@ -7,6 +7,7 @@ leaves a connected tree, which is how the node budget and max depth are applied.
 
 from __future__ import annotations
 
+from opttree.trees.auto_size import Objective, StepCost
 from opttree.trees.delta_rule import expected_acceptance
 from opttree.trees.draft_tree import ROOT, DraftTree
 
@@ -43,17 +44,27 @@ def shape_paths(method: str, nodes: int, max_depth: int) -> list[tuple[int, ...]
     raise ValueError(f"unknown static tree {method!r}")
 
 
-def build_static(expand, paths: list[tuple[int, ...]], nodes: int):
-    """Grow the given shape: one `expand` per depth over the nodes that have children there."""
+def build_static(expand, paths: list[tuple[int, ...]], nodes: int, cost: StepCost | None = None):
+    """Grow the given shape: one `expand` per depth over the nodes that have children there.
+
+    With `cost` (the auto budget) the shape is cut where the expected throughput is largest: after
+    each depth the objective table gets a row over the shape's breadth-first prefixes, drafting
+    stops at the first depth that does not raise it, and the tree is the best prefix."""
     tree = DraftTree()
     node_of = {(): ROOT}
     ea = [0.0]
+    objective = Objective(cost, nodes) if cost is not None else None
+    draft, widths = (cost.base_ms if cost is not None else 0.0), []
+    reason = "static shape"
     for depth in range(1, max((len(p) for p in paths), default=0) + 1):
         layer = [p for p in paths if len(p) == depth and p[:-1] in node_of]
         if not layer:
             break
         parents = sorted({p[:-1] for p in layer}, key=lambda p: node_of[p])
         width = max(p[-1] for p in layer) + 1
+        if objective is not None and depth > 1:
+            draft += cost.layer(len(parents))
+        widths.append(len(parents))
         tokens, q = expand(tree, [node_of[p] for p in parents], width)
         row = {p: i for i, p in enumerate(parents)}
         for p in layer:
@@ -61,4 +72,13 @@ def build_static(expand, paths: list[tuple[int, ...]], nodes: int):
             if rank < q.shape[1] and float(q[r, rank]) > 0.0:
                 node_of[p] = tree.add(node_of[p[:-1]], int(tokens[r, rank]), float(q[r, rank]), rank)
         ea.append(expected_acceptance(tree.p_hat, nodes))
-    return tree.subset(list(range(len(tree)))), {"ea_by_depth": ea, "stop_reason": "static shape"}
+        # Node ids are breadth-first, so the n-node candidate is the first n nodes.
+        if objective is not None and not objective.add_layer(list(tree.p_hat), draft):
+            reason = f"static shape, cut: depth {depth} did not raise the best expected throughput"
+            break
+    if objective is None:
+        return tree.subset(list(range(len(tree)))), {"ea_by_depth": ea, "stop_reason": reason}
+    depth, n = objective.chosen
+    ea = [0.0] + [sum(tree.p_hat[:n][: sum(1 for x in tree.depth if x <= d)]) for d in range(1, len(ea))]
+    return tree.subset(list(range(n))), {"ea_by_depth": ea, "stop_reason": reason,
+                                         "auto": objective.record(widths, "static")}

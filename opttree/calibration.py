@@ -1,0 +1,59 @@
+"""E(A) against A over many steps, as the OPT-Tree paper's Figure 4 relates them.
+
+Per step, A is a small integer (0, 1, 2, …) while E(A) = Σ p̂ is a real number, so a per-step
+Pearson r is held down by that rounding even when E(A) predicts A well on average. The paper's
+view is a density over steps; its calibration is read from the mean A per E(A) bin. `calibrate`
+bins the steps into E(A) deciles (equal-count bins) and returns each bin's mean E(A), mean A and
+standard error, the Pearson r between the bin means (the binned r), the least-squares slope of mean
+A on mean E(A) (1 = calibrated, below 1 = E(A) over-predicts), and the per-step r alongside.
+Pure Python: the app's views and the benchmark report both use it.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def pearson(xs: list[float], ys: list[float]) -> float | None:
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx <= 0 or syy <= 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / math.sqrt(sxx * syy)
+
+
+def slope(xs: list[float], ys: list[float]) -> float | None:
+    """Least-squares slope of ys on xs."""
+    n = len(xs)
+    if n < 2:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else None
+
+
+def calibrate(ea: list[float], a: list[float], bins: int = 10) -> dict:
+    """Bins of equal step counts by E(A) (deciles by default) and the binned statistics.
+
+    Returns {"steps", "bins": [{"ea", "a", "sem", "steps", "lo", "hi"}], "binned_r", "slope",
+    "per_step_r"}; r and slope are None when there is too little spread to compute them."""
+    pairs = sorted(zip(map(float, ea), map(float, a)))
+    n = len(pairs)
+    out = []
+    k = min(bins, n)
+    for b in range(k):
+        chunk = pairs[b * n // k:(b + 1) * n // k]
+        if not chunk:
+            continue
+        xs, ys = [p[0] for p in chunk], [p[1] for p in chunk]
+        my = sum(ys) / len(ys)
+        var = sum((y - my) ** 2 for y in ys) / (len(ys) - 1) if len(ys) > 1 else 0.0
+        out.append({"ea": sum(xs) / len(xs), "a": my, "sem": math.sqrt(var / len(ys)), "steps": len(chunk),
+                    "lo": xs[0], "hi": xs[-1]})
+    mx, my = [b["ea"] for b in out], [b["a"] for b in out]
+    return {"steps": n, "bins": out, "binned_r": pearson(mx, my) if len(out) >= 3 else None,
+            "slope": slope(mx, my) if len(out) >= 2 else None, "per_step_r": pearson(*zip(*pairs)) if n >= 2 else None}

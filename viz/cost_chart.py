@@ -1,0 +1,68 @@
+"""What a forward costs here: the measured cost curve a trace's meta records (`meta["cost"]`, the
+compact form of opttree/decoding/cost.py) as a small chart, and the one sentence that explains a
+method slower than AR from it. Pure functions of trace data."""
+
+from __future__ import annotations
+
+import math
+
+import plotly.graph_objects as go
+
+from opttree.trees.auto_size import interpolate
+
+from . import style
+
+
+def usable(cost) -> bool:
+    """A compact cost curve with matching, non-empty number lists (traces are imported untrusted)."""
+    if not isinstance(cost, dict):
+        return False
+    tokens, ms = cost.get("tokens"), cost.get("verify_ms")
+    return (isinstance(tokens, list) and isinstance(ms, list) and 0 < len(tokens) == len(ms)
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in tokens + ms) and ms[0] > 0)
+
+
+def verify_ratio(cost: dict, tokens: float) -> float:
+    """A forward over `tokens` tokens as a multiple of a one-token forward, from the measured curve."""
+    return interpolate(cost["tokens"], cost["verify_ms"], tokens) / interpolate(cost["tokens"], cost["verify_ms"], 1)
+
+
+def cost_figure(cost: dict | None, marks: dict[str, float] | None = None) -> go.Figure:
+    """Target forward time vs tokens and one draft layer vs width (ms); `marks` maps a label to the
+    mean tokens a method verified per step (drawn as dotted lines)."""
+    layout = dict(template=style.TEMPLATE, height=320, margin=dict(l=50, r=10, t=46, b=40),
+                  title=dict(text="What a forward costs here", x=0.01, font=dict(size=14)),
+                  legend=dict(orientation="h", y=-0.25, x=0))
+    if not usable(cost):
+        layout["annotations"] = [dict(text="Run Compare (or Measure) to see this machine's costs", showarrow=False,
+                                      xref="paper", yref="paper", x=0.5, y=0.5)]
+        return go.Figure(dict(data=[], layout=layout), _validate=False)
+    tokens, ms = cost["tokens"], cost["verify_ms"]
+    rel = [m / ms[0] for m in ms]
+    data = [dict(type="scatter", x=tokens, y=ms, customdata=rel, mode="lines+markers", name="target forward (verify)",
+                 line=dict(color="#4c78a8", width=3),
+                 hovertemplate="%{x} tokens: %{y:.1f} ms (%{customdata:.2f}× one token)<extra></extra>")]
+    widths, layer = cost.get("widths") or [], cost.get("layer_ms") or []
+    if isinstance(widths, list) and isinstance(layer, list) and len(widths) == len(layer) and widths:
+        data.append(dict(type="scatter", x=widths, y=layer, mode="lines+markers", name="one draft layer",
+                         line=dict(color=style.BONUS, width=2),
+                         hovertemplate="%{x} nodes: %{y:.1f} ms per draft layer<extra></extra>"))
+    shapes, notes = [], []
+    for label, at in (marks or {}).items():
+        if not isinstance(at, (int, float)) or at <= 0:
+            continue
+        shapes.append(dict(type="line", xref="x", x0=at, x1=at, yref="paper", y0=0, y1=1,
+                           line=dict(color="#555", dash="dot", width=1)))
+        # On a log axis a shape takes data values but an annotation takes log10 of them.
+        notes.append(dict(xref="x", x=math.log10(at), yref="paper", y=1, showarrow=False, textangle=-90,
+                          xanchor="right", yanchor="top", font=dict(size=10),
+                          text=f"{label}: {verify_ratio(cost, at):.1f}×"))
+    where = ", ".join(str(cost[k]) for k in ("device", "dtype") if cost.get(k))
+    threads = f", {cost['threads']} threads" if cost.get("threads") else ""
+    layout.update(shapes=shapes, annotations=notes,
+                  title=dict(text=f"What a forward costs here<br><sup>{where}{threads} · measured "
+                                  f"{cost.get('measured_utc', '')}</sup>", x=0.01, font=dict(size=14)),
+                  xaxis=dict(type="log", tickvals=sorted(set(tokens) | set(widths if isinstance(widths, list) else [])),
+                             title=dict(text="tokens per forward (tree nodes + root) / draft width")),
+                  yaxis=dict(title=dict(text="ms"), rangemode="tozero"))
+    return go.Figure(dict(data=data, layout=layout), _validate=False)
