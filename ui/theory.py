@@ -51,6 +51,10 @@ def open_step(trace, step):
     if not steps_of(trace):
         return (gr.Dropdown(choices=[], value=None), *views.toy_view())
     i = clamp(trace, step)
+    # A run's last step may have drafted nothing (one token left: the target picks it) and so has
+    # no recorded rows: show the latest step before it that has some.
+    while i > 0 and not trace["steps"][i].get("topk_rows"):
+        i -= 1
     choices = views.node_choices(trace, i)
     value = choices[0][1] if choices else None
     return (gr.Dropdown(choices=choices, value=value), *views.step_view(trace, i, -1))
