@@ -259,7 +259,7 @@ def test_api_errors_carry_their_kind():
     svc = RunService(registry=Registry([ModelEntry("tiny", "tiny", "t", "self")], default="tiny"),
                      pair_factory=lambda entry: tiny_pair("classic", draft_is_target=True))
     with pytest.raises(gr.Error) as err:
-        list(generate(svc, "tiny", "t1", nodes=0))
+        list(generate(svc, "tiny", "t1", nodes=9999))
     assert err.value.title == "bad_input" and "nodes must be between" in err.value.message
 
 
