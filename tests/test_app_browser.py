@@ -192,6 +192,8 @@ def test_sliders_run_and_redraw_time(page):
 
 def test_compare_tab(page):
     pg = page
+    pg.goto(pg.url.split("?")[0])             # a fresh page: the earlier tests' lessons set a fixed n
+    pg.wait_for_selector(PLOT)
     assert pg.locator("#nodes-mode input[value=auto]").is_checked()      # the auto budget by default
     set_slider(pg, "nodes", 20)
     pg.wait_for_function("() => document.querySelector('#nodes-mode input[value=fixed]').checked")
