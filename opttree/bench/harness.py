@@ -20,12 +20,12 @@ Result JSON (the documented fields):
 from __future__ import annotations
 
 import copy
-import math
 import statistics
 import sys
 import time
 from dataclasses import replace
 
+from opttree import calibration
 from opttree.bench.env import machine_info, note_load
 from opttree.bench.hf_assisted import HF_METHOD, configure_assistant, run_hf_assisted
 from opttree.config import AUTO_NODES, METHODS, DecodeConfig
@@ -70,16 +70,9 @@ def split_method(name: str) -> tuple[str, int | None]:
 
 
 def pearson(xs: list[float], ys: list[float]) -> float | None:
-    n = len(xs)
-    if n < 3:
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    if sxx <= 0 or syy <= 0:
-        return None
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
-    return round(sxy / math.sqrt(sxx * syy), 4)
+    """The per-step Pearson r the report prints: None below three points, else rounded to 4 places."""
+    r = calibration.pearson(xs, ys) if len(xs) >= 3 else None
+    return None if r is None else round(r, 4)
 
 
 class MethodRunner:
