@@ -278,7 +278,7 @@ def test_stop_export_and_import(page, tmp_path):
 
     pg = page
     pg.get_by_role("tab", name="Explore").click()
-    set_slider(pg, "max-new-tokens", 200)
+    set_slider(pg, "max-new-tokens", 256)
     pg.click("#run")
     pg.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
     pg.click("#stop")
@@ -317,7 +317,7 @@ def test_queue_position_and_closing_a_tab_frees_the_lane(page):
     other.goto(pg.url)
     other.wait_for_selector(PLOT)
     for p in (pg, other):
-        set_slider(p, "max-new-tokens", 200)
+        set_slider(p, "max-new-tokens", 256)
     other.click("#run")
     other.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
     pg.click("#run")

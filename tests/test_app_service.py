@@ -330,3 +330,31 @@ def test_cost_curve_through_the_lane_and_refresh(service, pair, monkeypatch):
     assert done and len(measured) == 2
     with pytest.raises(RunError, match="unknown model"):
         service.cost_curve("meta-llama/Llama-2-7b-hf")
+
+
+def test_a_live_run_redraws_the_page_at_a_bounded_rate_and_always_shows_the_end(service, monkeypatch):
+    import ui.explore as explore
+    from opttree.config import SETTING_NAMES
+    from ui.common import Page
+
+    clock = iter(range(0, 10_000))           # each reading is one "second" later unless frozen
+    frozen = {"on": True}
+    monkeypatch.setattr(explore.time, "monotonic", lambda: 100.0 if frozen["on"] else float(next(clock)))
+    page = Page(trace="trace", history="history", settings={k: k for k in SETTING_NAMES}, colour="colour",
+                link="link", model="model", prompt="prompt", status="status", step="step",
+                views=["tree", "text", "metrics", "why"], bars="bars", learn_plot="learn", learn_status="ls",
+                ea_plot="ea", ea_text="ea_text")
+    settings = {**DecodeConfig().__dict__, **SETTINGS, "max_new_tokens": 12}
+    values = [settings[k] for k in SETTING_NAMES]
+
+    def statuses():
+        return [u["status"] for u in explore.run_explore(page, service, None, "tiny", "t1 t2", *values, None, "p_hat",
+                                                          {})]
+
+    # A page that redraws slower than the run steps: only the first step and the end are drawn.
+    slow = statuses()
+    assert slow[0].startswith("Running: step 1,") and slow[-1].startswith("Done") and len(slow) == 2
+    # Steps slower than the redraw interval: every step is drawn.
+    frozen["on"] = False
+    every = statuses()
+    assert len(every) > 3 and all(s.startswith("Running") for s in every[:-1]) and every[-1].startswith("Done")

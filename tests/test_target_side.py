@@ -191,7 +191,7 @@ def test_too_many_rows_in_one_run_is_rejected(greedy, monkeypatch):
         loads(dumps(greedy))
 
 
-@pytest.mark.parametrize("top_k,top_p", [(0, 0.9), (0, 0.5), (20, 0.95), (0, 0.999), (3, 0.2)])
+@pytest.mark.parametrize("top_k,top_p", [(0, 0.9), (0, 0.5), (20, 0.95), (0, 0.999), (3, 0.2), (0, 0.0)])
 def test_theory_distribution_equals_the_pickers_warp(top_k, top_p):
     from opttree.decoding.sampling import NUCLEUS_CANDIDATES, theory_distribution
 

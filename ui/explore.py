@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import gradio as gr
 
 from opttree.serve.service import RunError
@@ -73,6 +75,11 @@ def build(page: Page, registry) -> dict:
 
 # ---------------------------------------------------------------- model work (through the service's lane)
 
+# A live run redraws the page at most this often. Each redraw sends three figures, and a browser
+# draws them slower than a small model takes steps: unthrottled, the page fell seconds behind the
+# run, so it showed "Running" for a run that had already finished and Stop came too late.
+LIVE_REDRAW_S = 0.3
+
 def run_inputs(page: Page) -> list:
     return [page.model, page.prompt, *page.settings.values(), page.history, page.colour, page.link]
 
@@ -88,12 +95,15 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     `request` comes first: Gradio passes it only to positional parameters, and the settings are variadic."""
     *values, history, colour, link = values
     settings = settings_from(dict(zip(page.settings, values)))
+    drawn = 0.0
     try:
         for up in service.stream(model, prompt, settings, session=session_of(request)):
             if up.state == "queued":
                 msg = f"⏳ Waiting for the model: position **{up.position}** in the queue…"
                 yield {page.status: msg, page.learn_status: msg}
                 continue
+            if up.state == "running" and time.monotonic() - drawn < LIVE_REDRAW_S:
+                continue     # the next redraw shows this step too (the trace grows in place)
             trace = up.trace
             i = steps_of(trace) - 1
             note = f"⚠️ {md_safe(up.notice)}\n\n" if up.notice else ""
@@ -112,6 +122,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
                 fig, r_text = history_views(history)
                 out.update({page.history: history, page.ea_plot: fig, page.ea_text: r_text})
             yield out
+            drawn = time.monotonic()
     except RunError as exc:
         msg = f"⚠️ {md_safe(exc.message)}"
         out = {page.status: msg, page.learn_status: msg}

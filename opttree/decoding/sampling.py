@@ -51,7 +51,9 @@ def theory_distribution(logits: torch.Tensor, temperature: float, top_k: int = 0
     probs = warp(logits, temperature, top_k)
     vals, idx = torch.topk(probs, min(NUCLEUS_CANDIDATES, probs.shape[-1]), dim=-1)
     before = vals.cumsum(-1) - vals
-    out = torch.zeros_like(probs).scatter(-1, idx, vals.masked_fill(before >= top_p, 0.0))
+    drop = before >= top_p
+    drop[..., 0] = False   # as in `warp`: the top token always stays (top_p = 0 is greedy-like)
+    out = torch.zeros_like(probs).scatter(-1, idx, vals.masked_fill(drop, 0.0))
     out = out / out.sum(-1, keepdim=True)
     wide = (before[..., -1] + vals[..., -1]) < top_p   # the nucleus reaches past the candidates
     if wide.any():
