@@ -153,7 +153,7 @@ def main(argv=None) -> int:
             raise BadInput("no questions selected (check --question-begin/--question-end).")
         drafter = args.drafter or ("eagle" if args.ea_model_path else "classic" if args.draft_model_path else "eagle")
         draft = args.ea_model_path if drafter == "eagle" else args.draft_model_path
-        model_id = args.model_id or f"{Path(args.base_model_path).name}-{args.method}-{drafter}-n{cfg.nodes}"
+        model_id = args.model_id or f"{Path(args.base_model_path).name}-{args.method}-{drafter}-n{cfg.nodes or 'auto'}"
         answer_file = args.answer_file or f"{args.bench_name}/model_answer/{model_id}.jsonl"
         pair = load_pair(args.base_model_path, drafter="none" if args.method == "ar" else drafter, draft=draft,
                          device=args.device, dtype=args.dtype)

@@ -26,7 +26,7 @@ def _subtitle(meta: dict) -> str:
     cfg = meta.get("config", {})
     return (f"{meta.get('target', '?')} + {meta.get('drafter', '?')} draft · {dev} · "
             f"T={cfg.get('temperature', '?')}, {cfg.get('max_new_tokens', '?')} new tokens, "
-            + (f"n={cfg['nodes']}" if "nodes" in cfg else f"n∈{meta.get('budgets', '?')}")
+            + (f"n={cfg['nodes'] or 'auto'}" if "nodes" in cfg else f"n∈{meta.get('budgets', '?')}")
             + f" · {m.get('date_utc', '')}")
 
 

@@ -54,8 +54,8 @@ def bench_section(b: dict) -> list[str]:
            f"Target `{meta['target']}` ({meta['dtype']}), tree methods drafted by the **{meta['drafter']}** draft "
            f"`{Path(str(meta['draft'])).name}`; hf-assisted assistant `{Path(str(meta.get('assistant'))).name}`. "
            f"{meta['prompts']} prompts, T={cfg['temperature']}, {cfg['max_new_tokens']} new tokens max, node budget "
-           f"n={cfg['nodes']}, δ={cfg['threshold']}, max depth {cfg['max_depth']}; {meta['warmup_runs']} warm-up "
-           f"prompt(s); {meta['order']}. Run took {meta.get('bench_wall_s')} s."
+           f"n={cfg['nodes'] or 'auto'}, δ={cfg['threshold']}, max depth {cfg['max_depth']}; "
+           f"{meta['warmup_runs']} warm-up prompt(s); {meta['order']}. Run took {meta.get('bench_wall_s')} s."
            + (f" **Stopped early**: {meta['stopped_early']}." if meta.get("stopped_early") else ""), "",
            "| method | τ | tokens/s | speedup vs AR | median per-prompt speedup | exact match with AR | "
            "draft ms/step | build ms/step | verify ms/step | draft + build share | nodes | depth | E(A) | A |",

@@ -5,7 +5,7 @@ tree tokens (root included; a complete binary tree of that size, with tree atten
 back), and one draft layer over w tree nodes (the drafter's batched forward plus its top-k, exactly
 what a tree builder's `expand` calls), plus the drafting every step pays whatever the tree
 (`begin_step` over a couple of newly committed tokens). Sizes are interleaved across repetitions so
-noise hits them alike. A measurement takes a few seconds and is cached as JSON under
+noise hits them alike; the medians are kept. A measurement takes a few seconds and is cached as JSON under
 `opttree.paths.costs_dir()`, keyed by device, dtype, torch threads, kernel, target and draft;
 `load_or_measure(pair, refresh=True)` (the `opttree cost --refresh` command, the app's button)
 measures again.
@@ -187,8 +187,9 @@ def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, lo
                "relative": round(statistics.median(times[("default", n)]) / one, 3), "reps": reps} for n in sizes]
     draft = None
     if pair.drafter_kind in ("eagle", "classic") and pair.draft_model is not None:
-        base, layer = time_draft(pair, widths, reps=reps, warmup=warmup, log=log)
-        draft = {"base_ms": round(statistics.median(base), 3), "new_tokens": NEW_TOKENS,
+        # A draft layer takes milliseconds: three times the repetitions cost little and steady its median.
+        base, layer = time_draft(pair, widths, reps=3 * reps, warmup=warmup, log=log)
+        draft = {"base_ms": round(statistics.median(base), 3), "new_tokens": NEW_TOKENS, "reps": 3 * reps,
                  "points": [{"width": w, **_stats(layer[w])} for w in widths]}
     return {"version": VERSION, "key": cache_key(pair),
             "measured_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

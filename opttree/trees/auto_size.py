@@ -22,6 +22,7 @@ flat verify cost and free drafting this is the paper's rule at δ = 0 with n = t
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 
@@ -70,6 +71,10 @@ class StepCost:
     def layer(self, width: int) -> float:
         return interpolate(self.layer_widths, self.layer_ms, width) if width > 0 else 0.0
 
+    def verify_table(self, most: int) -> tuple[float, ...]:
+        """verify(k) for k = 0..most, computed once per cost curve (every layer of every step reads it)."""
+        return _verify_table(self, most)
+
     @property
     def cheapest_layer(self) -> float:
         return min(self.layer_ms, default=0.0)
@@ -78,6 +83,11 @@ class StepCost:
     def flat(cls, ms: float = 1.0) -> StepCost:
         """A verify cost that does not depend on the tree's size, and free drafting."""
         return cls((1,), (float(ms),))
+
+
+@functools.lru_cache(maxsize=32)
+def _verify_table(cost: StepCost, most: int) -> tuple[float, ...]:
+    return tuple(cost.verify(k) for k in range(most + 1))
 
 
 def throughput(ea: float, draft_ms: float, verify_ms: float) -> float:
@@ -103,7 +113,8 @@ class Objective:
     def add_layer(self, ranked_p_hat: list[float], draft_ms: float) -> bool:
         """Record the next depth; True when it raised the best J."""
         ea = itertools.accumulate(ranked_p_hat[: self.max_nodes])
-        row = [throughput(e, draft_ms, self.cost.verify(n + 1)) for n, e in enumerate(ea, 1)]
+        verify = self.cost.verify_table(self.max_nodes + 1)
+        row = [throughput(e, draft_ms, verify[n + 1]) for n, e in enumerate(ea, 1)]
         self.rows.append(row)
         self.draft_ms.append(draft_ms)
         before = self.best[0]
@@ -113,17 +124,21 @@ class Objective:
                 self.best = (j, depth, n)
         return self.best[0] > before
 
-    def still_in_play(self, ranked_p_hat: list[float], last_layer_mass: list[float]) -> int:
+    def still_in_play(self, ranked_p_hat: list[float], last_layer_mass: list[float], confidence: float = 1.0) -> int:
         """The largest n that the next layer could make the best (0 when none can).
 
-        The next layer adds to E_d(n) at most the p̂ mass of the depth-d nodes among the best n
-        (their children's q sum to ≤ 1), and costs at least the cheapest measured layer; n is out
-        of play when even that optimistic J stays at or below the best J so far. Like the greedy
-        stop, this looks one layer ahead. It narrows the next layer's frontier to nodes that some
-        n in play could use: drafting nodes no chosen tree would hold only costs time.
+        The next layer's children carry at most their parents' p̂ (their q sum to ≤ 1), so it adds
+        to E_d(n) at most the mass of the depth-d nodes among the best n, and it costs at least the
+        cheapest measured layer. With `confidence` = 1 that is a bound: n is out of play when even
+        the optimistic J stays at or below the best J so far. A confidence below 1 is an estimate
+        instead: the next layer's best children are expected to keep that share of their parents'
+        p̂ (the builder passes the share this layer's best children kept). Like the greedy stop this
+        looks one layer ahead; it narrows the next layer's frontier to nodes some n in play could
+        use, since drafting nodes no chosen tree would hold only costs time.
         """
         best = self.best[0]
         draft = self.draft_ms[-1] + self.cost.cheapest_layer
+        verify = self.cost.verify_table(self.max_nodes + 1)
         ea = list(itertools.accumulate(ranked_p_hat[: self.max_nodes]))
         top = 0
         for n in range(1, self.max_nodes + 1):
@@ -132,8 +147,10 @@ class Objective:
             if i < 0:
                 break
             e, mass = ea[i], last_layer_mass[i]
-            if mass > 0 and throughput(e + mass, draft, self.cost.verify(n + 1)) > best:
+            if mass > 0 and throughput(e + confidence * mass, draft, verify[n + 1]) > best:
                 top = n
+            elif n > len(ea):
+                break       # past the candidates only the verify cost grows: no larger n can pass
         return top
 
     def choose_in_last_row(self) -> int:
@@ -158,6 +175,16 @@ class Objective:
                 "draft_model_ms": [round(x, 3) for x in self.draft_ms], "widths": list(widths),
                 "chosen_depth": depth, "chosen_nodes": nodes,
                 "chosen_tokens_per_s": round(self.best[0], 3) if self.rows else 0.0}
+
+
+def kept_share(tree, layer: list[int]) -> float:
+    """How much of its parents' p̂ a layer's best children kept: Σ p̂(parent) · max q of its children
+    over Σ p̂(parent) (the draft's confidence one layer down, weighted by how likely each parent is)."""
+    best: dict[int, float] = {}
+    for i in layer:
+        best[tree.parents[i]] = max(best.get(tree.parents[i], 0.0), tree.q[i])
+    mass = sum(tree.p_hat_of(p) for p in best)
+    return sum(tree.p_hat_of(p) * q for p, q in best.items()) / mass if mass > 0 else 0.0
 
 
 def layer_masses(order: list[int], depth_of: list[int], p_hat: list[float], depth: int) -> list[float]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import heapq
 
-from opttree.trees.auto_size import Objective, StepCost, layer_masses
+from opttree.trees.auto_size import Objective, StepCost, kept_share, layer_masses
 from opttree.trees.delta_rule import expected_acceptance, stop_reason
 from opttree.trees.draft_tree import ROOT, DraftTree
 from opttree.trees.growth import add_best_children
@@ -53,7 +53,8 @@ def build_opt_tree_auto(expand, cost: StepCost, max_nodes: int, max_depth: int):
     Layer by layer as above; after each layer the objective table gets a row (J for every n up to
     the beam, from the best-n candidates so far and the modelled draft time). Growth stops at the
     first layer that does not raise the best J (the δ rule's greedy stop, with the layer priced by
-    the cost curve), at max depth, or when the next layer could not make any n the best. The beam
+    the cost curve), at max depth, or when the next layer is not expected to make any n the best
+    (its children expected to keep the share of p̂ this layer's best children kept). The beam
     starts at the ceiling and only narrows: the next layer's frontier holds the nodes an n still
     in play could use (as in OPT-Tree at budget n), so every row is exact for the n it lists. The
     tree is the table's argmax: the best n nodes of depth ≤ d.
@@ -78,7 +79,8 @@ def build_opt_tree_auto(expand, cost: StepCost, max_nodes: int, max_depth: int):
         if depth >= max_depth:
             reason = f"reached max depth {max_depth}"
             break
-        beam = min(beam, objective.still_in_play(p, layer_masses(order, grown.depth, grown.p_hat, depth)))
+        masses = layer_masses(order, grown.depth, grown.p_hat, depth)
+        beam = min(beam, objective.still_in_play(p, masses, kept_share(grown, layer)))
         bar = p[beam - 1] if 0 < beam <= len(p) else 0.0
         frontier = [i for i in layer if grown.p_hat[i] > bar] if beam else []
         if not frontier:
