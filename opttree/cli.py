@@ -12,7 +12,7 @@ from opttree.bench.answers import main as eval_main
 from opttree.bench.cli import register as register_bench
 from opttree.decoding.prompts import clean_prompt
 from opttree.errors import OptTreeError
-from opttree.trace import dumps
+from opttree.trace import by_depth_text, dumps
 
 
 def cmd_generate(args) -> int:
@@ -31,8 +31,11 @@ def cmd_generate(args) -> int:
     else:
         print(trace["output_text"])
         s = trace["summary"]
+        drafts = (f", {s['mean_accepted_draft_tokens']:.2f} accepted draft tokens/step, draft acceptance rate "
+                  f"{s['draft_acceptance_rate'] * 100:.0f}%, by depth {by_depth_text(s['acceptance_by_depth'])}"
+                  if s["mean_nodes"] else "")
         print(f"\n[{cfg.method}] {s['new_tokens']} tokens in {s['steps']} steps: τ={s['tau']:.2f}, "
-              f"{s['tokens_per_s']:.1f} tok/s", file=sys.stderr)
+              f"{s['tokens_per_s']:.1f} tok/s{drafts}", file=sys.stderr)
     return 0
 
 

@@ -103,6 +103,39 @@ def committed_draft(step: dict) -> int:
     return min(length, len(committed)) if isinstance(committed, list) else length
 
 
+def acceptance(steps: list[dict]) -> dict:
+    """How much of the drafts the target accepted, named as vLLM, SGLang and Spec-Bench name them.
+
+    - `mean_accepted_draft_tokens`: draft tokens committed per step (τ − 1 when every step ends with
+      its bonus token; the paper's A);
+    - `draft_acceptance_rate`: committed draft tokens / draft tokens verified (every tree node counts,
+      so a wide tree has a low rate even when its best path is long);
+    - `acceptance_by_depth[d-1]`: of the steps whose tree reaches depth d, the share whose committed
+      path reaches depth d (vLLM's per-position rate; `drafted_by_depth[d-1]` counts those steps, so
+      rates over several runs combine exactly).
+    """
+    n = len(steps)
+    accepted = [committed_draft(s) for s in steps]
+    verified = sum(len(s["tokens"]) for s in steps)
+    deepest = [max(s["depth"], default=0) for s in steps]
+    drafted = [sum(1 for d in deepest if d >= depth) for depth in range(1, max(deepest, default=0) + 1)]
+    reached = [sum(1 for a, d in zip(accepted, deepest) if d >= depth and a >= depth)
+               for depth in range(1, len(drafted) + 1)]
+    return {
+        "mean_accepted_draft_tokens": round(sum(accepted) / n, 4) if n else 0.0,
+        "draft_acceptance_rate": round(sum(accepted) / verified, 4) if verified else 0.0,
+        "acceptance_by_depth": [round(r / k, 4) for r, k in zip(reached, drafted)],
+        "drafted_by_depth": drafted,
+    }
+
+
+def by_depth_text(rates, shown: int = 6) -> str:
+    """Per-depth acceptance rates in words: '90% · 70% · 45% …' (the first `shown` depths)."""
+    if not rates:
+        return "–"
+    return " · ".join(f"{r * 100:.0f}%" for r in rates[:shown]) + (" …" if len(rates) > shown else "")
+
+
 def summarize(steps: list[dict], new_tokens: int, wall_s: float) -> dict:
     n = len(steps)
     return {
@@ -114,7 +147,7 @@ def summarize(steps: list[dict], new_tokens: int, wall_s: float) -> dict:
         "mean_nodes": round(sum(len(s["tokens"]) for s in steps) / n, 2) if n else 0.0,
         "mean_depth": round(sum(max(s["depth"], default=0) for s in steps) / n, 2) if n else 0.0,
         "mean_expected_accept": round(sum(s["expected_accept"] for s in steps) / n, 4) if n else 0.0,
-        "mean_accept_length": round(sum(committed_draft(s) for s in steps) / n, 4) if n else 0.0,
+        **acceptance(steps),
         **{f"mean_{k}": round(sum(s[k] for s in steps) / n, 3) if n else 0.0
            for k in ("draft_ms", "build_ms", "verify_ms")},
     }
@@ -137,6 +170,10 @@ def loads(text: str | bytes) -> dict:
     except (json.JSONDecodeError, RecursionError) as exc:
         raise BadInput(f"not a JSON trace: {str(exc)[:200]}") from None
     validate_trace(trace)
+    # The acceptance figures are recomputed from the steps: traces that name them otherwise (an
+    # older `mean_accept_length`) read like new ones.
+    trace["summary"].pop("mean_accept_length", None)
+    trace["summary"].update(acceptance(trace["steps"]))
     return trace
 
 

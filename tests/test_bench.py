@@ -19,7 +19,8 @@ MT = ('{"question_id": 1, "category": "math", "turns": ["t1 t2 t3", "t4"]}\n'
       '{"question_id": 2, "category": "writing", "turns": ["t5 t6 t7 t8"]}\n')
 AGG_FIELDS = {"prompts", "new_tokens", "steps", "tau", "tokens_per_s", "speedup", "speedup_median", "exact_match",
               "mean_draft_ms", "mean_build_ms", "mean_verify_ms", "draft_share", "mean_nodes", "mean_depth",
-              "mean_expected_accept", "mean_accept_length", "ea_a_pearson_r", "ea_a_steps"}
+              "mean_expected_accept", "mean_accepted_draft_tokens", "draft_acceptance_rate", "acceptance_by_depth",
+              "drafted_by_depth", "ea_a_pearson_r", "ea_a_steps"}
 
 
 @pytest.fixture(autouse=True)
@@ -278,3 +279,22 @@ def test_sweep_caps_and_reused_cost_curve(pair):
     assert [p["nodes"] for p in r["nodes"]["curves"]["binary"]] == [2]
     assert [p["nodes"] for p in r["nodes"]["curves"]["opt-tree"]] == [2, 4]
     assert r["meta"]["caps"] == {"binary": 2} and r["nodes"]["curves"]["opt-tree"][0]["predicted_speedup"] > 0
+
+
+def test_acceptance_over_runs_equals_acceptance_of_all_their_steps():
+    """Per-run rates combine through their counts: the same figures as one run holding every step."""
+    from opttree.bench.harness import combined_acceptance
+    from opttree.trace import acceptance
+
+    def step(depths, accepted):
+        return {"tokens": [0] * len(depths), "depth": depths, "accept_length": accepted}
+
+    runs = [[step([1, 2, 3], 3), step([1, 1], 1)], [step([1, 2], 0)], [step([1, 2, 2, 3, 4], 2)] * 3]
+    rows = [{**acceptance(r), "steps": len(r), "mean_nodes": sum(len(s["tokens"]) for s in r) / len(r)}
+            for r in runs]
+    whole = acceptance([s for r in runs for s in r])
+    got = combined_acceptance(rows)
+    assert got["drafted_by_depth"] == whole["drafted_by_depth"]
+    assert got["acceptance_by_depth"] == whole["acceptance_by_depth"]
+    assert got["draft_acceptance_rate"] == whole["draft_acceptance_rate"]
+    assert combined_acceptance([{"steps": 3, "mean_nodes": None}])["acceptance_by_depth"] is None   # hf rows

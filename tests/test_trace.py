@@ -134,7 +134,7 @@ def test_accept_length_counts_only_committed_draft_tokens():
     (only,) = trace["steps"]                                      # one step: the chain reaches past EOS
     assert trace["output_ids"] == out[: k + 1] == only["committed"]
     assert len(only["accepted"]) > k + 1                          # the verifier accepted past EOS
-    assert only["accept_length"] == k + 1 == trace["summary"]["mean_accept_length"]
+    assert only["accept_length"] == k + 1 == trace["summary"]["mean_accepted_draft_tokens"]
     assert ea_points(trace)["a"] == [k + 1]
     validate_trace(trace)
 
@@ -152,3 +152,31 @@ def test_old_traces_with_uncut_accept_length_still_load_and_count_committed(trac
     loaded = loads(dumps(old))
     assert committed_draft(loaded["steps"][-1]) == 1
     assert ea_points(loaded)["a"][-1] == 1 and accept_bars(loaded).data[0].y[-1] == 1
+
+
+def test_acceptance_figures_by_hand():
+    """Three steps, counted by hand: trees of depth 3, 2 and 1; committed draft tokens 2, 0 and 1."""
+    from opttree.trace import acceptance, by_depth_text
+
+    def step(depths, accepted):
+        return {"tokens": [0] * len(depths), "depth": depths, "accept_length": accepted}
+
+    steps = [step([1, 1, 2, 3], 2), step([1, 2], 0), step([1, 1, 1], 1)]
+    got = acceptance(steps)
+    assert got["mean_accepted_draft_tokens"] == 1.0                    # (2 + 0 + 1) / 3
+    assert got["draft_acceptance_rate"] == round(3 / 9, 4)             # 3 committed of 9 verified
+    assert got["drafted_by_depth"] == [3, 2, 1]                        # trees reaching depth 1, 2, 3
+    assert got["acceptance_by_depth"] == [round(2 / 3, 4), 0.5, 0.0]   # depth 2: step 1 of steps 1, 2
+    assert by_depth_text(got["acceptance_by_depth"]) == "67% · 50% · 0%"
+    assert acceptance([]) == {"mean_accepted_draft_tokens": 0.0, "draft_acceptance_rate": 0.0,
+                              "acceptance_by_depth": [], "drafted_by_depth": []}
+
+
+def test_an_older_summary_name_is_replaced_on_load(trace):
+    old = copy.deepcopy(trace)
+    for key in ("mean_accepted_draft_tokens", "draft_acceptance_rate", "acceptance_by_depth", "drafted_by_depth"):
+        del old["summary"][key]
+    old["summary"]["mean_accept_length"] = trace["summary"]["mean_accepted_draft_tokens"]
+    loaded = loads(dumps(old))
+    assert "mean_accept_length" not in loaded["summary"]
+    assert {k: loaded["summary"][k] for k in trace["summary"]} == trace["summary"]

@@ -6,7 +6,7 @@ import html
 
 import plotly.graph_objects as go
 
-from opttree.trace import committed_draft
+from opttree.trace import by_depth_text, committed_draft
 
 from .cost_chart import cost_figure, usable, verify_ratio
 
@@ -56,12 +56,21 @@ def run_summary(trace: dict | None) -> str:
     return (f"{models}\n\nRun: **{html.escape(str(m.get('method')))}**, {s['new_tokens']} tokens in "
             f"{s['steps']} steps · "
             f"τ = **{s['tau']:.2f}** tokens/step · {s['tokens_per_s']:.1f} tokens/s · "
-            f"mean E(A) {s.get('mean_expected_accept', 0):.2f} vs mean accepted "
-            f"{s.get('mean_accept_length', 0):.2f}{calibrated}")
+            f"mean E(A) {s.get('mean_expected_accept', 0):.2f} vs **{s.get('mean_accepted_draft_tokens', 0):.2f}** "
+            f"accepted draft tokens a step{calibrated}" + acceptance_text(s))
+
+
+def acceptance_text(summary: dict) -> str:
+    """The run's draft acceptance rate and per-depth rates (trace.acceptance); '' for a run without drafts."""
+    if not summary.get("mean_nodes"):
+        return ""
+    return (f"\n\nDraft acceptance rate **{summary.get('draft_acceptance_rate', 0) * 100:.0f}%** of the draft "
+            f"tokens verified · accepted at depth 1, 2, 3, …: {by_depth_text(summary.get('acceptance_by_depth'))}")
 
 
 COMPARE_COLUMNS = ["method", "τ (tokens/step)", "tokens/s", "speedup vs AR", "same output as AR", "mean nodes",
-                   "mean depth", "ms per step: draft + build / verify", "why slower than AR"]
+                   "mean depth", "accepted draft tokens/step", "draft acceptance rate",
+                   "ms per step: draft + build / verify", "why slower than AR"]
 
 
 def method_label(trace: dict) -> str:
@@ -124,8 +133,12 @@ def compare_rows(traces: dict[str, dict]) -> list[list]:
         else:
             same = "yes" if tr["output_ids"] == ar["output_ids"] else "NO"
         ms = (f"{s.get('mean_draft_ms', 0) + s.get('mean_build_ms', 0):.0f} / {s.get('mean_verify_ms', 0):.0f}")
+        drafted = bool(s.get("mean_nodes"))
+        rate = f"{s.get('draft_acceptance_rate', 0) * 100:.0f}%" if drafted else "—"
         rows.append([method_label(tr), round(s["tau"], 2), round(s["tokens_per_s"], 1), speedup, same,
-                     s.get("mean_nodes", 0), s.get("mean_depth", 0), ms, why_slower(tr, ar, cost)])
+                     s.get("mean_nodes", 0), s.get("mean_depth", 0),
+                     round(s.get("mean_accepted_draft_tokens", 0), 2) if drafted else "—", rate, ms,
+                     why_slower(tr, ar, cost)])
     return rows
 
 

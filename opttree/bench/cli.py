@@ -166,13 +166,13 @@ def sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds=(), threshol
 
 
 def format_sweep(result: dict) -> str:
-    lines = [f"{'method':<14}{'nodes':>6}{'τ':>7}{'speedup':>9}{'pred.':>7}{'depth':>7}{'E(A)':>7}{'A':>6}"]
+    lines = [f"{'method':<14}{'nodes':>6}{'τ':>7}{'speedup':>9}{'pred.':>7}{'depth':>7}{'E(A)':>7}{'acc':>6}"]
     for m, pts in result["nodes"]["curves"].items():
         for p in pts:
             sp = f"{p['speedup']:.2f}" if p["speedup"] is not None else "-"
             pr = f"{p['predicted_speedup']:.2f}" if p.get("predicted_speedup") is not None else "-"
             lines.append(f"{m:<14}{p['nodes']:>6}{p['tau']:>7.2f}{sp:>9}{pr:>7}{p['mean_depth'] or 0:>7.2f}"
-                         f"{p['mean_expected_accept'] or 0:>7.2f}{p['mean_accept_length'] or 0:>6.2f}"
+                         f"{p['mean_expected_accept'] or 0:>7.2f}{p['mean_accepted_draft_tokens'] or 0:>6.2f}"
                          + (f"  (same tree as n={p['same_as']['nodes']})" if p.get("same_as") else ""))
     for p in result["threshold"]["points"]:
         lines.append(f"opt-tree δ={p['threshold']:<6g} n={result['threshold']['nodes']}: τ={p['tau']:.2f} "

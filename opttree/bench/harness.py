@@ -11,7 +11,8 @@ Result JSON (the documented fields):
   methods     {method: aggregate}, aggregate = {prompts, new_tokens, steps, tau, tau_mean,
               tokens_per_s, speedup, speedup_median, exact_match, mean_draft_ms, mean_build_ms,
               mean_verify_ms, draft_share, mean_nodes, mean_depth, mean_expected_accept,
-              mean_accept_length, ea_a_pearson_r, ea_a_steps}
+              mean_accepted_draft_tokens, draft_acceptance_rate, acceptance_by_depth,
+              drafted_by_depth, ea_a_pearson_r, ea_a_steps} (acceptance names: trace.acceptance)
   by_category {category: {method: aggregate}}
   runs        one row per (prompt, method): the trace summary plus wall_s, exact, output_ids
   ea_a        {method: [[E(A), A], ...]} per verification step (tree methods)
@@ -36,7 +37,8 @@ from opttree.errors import BadInput
 
 BENCH_METHODS = ("ar", HF_METHOD, "chain", "binary", "eagle-static", "eagle-dynamic", "opt-tree")
 SUMMARY_KEYS = ("new_tokens", "steps", "tau", "tokens_per_s", "mean_draft_ms", "mean_build_ms",
-                "mean_verify_ms", "mean_nodes", "mean_depth", "mean_expected_accept", "mean_accept_length")
+                "mean_verify_ms", "mean_nodes", "mean_depth", "mean_expected_accept", "mean_accepted_draft_tokens",
+                "acceptance_by_depth", "drafted_by_depth")
 
 
 def parse_methods(text) -> list[str]:
@@ -109,6 +111,20 @@ class MethodRunner:
         return row, steps
 
 
+def combined_acceptance(rows: list[dict]) -> dict:
+    """trace.acceptance over several runs: totals first, then the rates (never a mean of rates)."""
+    have = [r for r in rows if r.get("drafted_by_depth") is not None]
+    nodes = sum(r["mean_nodes"] * r["steps"] for r in have)
+    accepted = sum(r["mean_accepted_draft_tokens"] * r["steps"] for r in have)
+    depth = max((len(r["drafted_by_depth"]) for r in have), default=0)
+    drafted = [sum(r["drafted_by_depth"][d] for r in have if d < len(r["drafted_by_depth"])) for d in range(depth)]
+    reached = [sum(r["acceptance_by_depth"][d] * r["drafted_by_depth"][d] for r in have
+                   if d < len(r["drafted_by_depth"])) for d in range(depth)]
+    return {"draft_acceptance_rate": round(accepted / nodes, 4) if have and nodes else None,
+            "acceptance_by_depth": [round(r / k, 4) for r, k in zip(reached, drafted)] if have else None,
+            "drafted_by_depth": drafted if have else None}
+
+
 def aggregate(rows: list[dict], ar_rows: dict, ea_a: list, greedy: bool) -> dict:
     """Aggregate one method's rows; `ar_rows` maps prompt id -> the ar row of the same run."""
     tokens = sum(r["new_tokens"] for r in rows)
@@ -131,10 +147,11 @@ def aggregate(rows: list[dict], ar_rows: dict, ea_a: list, greedy: bool) -> dict
     else:
         out["exact_match"] = None  # sampled outputs differ run to run by design
     for key in ("mean_draft_ms", "mean_build_ms", "mean_verify_ms", "mean_nodes", "mean_depth",
-                "mean_expected_accept", "mean_accept_length"):
+                "mean_expected_accept", "mean_accepted_draft_tokens"):
         have = [r for r in rows if r.get(key) is not None]
         n = sum(r["steps"] for r in have)
         out[key] = round(sum(r[key] * r["steps"] for r in have) / n, 3) if have and n else None
+    out.update(combined_acceptance(rows))
     # The share of a step's time spent drafting and building the tree (the rest is verification).
     parts = [out["mean_draft_ms"], out["mean_build_ms"], out["mean_verify_ms"]]
     out["draft_share"] = (round((parts[0] + parts[1]) / sum(parts), 4)
@@ -207,11 +224,14 @@ def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=N
 
 def format_table(result: dict) -> str:
     head = (f"{'method':<16}{'τ':>6}{'tok/s':>8}{'speedup':>9}{'exact':>7}{'draft':>8}{'build':>7}"
-            f"{'verify':>8}{'share':>7}{'nodes':>7}{'depth':>7}{'E(A)':>7}{'A':>6}")
+            f"{'verify':>8}{'share':>7}{'nodes':>7}{'depth':>7}{'E(A)':>7}{'acc':>6}{'rate':>6}")
     lines = [head, "-" * len(head)]
 
     def f(x, spec):
         return format(x, spec) if isinstance(x, (int, float)) else format("-", ">" + spec.split(".")[0])
+
+    def rate(x):
+        return f"{x * 100:.0f}%" if isinstance(x, (int, float)) else "-"
 
     for m, a in result["methods"].items():
         exact = f"{a['exact_match'] * 100:.0f}%" if a.get("exact_match") is not None else "-"
@@ -221,7 +241,8 @@ def format_table(result: dict) -> str:
                      f"{f(a['mean_build_ms'], '7.1f')}{f(a['mean_verify_ms'], '8.1f')}{share:>7}"
                      f"{f(a['mean_nodes'], '7.1f')}"
                      f"{f(a['mean_depth'], '7.2f')}{f(a['mean_expected_accept'], '7.2f')}"
-                     f"{f(a['mean_accept_length'], '6.2f')}")
+                     f"{f(a['mean_accepted_draft_tokens'], '6.2f')}{rate(a.get('draft_acceptance_rate')):>6}")
     lines.append("τ = tokens per target forward (bonus included); speedup = tokens/s over ar in this run; "
-                 "times are ms per step; share = draft + build as a part of a step's time.")
+                 "times are ms per step; share = draft + build as a part of a step's time; E(A) = expected and "
+                 "acc = committed draft tokens per step; rate = committed draft tokens / draft tokens verified.")
     return "\n".join(lines)

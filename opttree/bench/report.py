@@ -17,6 +17,7 @@ from pathlib import Path
 from opttree.bench.plots import plot_node_sweep, plot_threshold_sweep
 from opttree.bench.sweep import best_budget
 from opttree.bench.theory_table import markdown_table
+from opttree.trace import by_depth_text
 
 
 def _f(x, spec=".2f", dash="–"):
@@ -58,20 +59,26 @@ def bench_section(b: dict) -> list[str]:
            f"{meta['warmup_runs']} warm-up prompt(s); {meta['order']}. Run took {meta.get('bench_wall_s')} s."
            + (f" **Stopped early**: {meta['stopped_early']}." if meta.get("stopped_early") else ""), "",
            "| method | τ | tokens/s | speedup vs AR | median per-prompt speedup | exact match with AR | "
-           "draft ms/step | build ms/step | verify ms/step | draft + build share | nodes | depth | E(A) | A |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "draft ms/step | build ms/step | verify ms/step | draft + build share | nodes | depth | E(A) | "
+           "accepted draft tokens | draft acceptance rate | acceptance by depth 1, 2, 3, … |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for m, a in b["methods"].items():
         out.append(f"| {m} | {_f(a['tau'])} | {_f(a['tokens_per_s'], '.1f')} | {_f(a['speedup'])}× | "
                    f"{_f(a['speedup_median'])}× | {_pct(a['exact_match'])} | {_f(a['mean_draft_ms'], '.1f')} | "
                    f"{_f(a['mean_build_ms'], '.1f')} | {_f(a['mean_verify_ms'], '.1f')} | "
                    f"{_pct(a.get('draft_share'))} | "
                    f"{_f(a['mean_nodes'], '.1f')} | {_f(a['mean_depth'])} | {_f(a['mean_expected_accept'])} | "
-                   f"{_f(a['mean_accept_length'])} |")
+                   f"{_f(a['mean_accepted_draft_tokens'])} | {_pct(a.get('draft_acceptance_rate'))} | "
+                   f"{by_depth_text(a.get('acceptance_by_depth'))} |")
     out += ["", "τ = committed tokens per target forward, bonus token included (Spec-Bench/EAGLE convention, "
             "AR = 1). For hf-assisted every target forward is counted with a forward hook. Speedup = tokens/s "
             "over AR's tokens/s in the same run. `@auto` = the auto node budget: each step's depth and size "
             "chosen from the machine's cost curve (below). Draft + build share = the part of a step's time "
-            "spent drafting and building the tree.", ""]
+            "spent drafting and building the tree. E(A) = expected accepted draft tokens per step (from p̂); "
+            "accepted draft tokens = what the target committed per step (τ − 1); draft acceptance rate = "
+            "accepted / verified draft tokens (a wide tree verifies many it cannot all accept); acceptance "
+            "by depth d = of the steps whose tree reached depth d, the share that accepted a token there "
+            "(vLLM's per-position rate).", ""]
     hf = meta.get("hf_assisted_config")
     if hf:
         adapt = ("adapting" if hf["confidence_threshold_adapts"]
@@ -117,11 +124,12 @@ def sweep_section(s: dict) -> list[str]:
     thr = s["threshold"]["points"]
     if thr:
         out += [f"### OPT-Tree vs δ (n={s['threshold']['nodes']})", "",
-                "| δ | τ | speedup | mean depth | mean nodes | E(A) | A |", "|---|---|---|---|---|---|---|"]
+                "| δ | τ | speedup | mean depth | mean nodes | E(A) | accepted draft tokens |",
+                "|---|---|---|---|---|---|---|"]
         for p in thr:
             out.append(f"| {p['threshold']:g} | {_f(p['tau'])} | {_f(p['speedup'])}× | {_f(p['mean_depth'])} | "
                        f"{_f(p['mean_nodes'], '.1f')} | {_f(p['mean_expected_accept'])} | "
-                       f"{_f(p['mean_accept_length'])} |")
+                       f"{_f(p['mean_accepted_draft_tokens'])} |")
         out += ["", "![δ sweep](sweep_threshold.png)", ""]
     out += ea_section(s.get("ea_a_pooled") or s["ea_a_summary"])
     cost = s.get("verify_cost")

@@ -26,7 +26,8 @@ DEFAULT_BUDGETS = (10, 25, 60, 150, 300, 500)
 DEFAULT_SWEEP_METHODS = ("opt-tree", "eagle-dynamic", "eagle-static", "binary")
 DEFAULT_THRESHOLDS = (0.0, 0.1, 0.3, 0.5, 1.0, 2.0)
 POINT_KEYS = ("tau", "tokens_per_s", "speedup", "speedup_median", "exact_match", "mean_nodes", "mean_depth",
-              "mean_draft_ms", "mean_build_ms", "mean_verify_ms", "mean_expected_accept", "mean_accept_length",
+              "mean_draft_ms", "mean_build_ms", "mean_verify_ms", "mean_expected_accept",
+              "mean_accepted_draft_tokens", "draft_acceptance_rate",
               "ea_a_pearson_r", "ea_a_steps")
 
 

@@ -55,7 +55,7 @@ def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None 
     for q in tqdm(qs, desc=f"tau {pair.drafter_kind}", unit="prompt"):
         s = run(pair, q["turns"][0], cfg)["summary"]
         ea += s["mean_expected_accept"] * s["steps"]
-        acc += s["mean_accept_length"] * s["steps"]
+        acc += s["mean_accepted_draft_tokens"] * s["steps"]
         per.append({"question_id": q["question_id"], "category": q["category"], "tau": s["tau"],
                     "new_tokens": s["new_tokens"], "steps": s["steps"], "tokens_per_s": s["tokens_per_s"]})
         tokens += s["new_tokens"]
@@ -70,7 +70,7 @@ def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None 
             "tau_mean_of_prompts": round(sum(p["tau"] for p in per) / max(1, len(per)), 3),
             "n_prompts": len(per), "new_tokens": tokens, "target_forwards": steps,
             "mean_expected_accept": round(ea / max(1, steps), 3),  # E(A) per step, from p̂
-            "mean_accept_length": round(acc / max(1, steps), 3),   # A per step, what happened
+            "mean_accepted_draft_tokens": round(acc / max(1, steps), 3),   # A per step, what happened
             "wall_s": round(time.time() - t0, 1), "decode": cfg.to_dict(),
             "tree_temperature": for_decoding(pair, cfg), "per_prompt": per}
 
@@ -100,8 +100,8 @@ def fit_tree_temperature(pair, n_prompts: int = 12, grid=TEMPERATURE_GRID) -> di
     pair.tree_temperature = best
     return {"tree_temperature": best, "heldout_prompts": [q["question_id"] for q in qs],
             "tau_by_temperature": {str(t): runs[t]["tau"] for t in grid},
-            "expected_vs_actual_accept": {str(t): [runs[t]["mean_expected_accept"], runs[t]["mean_accept_length"]]
-                                          for t in grid}}
+            "expected_vs_actual_accept": {str(t): [runs[t]["mean_expected_accept"],
+                                                   runs[t]["mean_accepted_draft_tokens"]] for t in grid}}
 
 
 def machine() -> str:
