@@ -1,7 +1,10 @@
 """Benchmarks, sweeps and the eval command on tiny random models (fast, no timing thresholds)."""
 
 import copy
+import io
 import json
+import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -298,3 +301,33 @@ def test_acceptance_over_runs_equals_acceptance_of_all_their_steps():
     assert got["acceptance_by_depth"] == whole["acceptance_by_depth"]
     assert got["draft_acceptance_rate"] == whole["draft_acceptance_rate"]
     assert combined_acceptance([{"steps": 3, "mean_nodes": None}])["acceptance_by_depth"] is None   # hf rows
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("tool", ["bench", "sweep"])
+@pytest.mark.parametrize("terminal", [True, False])
+def test_bench_and_sweep_show_progress_only_on_a_terminal(pair, monkeypatch, tool, terminal):
+    from opttree.bench.harness import run_bench
+    from opttree.bench.sweep import run_sweep
+
+    err = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    cfg = DecodeConfig(method="ar", nodes=4, max_depth=2, max_new_tokens=3)
+    if tool == "bench":
+        run_bench(pair, parse_prompts(MT), ["ar", "opt-tree"], cfg, warmup=0, chat=False, log=lambda m: None)
+    else:
+        run_sweep(pair, parse_prompts(MT), cfg, ["opt-tree"], [2, 4], warmup=0, chat=False, log=lambda m: None)
+    text = err.getvalue()
+    if not terminal:
+        assert text == ""
+        return
+    # tqdm's last line: "runs: 100%|…| 4/4 [00:01<00:00, 3.1run/s]" (elapsed<remaining, the ETA).
+    last = text.replace("\r", "\n").strip().splitlines()[-1]
+    done, total = map(int, re.search(r"(\d+)/(\d+)", last).groups())
+    assert last.startswith("runs: 100%") and "<" in last and done == total
+    if tool == "bench":
+        assert total == 4                                   # 2 prompts × 2 methods

@@ -51,7 +51,8 @@ def note_load(info: dict) -> dict:
     return info
 
 
-def progress_bar(items, unit: str):
-    """A progress bar with an ETA on a terminal (stderr); silent when stderr is a file or a pipe."""
-    return tqdm(items, unit=unit[:-1] if unit.endswith("s") else unit, desc=unit, file=sys.stderr,
+def progress_bar(items=None, unit: str = "runs", total: int | None = None):
+    """A progress bar with an ETA on a terminal (stderr) over `items`, or over `total` steps counted
+    with `.update()`; silent when stderr is a file or a pipe."""
+    return tqdm(items, total=total, unit=unit[:-1] if unit.endswith("s") else unit, desc=unit, file=sys.stderr,
                 disable=not sys.stderr.isatty(), dynamic_ncols=True)

@@ -27,7 +27,7 @@ import time
 from dataclasses import replace
 
 from opttree import calibration
-from opttree.bench.env import machine_info, note_load
+from opttree.bench.env import machine_info, note_load, progress_bar
 from opttree.bench.hf_assisted import HF_METHOD, configure_assistant, run_hf_assisted
 from opttree.config import AUTO_NODES, METHODS, DecodeConfig
 from opttree.decoding import cost
@@ -200,12 +200,14 @@ def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=N
         log(f"warm-up {w + 1}/{warmup} done")
     rows, ea_a = [], {m: [] for m in methods}
     t_start = time.perf_counter()
+    progress = progress_bar(unit="runs", total=len(encoded) * len(methods))
     for i, (q, ids) in enumerate(encoded):
         k = i % len(methods)
         for m in methods[k:] + methods[:k]:
             row, steps = runner(m, q.prompt, ids)
             rows.append({"prompt_id": q.id, "category": q.category, "method": m, "prompt_tokens": len(ids), **row})
             ea_a[m].extend(steps)
+            progress.update()
         done = [r for r in rows if r["prompt_id"] == q.id]
         log(f"prompt {i + 1}/{len(encoded)} [{q.category}] " + "  ".join(
             f"{r['method']}: τ={r['tau']:.2f} {r['tokens_per_s']:.1f}t/s" for r in done))
@@ -215,6 +217,7 @@ def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=N
             meta["prompts"] = i + 1
             log(meta["stopped_early"])
             break
+    progress.close()
     by_method, by_cat = summarize_runs(rows, methods, ea_a, base.greedy)
     meta["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
     note_load(meta["machine"])

@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import replace
 
-from opttree.bench.env import machine_info, note_load
+from opttree.bench.env import machine_info, note_load, progress_bar
 from opttree.bench.harness import MethodRunner, aggregate, pearson
 from opttree.bench.verify_cost import cost_at
 from opttree.calibration import calibrate
@@ -106,24 +106,27 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
     ar_rows, steps = {}, {s: [] for s in settings}
     stopped, n_done = None, 0
     t0 = time.perf_counter()
+    order = [("ar",)] + settings
+    progress = progress_bar(unit="runs", total=len(encoded) * len(order))
     for i, (q, ids) in enumerate(encoded):
-        order = [("ar",)] + settings
         k = i % len(order)
         for s in order[k:] + order[:k]:
             if s == ("ar",):
                 row, _ = runner("ar", q.prompt, ids)
                 ar_rows[q.id] = {"prompt_id": q.id, **row}
-                continue
-            _, m, n, d = s
-            row, st = runner(m, q.prompt, ids, nodes=n, threshold=d)
-            rows[s].append({"prompt_id": q.id, "category": q.category, **row})
-            steps[s].extend(st)
+            else:
+                _, m, n, d = s
+                row, st = runner(m, q.prompt, ids, nodes=n, threshold=d)
+                rows[s].append({"prompt_id": q.id, "category": q.category, **row})
+                steps[s].extend(st)
+            progress.update()
         n_done += 1
         log(f"sweep prompt {i + 1}/{len(encoded)} done ({time.perf_counter() - t0:.0f} s)")
         if max_minutes and time.perf_counter() - t0 > 60 * max_minutes and i + 1 < len(encoded):
             stopped = f"time budget of {max_minutes:g} min reached: {i + 1} of {len(encoded)} prompts run"
             log(stopped)
             break
+    progress.close()
     agg = {s: aggregate(rows[s], ar_rows, steps[s], base.greedy) for s in settings}
     cost_one = None
     if verify_cost:
