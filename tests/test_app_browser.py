@@ -371,3 +371,36 @@ def test_phone_width_layout_is_usable(page):
     assert plot_state(pg)["points"] > 0 and pg.evaluate(wide) <= 390 + 2
     shot(pg, "09-phone.png")
     pg.close()
+
+
+FIGURE_COLOURS = """() => {
+    const gd = document.querySelector('#tree-plot .js-plotly-plot');
+    const lum = (c) => {
+        const [r, g, b] = c.match(/\\d+/g).map(Number);
+        return (0.299 * r + 0.587 * g + 0.114 * b) / 255;
+    };
+    const opaque = [...gd.querySelectorAll('svg.main-svg')].map(s => getComputedStyle(s).backgroundColor)
+        .filter(c => !/rgba\\(0, 0, 0, 0\\)|transparent/.test(c));
+    const tok = document.querySelector('.gen-text .tok');
+    return {title: lum(getComputedStyle(gd.querySelector('.xtick text')).fill), opaque: opaque.map(lum),
+            dark: document.body.classList.contains('dark'),
+            block: lum(getComputedStyle(document.querySelector('#tree-plot')).backgroundColor),
+            token: tok ? lum(getComputedStyle(tok).color) : null};
+}"""
+
+
+def test_dark_theme_restyles_figures_and_text(page):
+    light = page.evaluate(FIGURE_COLOURS)
+    assert not light["dark"] and light["title"] < 0.5 and all(x > 0.9 for x in light["opaque"])   # dark on white
+    pg = page.context.browser.new_page(viewport={"width": 1400, "height": 1000})
+    pg.set_default_timeout(60_000)
+    pg.goto(page.url.split("?")[0] + "?__theme=dark")
+    pg.wait_for_selector(PLOT)
+    set_slider(pg, "max-new-tokens", 6)
+    start_and_wait(pg, "#run")
+    dark = pg.evaluate(FIGURE_COLOURS)
+    assert dark["dark"] and dark["block"] < 0.3      # Gradio's dark theme is on
+    assert dark["title"] > 0.7 and dark["opaque"] == []   # light figure text; no white sheet behind the plot
+    assert dark["token"] < 0.3                       # tokens keep dark text on their light origin colours
+    shot(pg, "10-dark.png")
+    pg.close()

@@ -52,7 +52,7 @@ def cost_figure(cost: dict | None, marks: dict[str, float] | None = None) -> go.
         if not isinstance(at, (int, float)) or at <= 0:
             continue
         shapes.append(dict(type="line", xref="x", x0=at, x1=at, yref="paper", y0=0, y1=1,
-                           line=dict(color="#555", dash="dot", width=1)))
+                           line=dict(color=style.GUIDE, dash="dot", width=1)))
         # On a log axis a shape takes data values but an annotation takes log10 of them.
         notes.append(dict(xref="x", x=math.log10(at), yref="paper", y=1, showarrow=False, textangle=-90,
                           xanchor="right", yanchor="top", font=dict(size=10),

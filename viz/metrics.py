@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from opttree.trace import by_depth_text, committed_draft
 
+from . import style
 from .cost_chart import cost_figure, usable, verify_ratio
 
 
@@ -155,7 +156,7 @@ def compare_chart(traces: dict[str, dict]) -> go.Figure:
     fig.update_layout(template="plotly_white", barmode="group", height=320,
                       margin=dict(l=50, r=10, t=40, b=40), legend=dict(orientation="h", y=1.12),
                       title=dict(text="Same prompt, same settings", x=0.01, font=dict(size=14)))
-    fig.add_hline(y=1.0, line=dict(color="#555", dash="dot", width=1))
+    fig.add_hline(y=1.0, line=dict(color=style.GUIDE, dash="dot", width=1))
     return fig
 
 

@@ -81,7 +81,7 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
     max_depth = meta.get("max_depth")
     if isinstance(max_depth, (int, float)):
         shapes.append(dict(type="line", yref="paper", y0=0, y1=1, xref="x", x0=max_depth, x1=max_depth,
-                           line=dict(color="#555", dash="dot")))
+                           line=dict(color=style.GUIDE, dash="dot")))
         notes.append(dict(yref="paper", y=1, xref="x", x=max_depth, xanchor="right", yanchor="top",
                           showarrow=False, text=f"max depth {max_depth:g}"))
     layout.update(shapes=shapes, annotations=notes, showlegend=True, legend=dict(orientation="h", y=-0.25, x=0),

@@ -23,6 +23,8 @@ REJECTED = "#7f7f7f"       # the draft's top guess that the target refused
 BONUS = "#ff7f0e"          # the token the target adds itself
 EDGE = "#b8b8b8"
 ROOT = "#333333"
+LABEL = "#444444"          # node labels beside the tree's nodes
+GUIDE = "#555555"          # node outlines and dotted reference lines
 # The Theory tab: the two distributions and one colour per acceptance scheme (the two optima in black
 # and dark grey, drawn dashed: they are bounds, not verifiers).
 TARGET_P = "#4c78a8"       # the target's p
@@ -77,6 +79,37 @@ def hover_safe(text: str) -> str:
     """Token text for Plotly hover/labels: visible whitespace and no markup Plotly would interpret."""
     return html.escape(visible(text), quote=False)
 
+def svg_rgb(colour: str) -> str:
+    """'#2a3f5f' or 'white' as Plotly writes it into an SVG element's style: 'rgb(42, 63, 95)'."""
+    colour = {"white": "#ffffff", "black": "#000000"}.get(colour.lower(), colour)
+    digits = colour.lstrip("#")
+    if len(digits) == 3:
+        digits = "".join(d * 2 for d in digits)
+    return "rgb({}, {}, {})".format(*(int(digits[i:i + 2], 16) for i in (0, 2, 4)))
+
+
+# Dark mode (Gradio's `?__theme=dark`, or the system's): the figures are drawn light on the server,
+# so the page restyles the parts of Plotly's SVG that carry the light template's colours — matched
+# by the inline style Plotly writes — and leaves every colour that means something (p̂, the accepted
+# path, bonus tokens) alone. `!important` is what lets a stylesheet beat an inline style.
+_FIG = ".dark .js-plotly-plot"
+_LAYOUT = TEMPLATE["layout"]
+_TEXT = [_LAYOUT["font"]["color"], LABEL]
+DARK_CSS = "\n".join([
+    f'{_FIG} svg.main-svg[style*="background: {_LAYOUT["paper_bgcolor"]}"] {{ background: transparent !important; }}',
+    f'{_FIG} rect.bg[style*="fill: {svg_rgb(_LAYOUT["plot_bgcolor"])}"] {{ fill: transparent !important; }}',
+    ", ".join(f'{_FIG} text[style*="fill: {svg_rgb(c)}"]' for c in _TEXT)
+    + " { fill: var(--body-text-color) !important; }",
+    f'{_FIG} path[style*="stroke: {svg_rgb(_LAYOUT["xaxis"]["gridcolor"])}"] '
+    "{ stroke: rgba(255, 255, 255, 0.14) !important; }",
+    f'{_FIG} path[style*="stroke: {svg_rgb(GUIDE)}"] {{ stroke: #9ca3af !important; }}',
+    f'{_FIG} path.point[style*="fill: {svg_rgb(ROOT)}"] {{ fill: #e5e7eb !important; }}',
+    # Tokens keep their light origin colours, so their text stays dark.
+    ".dark .gen-text .tok, .dark .gen-legend .tok { color: #1f2937; }",
+    ".dark .gen-legend .hint { color: #9ca3af; }",
+    f".dark .notice {{ background: rgba(255, 127, 14, 0.15); border-left-color: {BONUS}; }}",
+])
+
 # The page's own CSS (the app passes it to `launch`); the token colours come from the constants above.
 PAGE_CSS = f"""
 .gen-text {{ font-family: ui-monospace, monospace; line-height: 1.9; white-space: pre-wrap; font-size: 15px; }}
@@ -86,4 +119,5 @@ PAGE_CSS = f"""
 .gen-legend .tok {{ padding: 1px 4px; border-radius: 3px; }}
 .gen-legend .hint {{ color: #666; margin-left: 8px; }}
 .notice {{ background: #fff4e5; border-left: 4px solid {BONUS}; padding: 6px 10px; }}
+{DARK_CSS}
 """

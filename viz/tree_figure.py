@@ -84,10 +84,10 @@ def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree", co
         # Accepted nodes carry their label on the accepted-path trace (above the thick line).
         text=[("" if i in accepted_set else style.hover_safe(t)) for i, t in enumerate(step["texts"])]
         if labels else None,
-        textposition="middle right", textfont=dict(size=10, color="#444"),
+        textposition="middle right", textfont=dict(size=10, color=style.LABEL),
         hovertext=[_hover(step, i) for i in range(n)], hoverinfo="text",
         marker=dict(color=shade, coloraxis="coloraxis", size=9 if n <= 150 else 6,
-                    line=dict(width=0.5, color="#555"))))
+                    line=dict(width=0.5, color=style.GUIDE))))
 
     acc = list(step.get("accepted") or [])
     ax, ay = [pos(-1)[0]], [pos(-1)[1]]
