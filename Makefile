@@ -38,6 +38,12 @@ lint: setup
 screenshots: setup browser
 	PYTHONPATH=. $(BIN)/python tools/screenshots.py
 
+# On a CUDA machine: the tests with CUDA available, the cost curve, and AR / OPT-Tree at n = 60 and auto in
+# bf16, fp16 and fp32 (speed and greedy exact match); a dated report lands in benchmarks/gpu/.
+.PHONY: gpu-check
+gpu-check: setup
+	PYTHONPATH=. $(BIN)/python -m opttree.bench.gpu_check
+
 # Regenerate the committed benchmark report in benchmarks/ (cost curves, sweep, bench with OPT-Tree at
 # auto, the E(A)-vs-A calibration, README; knobs in benchmarks/run.sh, e.g. `make bench LIMIT=4 DEVICE=cuda`).
 .PHONY: bench

@@ -331,3 +331,20 @@ def test_bench_and_sweep_show_progress_only_on_a_terminal(pair, monkeypatch, too
     assert last.startswith("runs: 100%") and "<" in last and done == total
     if tool == "bench":
         assert total == 4                                   # 2 prompts × 2 methods
+
+
+def test_gpu_check_refuses_without_cuda_and_reports_what_it_measured(pair, monkeypatch, capsys):
+    """`make gpu-check` stops with a message on a machine without CUDA; its measuring and report
+    code runs here on a tiny pair (the CPU standing in for the device)."""
+    from opttree.bench import gpu_check
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert gpu_check.main(["--no-tests"]) == 2
+    assert "needs a CUDA device" in capsys.readouterr().err
+    cfg = DecodeConfig(method="ar", nodes=0, max_new_tokens=6)
+    results = gpu_check.check_dtypes(lambda d: pair, ["fp32"], parse_prompts(MT), cfg)
+    methods = results["fp32"]["methods"]
+    assert set(methods) == set(gpu_check.METHODS)
+    assert all(m["exact_match"] == 1.0 for m in methods.values())          # fp32: lossless
+    text = gpu_check.report("Tiny CPU", "2026-01-01", "3 passed", results, cfg, 2)
+    assert text.startswith("# GPU check: Tiny CPU") and "| fp32 | opt-tree@auto |" in text and "3 passed" in text

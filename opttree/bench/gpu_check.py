@@ -1,0 +1,125 @@
+"""`make gpu-check`: what a CUDA machine says about the engine, in one dated report.
+
+1. the test suite with CUDA available (pytest in a subprocess; its last line is recorded);
+2. the machine's cost curve for the bundled pair (measured again, not read from a cache);
+3. for each half precision (bf16, fp16) and fp32: AR, OPT-Tree at n = 60 and at the auto budget on
+   the same prompts, interleaved (the bench harness): τ, tokens/s, speedup over AR and the greedy
+   exact-match rate. In half precision the tree forward and the AR forward round differently, so a
+   near-tie can flip a token: the rate is measured, not assumed.
+
+Writes `benchmarks/gpu/<date>-<device>.md` and `.json` (the device named in both). Nothing else in
+the project depends on it; on a machine without CUDA it says so and stops.
+
+    python -m opttree.bench.gpu_check [--limit 16] [--max-new-tokens 128] [--no-tests]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from opttree import paths
+from opttree.bench.harness import run_bench
+from opttree.bench.prompts import read_prompts
+from opttree.config import DecodeConfig
+from opttree.errors import BadInput
+
+DTYPES = ("bf16", "fp16", "fp32")
+METHODS = ("ar", "opt-tree@60", "opt-tree@auto")
+
+
+def run_tests() -> str:
+    """The suite's summary line ('812 passed, 3 skipped in …'), run where CUDA is available."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests"], cwd=paths.checkout(),
+                          capture_output=True, text=True)
+    lines = [ln for ln in proc.stdout.strip().splitlines() if re.search(r"\d+ (passed|failed)", ln)]
+    return (lines[-1] if lines else proc.stdout.strip().splitlines()[-1:] or ["no output"])[0].strip("= ")
+
+
+def check_dtypes(load, dtypes, prompts, cfg: DecodeConfig, log=None) -> dict:
+    """{dtype: {method: {tau, tokens_per_s, speedup, exact_match, mean_nodes}}} plus each dtype's
+    cost curve (compact form); `load(dtype)` returns a pair on the device."""
+    from opttree.decoding import cost
+
+    out = {}
+    for dtype in dtypes:
+        pair = load(dtype)
+        curve = cost.load_or_measure(pair, refresh=True, log=log)
+        result = run_bench(pair, prompts, list(METHODS), cfg, chat=True, log=log or (lambda m: None))
+        out[dtype] = {"cost": cost.compact(curve),
+                      "methods": {m: {k: a.get(k) for k in ("tau", "tokens_per_s", "speedup", "exact_match",
+                                                            "mean_nodes", "mean_depth")}
+                                  for m, a in result["methods"].items()}}
+        del pair
+    return out
+
+
+def report(device: str, date: str, tests: str | None, results: dict, cfg: DecodeConfig, n_prompts: int) -> str:
+    lines = [f"# GPU check: {device}", "", f"Run {date} with `make gpu-check` (opttree/bench/gpu_check.py). "
+             f"Bundled pair, {n_prompts} prompts of the eval set, {cfg.max_new_tokens} new tokens, T = 0, "
+             "methods interleaved per prompt.", "",
+             f"**Tests with CUDA available:** {tests if tests is not None else 'not run (--no-tests)'}", "",
+             "| dtype | method | τ | tokens/s | speedup vs AR | exact match with AR | mean nodes |",
+             "|---|---|---|---|---|---|---|"]
+    for dtype, r in results.items():
+        for m, a in r["methods"].items():
+            def f(x, spec=".2f"):
+                return format(x, spec) if isinstance(x, (int, float)) else "–"
+            exact = f"{a['exact_match'] * 100:.0f} %" if a.get("exact_match") is not None else "–"
+            lines.append(f"| {dtype} | {m} | {f(a['tau'])} | {f(a['tokens_per_s'], '.1f')} | {f(a['speedup'])}× | "
+                         f"{exact} | {f(a['mean_nodes'], '.1f')} |")
+    lines += ["", "Cost curve (target forward ms by tree tokens):", ""]
+    for dtype, r in results.items():
+        c = r["cost"]
+        lines.append(f"- {dtype}: " + ", ".join(f"{t} → {ms:g} ms" for t, ms in zip(c["tokens"], c["verify_ms"])))
+    lines += ["", "In half precision the tree forward and the AR forward round differently, so an exact-match "
+              "rate below 100 % there means near-ties flipped, not a verifier error (fp32 is the exactness "
+              "reference)."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m opttree.bench.gpu_check", description=__doc__.split("\n")[0])
+    ap.add_argument("--limit", type=int, default=16, help="eval prompts")
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--dtypes", default=",".join(DTYPES))
+    ap.add_argument("--no-tests", action="store_true", help="skip the test suite")
+    ap.add_argument("--out-dir", default=str(paths.checkout() / "benchmarks" / "gpu"))
+    args = ap.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("gpu-check needs a CUDA device and none is visible here (torch.cuda.is_available() is False); "
+              "nothing was run.", file=sys.stderr)
+        return 2
+    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad:
+        raise BadInput(f"unknown dtype(s) {', '.join(bad)}: choose from {', '.join(DTYPES)}.")
+    from opttree.models.loading import load_pair
+
+    device = torch.cuda.get_device_name(0)
+    date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    tests = None if args.no_tests else run_tests()
+    cfg = DecodeConfig(method="ar", nodes=0, max_new_tokens=args.max_new_tokens, temperature=0.0)
+    prompts = read_prompts(paths.EVAL_PROMPTS, args.limit)
+    results = check_dtypes(lambda d: load_pair(device="cuda", dtype=d), dtypes, prompts, cfg,
+                           log=lambda m: print(m, file=sys.stderr, flush=True))
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"{date}-{re.sub(r'[^A-Za-z0-9]+', '-', device).strip('-').lower()}"
+    text = report(device, date, tests, results, cfg, len(prompts))
+    stem.with_suffix(".md").write_text(text, encoding="utf-8")
+    stem.with_suffix(".json").write_text(json.dumps({"device": device, "date": date, "tests": tests,
+                                                     "results": results}, indent=1), encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
