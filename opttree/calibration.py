@@ -14,26 +14,27 @@ from __future__ import annotations
 import math
 
 
-def pearson(xs: list[float], ys: list[float]) -> float | None:
+def _moments(xs: list[float], ys: list[float]) -> tuple[float, float, float] | None:
+    """(Sxx, Syy, Sxy): the centred sums of squares and products; None below two points."""
     n = len(xs)
     if n < 2:
         return None
     mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    if sxx <= 0 or syy <= 0:
+    return (sum((x - mx) ** 2 for x in xs), sum((y - my) ** 2 for y in ys),
+            sum((x - mx) * (y - my) for x, y in zip(xs, ys)))
+
+
+def pearson(xs: list[float], ys: list[float]) -> float | None:
+    m = _moments(xs, ys)
+    if m is None or m[0] <= 0 or m[1] <= 0:
         return None
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / math.sqrt(sxx * syy)
+    return m[2] / math.sqrt(m[0] * m[1])
 
 
 def slope(xs: list[float], ys: list[float]) -> float | None:
     """Least-squares slope of ys on xs."""
-    n = len(xs)
-    if n < 2:
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else None
+    m = _moments(xs, ys)
+    return m[2] / m[0] if m is not None and m[0] > 0 else None
 
 
 def calibrate(ea: list[float], a: list[float], bins: int = 10) -> dict:

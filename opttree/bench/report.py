@@ -138,10 +138,7 @@ def sweep_section(s: dict) -> list[str]:
         out += ["## Verify cost on this device", "",
                 f"One target forward over a tree of k tokens (root included) after a {cost['meta']['prefix_tokens']}-"
                 f"token KV prefix, median of {cost['meta']['reps']} interleaved repetitions:", "",
-                "| tokens | " + " | ".join(str(p["tokens"]) for p in pts) + " |",
-                "|---|" + "---|" * len(pts),
-                "| ms | " + " | ".join(_f(p["median_ms"], ".0f") for p in pts) + " |",
-                "| × 1-token forward | " + " | ".join(_f(p["relative"]) for p in pts) + " |"]
+                *_curve_rows("tokens", pts, ".0f")]
         if "plain_median_ms" in pts[0]:
             out += ["| plain F.linear: ms | " + " | ".join(_f(p["plain_median_ms"], ".0f") for p in pts) + " |",
                     "| plain: × 1-token | " + " | ".join(_f(p["plain_relative"]) for p in pts) + " |"]
@@ -179,6 +176,13 @@ def ea_section(ea: dict) -> list[str]:
     return out + ["", "![E(A) vs A: density and decile means per method](ea_vs_a.png)", ""]
 
 
+def _curve_rows(head: str, pts: list[dict], ms_spec: str) -> list[str]:
+    """A cost curve as table rows: tokens, median ms, and × the 1-token forward."""
+    return ["| " + head + " | " + " | ".join(str(p["tokens"]) for p in pts) + " |", "|---|" + "---|" * len(pts),
+            "| ms | " + " | ".join(_f(p["median_ms"], ms_spec) for p in pts) + " |",
+            "| × 1-token forward | " + " | ".join(_f(p["relative"]) for p in pts) + " |"]
+
+
 def cost_section(curve: dict) -> list[str]:
     """The decoder's cost curve (decoding/cost.py), the auto budget's input."""
     pts, key = curve["points"], curve["key"]
@@ -186,10 +190,7 @@ def cost_section(curve: dict) -> list[str]:
            f"`opttree cost` on {key['device_name']} ({key['dtype']}, {key['threads']} threads, {key['kernel']} "
            f"kernel), {curve['measured_utc']}, {curve['reps']} interleaved repetitions after a "
            f"{curve['prefix_tokens']}-token KV prefix, {curve['seconds']} s in all:", "",
-           "| tokens per verify forward | " + " | ".join(str(p["tokens"]) for p in pts) + " |",
-           "|---|" + "---|" * len(pts),
-           "| ms | " + " | ".join(_f(p["median_ms"], ".1f") for p in pts) + " |",
-           "| × 1-token forward | " + " | ".join(_f(p["relative"]) for p in pts) + " |"]
+           *_curve_rows("tokens per verify forward", pts, ".1f")]
     draft = curve.get("draft")
     if draft:
         dp = draft["points"]
