@@ -1,0 +1,64 @@
+"""How deep to draft each step: the length controllers (`--length-control`).
+
+- `delta` (the default): OPT-Tree's own rule, applied by the builder: deepen while a layer raises
+  E(A) by more than δ. Nothing here.
+- `thompson` (after EESD, Liu et al. 2024): a Beta posterior over θ, the chance that the draft's
+  token at the next depth is accepted given that its parent was. Each step samples θ̃ from the
+  posterior and drafts the deepest L ≤ max depth whose last layer is still worth its price:
+  under θ̃ the path reaches depth L with probability θ̃^L, so layer L adds θ̃^L expected tokens, and
+  drafting stops where that falls to δ or below (the δ rule with the E(A) gains replaced by the
+  posterior's). The tree is then grown to exactly L layers (OPT-Tree's best-n selection inside them,
+  δ no longer consulted). After verification a step that drafted D layers and accepted A tokens
+  adds min(A, D) successes and, when A < D, one failure (the first depth the target refused).
+
+  Sampling θ̃ rather than using the posterior mean is what makes it Thompson sampling: while the
+  posterior is wide the depth varies and the run keeps learning about depths it would otherwise
+  never try. The draws come from the controller's own generator, seeded from the run's seed, so a
+  run is reproducible and the token picker's draws (hence the output) are untouched.
+
+Pure Python; the loop calls `choose` before building a step's tree and `observe` after verifying it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+LENGTH_CONTROLS = ("delta", "thompson")
+
+
+@dataclass
+class ThompsonLength:
+    max_depth: int
+    price: float                       # δ: the least expected gain a layer must bring
+    seed: int = 0
+    alpha: float = 1.0                 # Beta(1, 1): every θ equally likely before the first step
+    beta: float = 1.0
+    rng: random.Random = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.rng = random.Random(self.seed)
+
+    def depth_for(self, theta: float) -> int:
+        """The deepest L ≤ max_depth with θ^L > price (at least 1: a step always drafts)."""
+        if theta <= 0.0 or self.price >= 1.0:
+            return 1
+        if theta >= 1.0 or self.price <= 0.0:
+            return self.max_depth
+        return max(1, min(self.max_depth, math.ceil(math.log(self.price) / math.log(theta)) - 1))
+
+    def choose(self) -> dict:
+        """Sample θ̃ and pick this step's depth; returns the decision as the trace records it."""
+        alpha, beta = self.alpha, self.beta
+        theta = self.rng.betavariate(alpha, beta)
+        return {"control": "thompson", "alpha": round(alpha, 4), "beta": round(beta, 4),
+                "theta": round(theta, 6), "price": self.price, "depth": self.depth_for(theta)}
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        """A verified step: `drafted` layers, `accepted` draft tokens committed on its path."""
+        if drafted <= 0:
+            return
+        self.alpha += min(accepted, drafted)
+        if accepted < drafted:
+            self.beta += 1.0
