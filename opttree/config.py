@@ -20,6 +20,8 @@ METHODS = TREE_METHODS + ("ar",)
 METHOD_LABELS = {"opt-tree": "OPT-Tree (adaptive)", "chain": "Chain (one guess per depth)",
                  "binary": "Binary tree", "eagle-static": "EAGLE-25 static tree",
                  "eagle-dynamic": "EAGLE-2 dynamic tree", "ar": "Autoregressive (no draft)"}
+LENGTH_CONTROLS = ("delta", "thompson")     # opttree/trees/length_control.py
+LENGTH_CONTROL_LABELS = {"delta": "δ rule (OPT-Tree)", "thompson": "Thompson sampling (EESD)"}
 TREE_TEMPERATURE_RANGE = (0.05, 5.0)   # a real tree temperature; 0 stands for "the draft's fitted value"
 
 # nodes = 0 is the auto budget: each step's size is chosen from this machine's measured costs
@@ -69,6 +71,11 @@ class DecodeConfig:
     threshold: float = setting(0.5, lo=0.0, hi=1e6, label="Threshold δ", ui=dict(min=0, max=1, step=0.01),
                                app_default=0.3,
                                help="δ: OPT-Tree deepens while a layer raises E(A) by more than this")
+    length_control: str = setting("delta", choices=LENGTH_CONTROLS, label="Length control",
+                                  ui=dict(labels=LENGTH_CONTROL_LABELS),
+                                  help="how deep each step drafts: delta = OPT-Tree's δ rule on E(A); thompson = "
+                                       "EESD's Thompson sampling: a Beta posterior over per-depth acceptance, "
+                                       "learnt during the run, picks the deepest layer still worth δ")
     temperature: float = setting(0.0, lo=0.0, hi=2.0, label="Temperature (0 = greedy)",
                                  ui=dict(min=0, max=2, step=0.05),
                                  help="target sampling temperature; 0 = greedy (output equals the target's "

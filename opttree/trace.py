@@ -9,8 +9,10 @@ tree's depth, plus timings. A trace whose `accept_length` is the whole accepted 
 engines wrote that) loads too; `committed_draft(step)` reads either kind. A step sized by the auto
 budget also records its objective table (`auto`: expected tokens/s per depth and size, the modelled
 draft time per depth, the frontier widths and the chosen depth and size), and `meta["cost"]` holds
-the machine's measured cost curve in compact form (decoding/cost.py). Both are optional: traces
-written before them load unchanged. Views, replay, export and tests read only
+the machine's measured cost curve in compact form (decoding/cost.py). A step whose depth a length
+controller chose records the decision (`length`: the Thompson posterior's alpha and beta, the sampled
+theta, the price δ and the chosen depth; trees/length_control.py). All are optional: traces written
+before them load unchanged. Views, replay, export and tests read only
 this record; `validate_trace` guards every trace that comes from outside (imports are untrusted).
 
 The target's side of a step (optional: traces written before it existed lack both fields):
@@ -79,6 +81,8 @@ def step_record(index: int, step: StepData, text_of, decode) -> dict:
         **_target_side(step, text_of),
         # the auto budget's objective table (trees/auto_size.py), for "Why this shape"
         **({"auto": step.info["auto"]} if "auto" in step.info else {}),
+        # the length controller's decision and its inputs (trees/length_control.py)
+        **({"length": step.info["length"]} if "length" in step.info else {}),
     }
 
 
@@ -263,6 +267,8 @@ def _validate_step(i: int, step) -> None:
               "is not the product of q along its path")
     if "auto" in step:
         _validate_auto(where, step["auto"])
+    if "length" in step:
+        _validate_length(where, step["length"])
     acc = step["accepted"]
     _need(isinstance(acc, list) and all(_is_int(a) and 0 <= a < n for a in acc),
           f"{where}: accepted must be node indices")
@@ -276,6 +282,15 @@ def _validate_step(i: int, step) -> None:
               f"{where}: p_target must be {n} numbers in [0, 1]")
     if "topk_rows" in step:
         _validate_rows(where, step["topk_rows"], n)
+
+
+def _validate_length(where: str, length) -> None:
+    _need(isinstance(length, dict) and length.get("control") == "thompson", f"{where}: length must be a "
+          "Thompson decision")
+    _need(all(_is_num(length.get(k)) for k in ("alpha", "beta", "theta", "price")) and length["alpha"] > 0
+          and length["beta"] > 0 and 0.0 <= length["theta"] <= 1.0, f"{where}: length needs alpha, beta > 0, "
+          "theta in [0, 1] and a price")
+    _need(_is_int(length.get("depth")) and length["depth"] >= 1, f"{where}: length depth must be a positive integer")
 
 
 def _validate_rows(where: str, rows, n: int) -> None:

@@ -132,9 +132,18 @@ def test_explore_preset_scrub_and_click(page):
     assert pg.locator("#gen-text .tok.current").count() >= 1
 
     # The sharper-draft lesson sets the tree temperature slider, and the run reports using it.
-    start_and_wait(pg, f"#preset-{len(PRESETS) - 1}")
+    start_and_wait(pg, f"#preset-{preset_index('Sharper draft')}")
     assert float(pg.locator("#tree-temperature input[type=number]").input_value()) == 0.3
     assert "tree temperature 0.3" in pg.locator("#metrics").inner_text()
+    # The Thompson lesson switches the length control; Why this shape shows the posterior's draw.
+    start_and_wait(pg, f"#preset-{preset_index('Thompson')}")
+    assert pg.locator("#length-control input[value=thompson]").is_checked()
+    title = pg.evaluate("() => document.querySelector('#why .js-plotly-plot').layout.title.text")
+    assert "Thompson sampling" in title and "Beta(" in title
+
+
+def preset_index(name: str) -> int:
+    return next(i for i, p in enumerate(PRESETS) if p["name"].startswith(name))
 
 
 def test_sliders_run_and_redraw_time(page):

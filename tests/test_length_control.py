@@ -56,3 +56,92 @@ def test_the_chosen_depth_settles_where_the_true_acceptance_puts_it(theta):
     assert abs(c.alpha / (c.alpha + c.beta) - theta) < 0.05
     target = c.depth_for(theta)
     assert sum(abs(d - target) <= 1 for d in late) >= 0.9 * len(late)
+
+
+# ---------------------------------------------------------------- in the decoding loop (tiny models)
+
+PROMPT = [3, 5, 7, 11, 13]
+
+
+def _reference(model, n):
+    import torch
+
+    ids = torch.tensor([PROMPT])
+    return model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False)[0, 5:].tolist()
+
+
+@pytest.mark.parametrize("drafter", ["classic", "eagle"])
+@pytest.mark.parametrize("method,nodes", [("opt-tree", 24), ("opt-tree", 0), ("chain", 24), ("binary", 24),
+                                          ("eagle-static", 24), ("eagle-dynamic", 24)])
+def test_thompson_runs_are_lossless_and_record_each_decision(drafter, method, nodes):
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.decoding.speculative import run
+    from opttree.trace import dumps, loads
+
+    pair = tiny_pair(drafter, eos=9)
+    cfg = DecodeConfig(method=method, nodes=nodes, threshold=0.2, max_depth=6, max_new_tokens=30,
+                       length_control="thompson", seed=4)
+    trace = run(pair, "", cfg, prompt_ids=PROMPT)
+    assert trace["output_ids"] == _reference(pair.target, 30)
+    drafted = [s for s in trace["steps"] if s["tokens"]]
+    assert drafted and all(s["length"]["control"] == "thompson" for s in drafted)
+    assert all(max(s["depth"]) <= s["length"]["depth"] for s in drafted)
+    # The posterior the next step starts from counts what this step's verification showed.
+    for s, nxt in zip(drafted, drafted[1:]):
+        d, a = max(s["depth"]), len(s["accepted"])
+        assert nxt["length"]["alpha"] == pytest.approx(s["length"]["alpha"] + min(a, d))
+        assert nxt["length"]["beta"] == pytest.approx(s["length"]["beta"] + (a < d))
+    assert loads(dumps(trace))["steps"][0]["length"] == drafted[0]["length"]
+    again = run(pair, "", cfg, prompt_ids=PROMPT)
+    assert [s.get("length") for s in again["steps"]] == [s.get("length") for s in trace["steps"]]
+
+
+@pytest.mark.parametrize("method", ["opt-tree", "chain"])
+def test_thompson_keeps_the_ar_runs_sample(method):
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.decoding.speculative import run
+
+    pair = tiny_pair("classic", vocab=32, scale=2.0, eos=7)
+    for seed in range(3):
+        common = dict(max_new_tokens=24, seed=seed, temperature=0.8)
+        ar = run(pair, "", DecodeConfig(method="ar", **common), prompt_ids=PROMPT)
+        tree = run(pair, "", DecodeConfig(method=method, nodes=10, max_depth=4, threshold=0.1,
+                                          length_control="thompson", **common), prompt_ids=PROMPT)
+        assert tree["output_ids"] == ar["output_ids"]
+
+
+def test_a_bad_length_decision_in_a_trace_is_rejected():
+    import copy
+
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.decoding.speculative import run
+    from opttree.errors import BadInput
+    from opttree.trace import dumps, loads
+
+    trace = run(tiny_pair("classic"), "", DecodeConfig(method="chain", nodes=4, max_depth=3, max_new_tokens=6,
+                                                       length_control="thompson"), prompt_ids=PROMPT)
+    for key, value in [("theta", 1.5), ("alpha", -1), ("depth", 0), ("control", "magic")]:
+        bad = copy.deepcopy(trace)
+        bad["steps"][0]["length"][key] = value
+        with pytest.raises(BadInput, match="length"):
+            loads(dumps(bad))
+
+
+def test_why_this_shape_shows_the_thompson_decision():
+    from viz.step_charts import why_shape
+    from viz.style import ACCEPTED
+
+    step = {"ea_by_depth": [0, 0.9, 1.5], "length": {"control": "thompson", "alpha": 9.0, "beta": 3.0,
+                                                      "theta": 0.8, "price": 0.3, "depth": 5}}
+    fig = why_shape(step, {"max_depth": 8, "method": "opt-tree"})
+    bars = fig.data[0]
+    assert list(bars.x) == list(range(1, 9)) and bars.y[4] == pytest.approx(0.8 ** 5)
+    assert bars.marker.color[4] == ACCEPTED and ACCEPTED not in bars.marker.color[:4]
+    assert "Beta(9, 3)" in fig.layout.title.text and "θ̃ = 0.80" in fig.layout.title.text
+    assert fig.layout.shapes[0].y0 == 0.3                       # the price δ

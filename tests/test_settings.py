@@ -10,7 +10,8 @@ from opttree.config import SETTING_NAMES, SETTINGS, DecodeConfig, app_defaults
 from opttree.errors import BadInput
 
 # A value inside each setting's range that differs from its default (so reaching the config is visible).
-PROBE = {"method": "binary", "nodes": 7, "max_depth": 3, "threshold": 0.25, "temperature": 0.5,
+PROBE = {"method": "binary", "nodes": 7, "max_depth": 3, "threshold": 0.25, "length_control": "thompson",
+         "temperature": 0.5,
          "max_new_tokens": 9, "seed": 11, "tree_temperature": 0.6, "top_p": 0.9, "top_k": 5, "eagle_top_k": 4}
 
 

@@ -55,6 +55,15 @@ value, and verifies the best (d, n). *Why this shape* shows the whole table, the
 starred. The paper's rule is the special case of a flat verify cost and a fixed price δ per layer:
 auto prices a layer at its measured time times the throughput reached so far.
 
+### How deep? Three answers
+OPT-Tree's δ rule reads the draft's own p̂: deepen while a layer adds more than δ to E(A). A
+**Thompson sampling** controller (after EESD) learns instead from what the target actually did: it
+keeps a Beta posterior over θ, the chance that a drafted token is accepted once its parent was, adds
+each step's accepted depths and its first refusal, and before each step draws a θ from the posterior
+and drafts the deepest layer L whose expected gain θ^L still beats δ. Early in a run the posterior is
+wide, the draws vary and so does the depth (it explores); as evidence accumulates the depth settles
+where the acceptance really is. *Why this shape* shows the draw, the posterior and the choice.
+
 **Read the tree:** depth runs left to right from the root (the last committed token). Red diamonds
 are the accepted path, the grey X is the draft's first guess the target refused, the orange star is
 the target's bonus token. Hover a node for its token, q, p̂, depth and rank.
@@ -108,3 +117,17 @@ PRESETS = [
      "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
      "max_new_tokens": 24, "tree_temperature": 0.3},
 ]
+
+PRESETS.append(
+    {"name": "Thompson sampling: learnt depth",
+     "lesson": "The depth of each step comes from what the target accepted so far, not from the draft's "
+               "p̂: a Beta posterior over per-depth acceptance, a draw from it, and the deepest layer still "
+               "worth δ. Scrub from the first step to the last: the posterior narrows and the depth settles.",
+     "prompt": "Count from 1 to 30, separated by commas.",
+     "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2, "temperature": 0.0,
+     "max_new_tokens": 48, "tree_temperature": 0.0, "length_control": "thompson"})
+
+# Every preset sets every key the first one names (ui/explore.apply_preset): the length control is the
+# δ rule unless a lesson is about another controller.
+PRESETS = [{"length_control": "delta", **p} for p in PRESETS]
+

@@ -51,6 +51,8 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
     Built from plain dicts without validation: it is redrawn on every scrubber step. A step sized by
     the auto budget shows its objective table instead (`why_auto`)."""
     meta = meta or {}
+    if step and isinstance(step.get("length"), dict):
+        return why_thompson(step, meta)
     if step and isinstance(step.get("auto"), dict) and step["auto"].get("objective"):
         return why_auto(step, meta)
     layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=40, b=40), showlegend=False,
@@ -88,6 +90,37 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
                   xaxis=dict(title=dict(text="depth (layers drafted)"), dtick=1,
                              range=[-0.3, max(len(ea), (max_depth or 0) + 1) - 0.5]),
                   yaxis=dict(title=dict(text="E(A) = Σ p̂ of the best n nodes"), rangemode="tozero"))
+    return go.Figure(dict(data=data, layout=layout), _validate=False)
+
+
+def why_thompson(step: dict, meta: dict) -> go.Figure:
+    """The Thompson controller's decision (trees/length_control.py): the θ it drew from its Beta
+    posterior, what each layer would add under that θ (θ^L) and under the posterior mean, the price
+    δ, and the depth it chose."""
+    length = step["length"]
+    a, b, theta, price, chosen = (length[k] for k in ("alpha", "beta", "theta", "price", "depth"))
+    mean = a / (a + b)
+    depths = list(range(1, int(meta.get("max_depth") or chosen) + 1))
+    colours = [style.ACCEPTED if d == chosen else ("#4c78a8" if d < chosen else "#c6dbef") for d in depths]
+    data = [dict(type="bar", x=depths, y=[theta ** d for d in depths], name="θ̃^L: what layer L adds (sampled θ̃)",
+                 marker=dict(color=colours), hovertemplate="layer %{x}: adds %{y:.3f} expected tokens<extra></extra>"),
+            dict(type="scatter", x=depths, y=[mean ** d for d in depths], mode="lines+markers",
+                 name="under the posterior mean", line=dict(color=style.GUIDE, dash="dot"),
+                 hovertemplate="layer %{x}: %{y:.3f} at the mean θ<extra></extra>")]
+    shapes = [dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=price, y1=price,
+                   line=dict(color=style.ACCEPTED, dash="dash"))]
+    notes = [dict(xref="paper", x=1, yref="y", y=price, xanchor="right", yanchor="bottom", showarrow=False,
+                  text=f"δ = {price:g}: a layer must add more"),
+             dict(x=chosen, y=theta ** chosen, xref="x", yref="y", showarrow=True, arrowhead=2, ax=30, ay=-30,
+                  text=f"drafted {chosen} layer{'s' if chosen != 1 else ''}", font=dict(size=11, color=style.ACCEPTED),
+                  xanchor="left")]
+    title = (f"Why this shape (Thompson sampling): θ̃ = {theta:.2f} drawn from Beta({a:g}, {b:g}) "
+             f"(mean {mean:.2f}, {a + b - 2:g} depths seen)")
+    layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=40, b=40), showlegend=True,
+                  title=dict(text=title, x=0.01, font=dict(size=13)), shapes=shapes, annotations=notes,
+                  legend=dict(orientation="h", y=-0.25, x=0),
+                  xaxis=dict(title=dict(text="layer L"), dtick=1),
+                  yaxis=dict(title=dict(text="expected tokens it adds"), range=[0, 1.05]))
     return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 

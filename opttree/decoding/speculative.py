@@ -22,6 +22,7 @@ from opttree.drafters.factory import make_drafter
 from opttree.drafters.tree_temperature import for_decoding
 from opttree.errors import BadInput
 from opttree.trace import ROWS_PER_RUN, ROWS_PER_STEP, TOPK, VERSION, StepData, step_record, summarize
+from opttree.trees import length_control
 from opttree.trees.draft_tree import ROOT, DraftTree
 from opttree.trees.methods import build_tree
 
@@ -159,6 +160,7 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
                      use_cache=True, output_hidden_states=want_feats)
         feats = out.hidden_states[-1][0] if want_feats else None
     picker = TokenPicker(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed)
+    lengths = length_control.controller_for(cfg)   # None: the builder's own δ rule decides the depth
     eos, produced = pair.eos_ids, 0
     rows_left = ROWS_PER_RUN if record_target else 0
     while produced < cfg.max_new_tokens:
@@ -167,6 +169,9 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
         draft_s = record_s = 0.0   # record_s: keeping draft rows for the trace, not part of any phase
         draft_rows = DraftRows()
         step_cfg = capped_config(cfg, cfg.max_new_tokens - produced) if drafter else cfg
+        decision = lengths.choose() if lengths and step_cfg is not None else None
+        if decision:
+            step_cfg = length_control.apply(step_cfg, decision)
         if step_cfg is not None and drafter:
             drafter.begin_step(committed, feats)
             feats = None   # read: the drafter keeps what it needs
@@ -193,6 +198,8 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
                                        "stop_reason": "one token left to generate: the target picks it, no draft"}
         else:
             tree, info = build_tree(expand, step_cfg, step_cost)
+            if decision:
+                info["length"] = decision
             if step_cfg.max_depth < cfg.max_depth:
                 info["stop_reason"] = (f"{info.get('stop_reason', '')}; depth capped at {step_cfg.max_depth}: "
                                        f"{cfg.max_new_tokens - produced} tokens left to generate").lstrip("; ")
@@ -207,6 +214,8 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
             feats = got if feats is None else torch.cat([feats, got])
         if drafter and step_cfg is not None:
             drafter.end_step([tree.origin[a] for a in accepted])
+        if decision:
+            lengths.observe(tree.max_depth, len(accepted))
         t2 = time.perf_counter()
         p_target = topk_rows = None
         if drafter and record_target:   # after the timed phases: the trace's own cost is not the method's

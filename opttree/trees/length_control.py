@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-LENGTH_CONTROLS = ("delta", "thompson")
+from opttree.config import DecodeConfig
 
 
 @dataclass
@@ -62,3 +62,15 @@ class ThompsonLength:
         self.alpha += min(accepted, drafted)
         if accepted < drafted:
             self.beta += 1.0
+
+
+def controller_for(cfg: DecodeConfig) -> ThompsonLength | None:
+    """The run's length controller; None for the δ rule (the builder applies it itself)."""
+    if cfg.length_control == "thompson" and cfg.method != "ar":
+        return ThompsonLength(cfg.max_depth, cfg.threshold, seed=cfg.seed)
+    return None
+
+
+def apply(cfg: DecodeConfig, decision: dict) -> DecodeConfig:
+    """The step's settings under a decision: at most its depth, and no δ rule inside it."""
+    return replace(cfg, max_depth=min(cfg.max_depth, decision["depth"]), threshold=0.0)
