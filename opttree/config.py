@@ -15,11 +15,12 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 
 from opttree.errors import BadInput
 
-TREE_METHODS = ("opt-tree", "chain", "binary", "eagle-static", "eagle-dynamic")
+TREE_METHODS = ("opt-tree", "chain", "binary", "eagle-static", "eagle-dynamic", "tr-static")
 METHODS = TREE_METHODS + ("ar",)
 METHOD_LABELS = {"opt-tree": "OPT-Tree (adaptive)", "chain": "Chain (one guess per depth)",
                  "binary": "Binary tree", "eagle-static": "EAGLE-25 static tree",
-                 "eagle-dynamic": "EAGLE-2 dynamic tree", "ar": "Autoregressive (no draft)"}
+                 "eagle-dynamic": "EAGLE-2 dynamic tree", "tr-static": "Token Recycling static tree (80)",
+                 "ar": "Autoregressive (no draft)"}
 TREE_TEMPERATURE_RANGE = (0.05, 5.0)   # a real tree temperature; 0 stands for "the draft's fitted value"
 
 # nodes = 0 is the auto budget: each step's size is chosen from this machine's measured costs
@@ -92,6 +93,15 @@ class DecodeConfig:
                          help="sample only from the k most likely tokens; 0 = off")
     eagle_top_k: int = setting(10, lo=1, hi=64, label="EAGLE-2 top-k", ui=dict(min=1, max=64, step=1),
                                help="EAGLE-2 dynamic trees: children each frontier node proposes per layer")
+    retrieval: str = setting("off", choices=("off", "on"), label="Retrieval fusion (RASD)",
+                             help="on: continuations retrieved from the prompt and the output so far (and a "
+                                  "--retrieval-corpus file on the command line) are pruned by the draft model's "
+                                  "probabilities and merged into its tree; the node budget covers the fused tree. "
+                                  "Needs a draft model (classic or eagle); AR ignores it")
+    recycling_scope: str = setting("run", choices=("run", "session"), label="Token Recycling table kept for",
+                                   help="Token Recycling's table of next-token candidates: run = starts empty "
+                                        "every run; session = kept between the runs of one browser session (never "
+                                        "shared with another visitor; a run without a session starts empty)")
 
     def __post_init__(self):
         for f in fields(self):

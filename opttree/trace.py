@@ -2,16 +2,18 @@
 
 A run is a plain JSON object: {"version", "meta", "prompt", "output_ids", "output_text", "steps",
 "summary"}. Each step records the verified draft tree (tokens, texts, parents with -1 = the root,
-depth, q, p_hat, rank), the accepted node indices in order (the verifier's path), `accept_length`
+depth, q, p_hat, rank, and each node's source: draft / recycled / retrieved / both), the accepted node
+indices in order (the verifier's path), `accept_length`
 (the draft tokens actually committed: the accepted path, cut where EOS or the token limit ended the
 run), the bonus token, the committed tokens, E(A) and the per-depth E(A) values that decided the
 tree's depth, plus timings. A trace whose `accept_length` is the whole accepted path (older
 engines wrote that) loads too; `committed_draft(step)` reads either kind. A step sized by the auto
 budget also records its objective table (`auto`: expected tokens/s per depth and size, the modelled
 draft time per depth, the frontier widths and the chosen depth and size), and `meta["cost"]` holds
-the machine's measured cost curve in compact form (decoding/cost.py). Both are optional: traces
-written before them load unchanged. Views, replay, export and tests read only
-this record; `validate_trace` guards every trace that comes from outside (imports are untrusted).
+the machine's measured cost curve in compact form (decoding/cost.py). All three are optional: traces
+written before them load unchanged (a trace without `source` came from a draft model). Views, replay,
+export and tests read only this record; `validate_trace` guards every trace that comes from outside
+(imports are untrusted).
 
 The target's side of a step (optional: traces written before it existed lack both fields):
 - `p_target`: per node, the target's probability of the node's token at its parent's row, i.e. the
@@ -37,6 +39,8 @@ from opttree.errors import BadInput
 
 VERSION = 1
 STEP_LISTS = ("tokens", "texts", "parents", "depth", "q", "p_hat", "rank")
+# Where a node came from: a draft model, Token Recycling's table, retrieval, or a draft model and retrieval.
+SOURCES = ("draft", "recycled", "retrieved", "both")
 MAX_STEPS, MAX_NODES, MAX_TRACE_BYTES = 5000, 2000, 64 * 1024 * 1024
 TOPK = 8                  # tokens per side (target, draft) in a recorded row
 ROWS_PER_STEP = 16        # recorded rows per step
@@ -68,6 +72,7 @@ def step_record(index: int, step: StepData, text_of, decode) -> dict:
         "tokens": list(tree.tokens), "texts": [text_of(t) for t in tree.tokens], "parents": list(tree.parents),
         "depth": list(tree.depth), "q": [round(x, 6) for x in tree.q],
         "p_hat": [round(x, 8) for x in tree.p_hat], "rank": list(tree.rank),
+        "source": list(tree.source) if tree.source else ["draft"] * len(tree.tokens),
         "accepted": step.accepted, "accept_length": min(len(step.accepted), len(step.committed)),
         "bonus_token": step.bonus, "bonus_text": text_of(step.bonus), "rejected": step.rejected,
         "committed": step.committed, "committed_text": decode(step.committed),
@@ -210,6 +215,10 @@ def _validate_step(i: int, step) -> None:
     for key in STEP_LISTS:
         _need(isinstance(step[key], list) and len(step[key]) == n, f"{where}: {key} must have {n} entries")
     _need(all(isinstance(t, str) for t in step["texts"]), f"{where}: texts must be strings")
+    if "source" in step:   # optional: older traces lack it
+        _need(isinstance(step["source"], list) and len(step["source"]) == n
+              and all(isinstance(s, str) and s in SOURCES for s in step["source"]),
+              f"{where}: source must list one of {', '.join(SOURCES)} per node")
     for key in ("tokens", "parents", "depth", "rank"):
         _need(all(_is_int(x) for x in step[key]), f"{where}: {key} must be integers")
     for key in ("q", "p_hat"):

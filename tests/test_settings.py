@@ -11,7 +11,8 @@ from opttree.errors import BadInput
 
 # A value inside each setting's range that differs from its default (so reaching the config is visible).
 PROBE = {"method": "binary", "nodes": 7, "max_depth": 3, "threshold": 0.25, "temperature": 0.5,
-         "max_new_tokens": 9, "seed": 11, "tree_temperature": 0.6, "top_p": 0.9, "top_k": 5, "eagle_top_k": 4}
+         "max_new_tokens": 9, "seed": 11, "tree_temperature": 0.6, "top_p": 0.9, "top_k": 5, "eagle_top_k": 4,
+         "retrieval": "on", "recycling_scope": "session"}
 
 
 def test_probe_covers_every_setting_with_a_non_default_value():
@@ -82,7 +83,7 @@ def test_lesson_presets_use_declared_settings_only():
     from viz.lessons import PRESETS
 
     for p in PRESETS:
-        extra = set(p) - {"name", "lesson", "prompt"}
+        extra = set(p) - {"name", "lesson", "prompt", "model"}
         assert extra <= set(SETTING_NAMES), extra - set(SETTING_NAMES)
         DecodeConfig(**{k: p[k] for k in extra})
     # Every preset sets the same settings, so clicking one never leaves another's values behind.

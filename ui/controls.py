@@ -15,7 +15,8 @@ from opttree.config import AUTO_NODES, METHOD_LABELS, SETTING_NAMES, SETTINGS, T
 METHOD_CHOICES = [(METHOD_LABELS[m], m) for m in TREE_METHODS]
 STATIC_CHOICES = [c for c in METHOD_CHOICES if c[1] != "opt-tree"]
 # Shown up front in Explore; the rest sit in a "More settings" accordion.
-MAIN = ("method", "nodes", "max_depth", "threshold", "temperature", "seed", "max_new_tokens", "tree_temperature")
+MAIN = ("method", "nodes", "max_depth", "threshold", "temperature", "seed", "max_new_tokens", "tree_temperature",
+        "retrieval")
 NODES_MODE = "nodes_mode"        # the node budget's switch: "auto" or "fixed" (its own control, after the settings)
 AUTO, FIXED = "auto", "fixed"
 
@@ -31,6 +32,8 @@ def control(name: str):
     common = dict(label=meta["label"], elem_id=elem_id(name))
     if name == "method":
         return gr.Dropdown(METHOD_CHOICES, value=value, **common)
+    if meta["choices"] is not None:
+        return gr.Radio(list(meta["choices"]), value=value, info=meta["help"].capitalize() + ".", **common)
     if meta["ui"].get("kind") == "number":
         return gr.Number(value, precision=0, minimum=meta["lo"], step=1, **common)
     ui = meta["ui"]
@@ -59,7 +62,7 @@ def settings_controls() -> dict:
         if name == "nodes":
             controls[NODES_MODE] = nodes_mode()
         controls[name] = control(name)
-    with gr.Accordion("More settings (sampling filters, EAGLE-2)", open=False):
+    with gr.Accordion("More settings (sampling filters, EAGLE-2, Token Recycling)", open=False):
         for name in SETTING_NAMES:
             if name not in controls:
                 controls[name] = control(name)
