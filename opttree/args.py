@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from opttree.config import add_decode_args, from_args
+from opttree.config import TRAINING_FREE, add_decode_args, from_args
 
 __all__ = ["add_decode_args", "add_model_args", "context_from_args", "decode_config", "load_from_args"]
 
@@ -16,7 +16,7 @@ __all__ = ["add_decode_args", "add_model_args", "context_from_args", "decode_con
 def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-model-path", "--target", dest="target", default="smollm2-135m-instruct",
                    help="target model: the bundled 'smollm2-135m-instruct', a hub id or a local path")
-    p.add_argument("--drafter", choices=["classic", "eagle", "recycling", "lookup"], default="eagle",
+    p.add_argument("--drafter", choices=["classic", "eagle", *TRAINING_FREE], default="eagle",
                    help="eagle = feature head on the target's hidden states; classic = independent draft LM; "
                         "recycling = Token Recycling (a table of the target's own past candidates, no draft "
                         "model); lookup = prompt lookup (what followed the last tokens earlier in the text)")

@@ -132,7 +132,8 @@ def test_explore_preset_scrub_and_click(page):
     assert pg.locator("#gen-text .tok.current").count() >= 1
 
     # The sharper-draft lesson sets the tree temperature slider, and the run reports using it.
-    start_and_wait(pg, f"#preset-{len(PRESETS) - 1}")
+    sharper = next(i for i, p in enumerate(PRESETS) if p["tree_temperature"])
+    start_and_wait(pg, f"#preset-{sharper}")
     assert float(pg.locator("#tree-temperature input[type=number]").input_value()) == 0.3
     assert "tree temperature 0.3" in pg.locator("#metrics").inner_text()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from types import SimpleNamespace
 
 import pytest
 
@@ -97,10 +98,16 @@ def test_a_preset_sets_the_node_switch():
     from ui.explore import apply_preset, preset_settings
     from viz.lessons import PRESETS
 
-    page = Page(settings={name: None for name in (*SETTING_NAMES, "nodes_mode")})
+    offered = [("head", "smollm2-eagle"), ("recycling", "smollm2-recycling")]   # this server lacks the lookup pair
+    page = Page(settings={name: None for name in (*SETTING_NAMES, "nodes_mode")},
+                model=SimpleNamespace(choices=offered, value="smollm2-eagle"))
     for i, p in enumerate(PRESETS):
         values = apply_preset(page, i)
-        assert len(values) == 2 + len(preset_settings(page)) and values[-1] == ("auto" if p["nodes"] == 0 else "fixed")
+        assert len(values) == 3 + len(preset_settings(page)) and values[-1] == ("auto" if p["nodes"] == 0 else "fixed")
+        # prompt, then the lesson's pair (None: the default; one the server does not offer is left alone)
+        model = p["model"] or "smollm2-eagle"
+        assert values[1] == model if model in dict(map(reversed, offered)) else not isinstance(values[1], str)
+    assert any(p["model"] == "smollm2-lookup" for p in PRESETS) and any(p["model"] for p in PRESETS)
 
 
 def test_service_accepts_exactly_the_declared_settings():

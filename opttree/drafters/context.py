@@ -12,8 +12,6 @@ import numpy as np
 
 from opttree.drafters.recycling import RecyclingTable
 
-TRAINING_FREE = ("recycling", "lookup")   # drafter kinds that need no draft model
-
 
 @dataclass
 class DraftContext:

@@ -3,9 +3,9 @@ run's context brings (a session's Token Recycling table, a retrieval corpus)."""
 
 from __future__ import annotations
 
-from opttree.config import DecodeConfig
+from opttree.config import TRAINING_FREE, DecodeConfig
 from opttree.drafters.classic import ClassicDrafter
-from opttree.drafters.context import TRAINING_FREE, DraftContext
+from opttree.drafters.context import DraftContext
 from opttree.drafters.feature_head import FeatureHeadDrafter
 from opttree.drafters.fusion import RetrievalFusion
 from opttree.drafters.lookup import LookupDrafter

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 
 from opttree import paths
-from opttree.drafters.context import TRAINING_FREE
+from opttree.config import TRAINING_FREE
 from opttree.drafters.tree_temperature import card_temperature
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
