@@ -137,6 +137,13 @@ def test_explore_preset_scrub_and_click(page):
     assert float(pg.locator("#tree-temperature input[type=number]").input_value()) == 0.3
     assert "tree temperature 0.3" in pg.locator("#metrics").inner_text()
 
+    # The retrieval-fusion lesson turns retrieval on: the server fuses, and each step says what it added.
+    fusion = next(i for i, p in enumerate(PRESETS) if p["retrieval"] == "on")
+    start_and_wait(pg, f"#preset-{fusion}")
+    assert pg.locator("#prompt textarea").input_value().startswith("Summarize the following text")
+    assert "retrieval:" in pg.locator("#metrics").inner_text()
+    shot(pg, "02b-retrieval-fusion.png")
+
 
 def test_sliders_run_and_redraw_time(page):
     pg = page

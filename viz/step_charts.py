@@ -76,7 +76,8 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
     if meta.get("method") == "opt-tree" and reason:
         # Point at the layer where growth stopped, with the rule's own words.
         notes.append(dict(x=len(ea) - 1, y=ea[-1], xref="x", yref="y", showarrow=True, arrowhead=2, ax=40, ay=-30,
-                          text="stopped: " + html.escape(reason.replace("E(A) grew by", "gain")),
+                          # A fused tree adds a retrieval note after " · ": one line each.
+                          text="stopped: " + html.escape(reason.replace("E(A) grew by", "gain")).replace(" · ", "<br>"),
                           font=dict(size=11, color=style.ACCEPTED), xanchor="left"))
     max_depth = meta.get("max_depth")
     if isinstance(max_depth, (int, float)):
