@@ -130,6 +130,21 @@ def test_allow_list_declares_training_free_pairs_and_retrieval(tmp_path):
         load_registry(path)
 
 
+def test_compare_rows_follow_the_allow_list():
+    from ui.compare import extra_rows
+
+    reg = load_registry()
+    base = {"method": "opt-tree", "retrieval": "off", "nodes": 9}
+    jobs, skipped = extra_rows(reg, "smollm2-eagle", base, ["lookup", "bogus", "opt-tree + retrieval", "recycling"])
+    assert [(name, pair) for name, pair, _ in jobs] == [("opt-tree + retrieval", "smollm2-eagle"),
+                                                        ("recycling (opt-tree)", "smollm2-recycling"),
+                                                        ("lookup (opt-tree)", "smollm2-lookup")]
+    assert jobs[0][2]["retrieval"] == "on" and all(j[2]["nodes"] == 9 for j in jobs) and not skipped
+    jobs, skipped = extra_rows(reg, "smollm2-self", base, ["opt-tree + retrieval"])
+    assert jobs == [] and skipped == ["opt-tree + retrieval"]      # the allow-list does not let it fuse
+    assert extra_rows(reg, "no-such-pair", base, ["lookup"]) == ([], ["lookup"])
+
+
 def test_run_matches_the_engine_and_streams_each_step(service, pair):
     updates = list(service.stream("tiny", "t1 t2 t3", SETTINGS))
     assert [u.state for u in updates][-1] == "done"

@@ -239,6 +239,11 @@ def test_fused_trees_keep_the_last_steps_depth_cap_and_the_auto_budgets_size():
     assert "retrieved" in fused["steps"][0]["source"] or "both" in fused["steps"][0]["source"]
 
 
+def test_tree_temperature_does_not_apply_without_draft_logits():
+    trace = run(tiny_pair("recycling"), "", DecodeConfig(tree_temperature=0.5, max_new_tokens=2), prompt_ids=[1, 2])
+    assert trace["meta"]["tree_temperature"] == 1.0      # meta records the value used: none
+
+
 def test_retrieval_needs_a_draft_model():
     with pytest.raises(BadInput, match="retrieval fusion"):
         run(tiny_pair("recycling"), "", DecodeConfig(retrieval="on", max_new_tokens=2), prompt_ids=[1, 2])
