@@ -33,7 +33,7 @@ def control(name: str):
     if name == "method":
         return gr.Dropdown(METHOD_CHOICES, value=value, **common)
     if meta["choices"] is not None:
-        return gr.Radio(list(meta["choices"]), value=value, info=meta["help"].capitalize() + ".", **common)
+        return gr.Radio(list(meta["choices"]), value=value, info=meta["help"] + ".", **common)
     if meta["ui"].get("kind") == "number":
         return gr.Number(value, precision=0, minimum=meta["lo"], step=1, **common)
     ui = meta["ui"]

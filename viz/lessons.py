@@ -91,6 +91,10 @@ SUMMARY_PROMPT = (
     "living organisms. This reef structure is composed of and built by billions of tiny organisms, known as coral "
     "polyps.")
 
+# The summarising lessons (prompt lookup, retrieval fusion): the same prompt and settings, their own pair.
+SUMMARY_RUN = {"prompt": SUMMARY_PROMPT, "method": "opt-tree", "nodes": 20, "max_depth": 10, "threshold": 0.3,
+               "temperature": 0.0, "max_new_tokens": 32, "tree_temperature": 0.0, "recycling_scope": "run"}
+
 PRESETS = [
     {"name": "Confident: deep chain",
      "lesson": "A predictable continuation: p̂ stays high along one path, so OPT-Tree spends its "
@@ -157,16 +161,10 @@ PRESETS = [
      "lesson": "No draft model either: the last tokens are looked up in the prompt and what followed "
                "is proposed. Summarising a given text copies long spans, so whole chains are accepted; "
                "where nothing matches, the step is a single target token.",
-     "prompt": SUMMARY_PROMPT,
-     "method": "opt-tree", "nodes": 20, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 32, "tree_temperature": 0.0, "model": "smollm2-lookup", "retrieval": "off",
-     "recycling_scope": "run"},
+     **SUMMARY_RUN, "model": "smollm2-lookup", "retrieval": "off"},
     {"name": "Retrieval fusion: summarise",
      "lesson": "The trained head plus retrieval from the text: copied names the head cannot even propose "
                "(its vocabulary is small) arrive as retrieved branches (triangles), shared prefixes as "
                "pentagons. Compare the accepted lengths with retrieval off.",
-     "prompt": SUMMARY_PROMPT,
-     "method": "opt-tree", "nodes": 20, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 32, "tree_temperature": 0.0, "model": "smollm2-eagle", "retrieval": "on",
-     "recycling_scope": "run"},
+     **SUMMARY_RUN, "model": "smollm2-eagle", "retrieval": "on"},
 ]
