@@ -141,6 +141,10 @@ def test_explore_preset_scrub_and_click(page):
     fusion = next(i for i, p in enumerate(PRESETS) if p["retrieval"] == "on")
     start_and_wait(pg, f"#preset-{fusion}")
     assert pg.locator("#prompt textarea").input_value().startswith("Summarize the following text")
+    # The first step (the last may have one token left and no tree to fuse).
+    before = plot_state(pg)
+    pg.locator("#gen-text [data-step='0']").first.click()
+    wait_title_change(pg, before["title"])
     assert "retrieval:" in pg.locator("#metrics").inner_text()
     shot(pg, "02b-retrieval-fusion.png")
 
