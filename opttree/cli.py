@@ -7,7 +7,7 @@ import json
 import sys
 import traceback
 
-from opttree.args import add_decode_args, add_model_args, decode_config, load_from_args
+from opttree.args import add_decode_args, add_model_args, context_from_args, decode_config, load_from_args
 from opttree.bench.answers import main as eval_main
 from opttree.bench.cli import register as register_bench
 from opttree.decoding.prompts import clean_prompt
@@ -21,7 +21,7 @@ def cmd_generate(args) -> int:
     cfg = decode_config(args, args.method)  # validate settings before loading anything
     clean_prompt(args.prompt)
     pair = load_from_args(args, need_draft=args.method != "ar")
-    trace = run(pair, args.prompt, cfg, chat=not args.no_chat)
+    trace = run(pair, args.prompt, cfg, chat=not args.no_chat, context=context_from_args(args, pair))
     if args.trace:
         with open(args.trace, "w", encoding="utf-8") as f:
             f.write(dumps(trace))

@@ -15,13 +15,16 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 
 from opttree.errors import BadInput
 
-TREE_METHODS = ("opt-tree", "chain", "binary", "eagle-static", "eagle-dynamic")
+TREE_METHODS = ("opt-tree", "chain", "binary", "eagle-static", "eagle-dynamic", "tr-static")
 METHODS = TREE_METHODS + ("ar",)
+TRAINING_FREE = ("recycling", "lookup")   # drafters without a draft model: Token Recycling, prompt lookup
 METHOD_LABELS = {"opt-tree": "OPT-Tree (adaptive)", "chain": "Chain (one guess per depth)",
                  "binary": "Binary tree", "eagle-static": "EAGLE-25 static tree",
-                 "eagle-dynamic": "EAGLE-2 dynamic tree", "ar": "Autoregressive (no draft)"}
-LENGTH_CONTROLS = ("delta", "thompson")     # opttree/trees/length_control.py
-LENGTH_CONTROL_LABELS = {"delta": "δ rule (OPT-Tree)", "thompson": "Thompson sampling (EESD)"}
+                 "eagle-dynamic": "EAGLE-2 dynamic tree", "tr-static": "Token Recycling static tree (80)",
+                 "ar": "Autoregressive (no draft)"}
+LENGTH_CONTROLS = ("delta", "thompson", "predictor")     # opttree/trees/length_control.py
+LENGTH_CONTROL_LABELS = {"delta": "δ rule (OPT-Tree)", "thompson": "Thompson sampling (EESD)",
+                         "predictor": "learned predictor (AdaEAGLE)"}
 TREE_TEMPERATURE_RANGE = (0.05, 5.0)   # a real tree temperature; 0 stands for "the draft's fitted value"
 
 # nodes = 0 is the auto budget: each step's size is chosen from this machine's measured costs
@@ -71,11 +74,6 @@ class DecodeConfig:
     threshold: float = setting(0.5, lo=0.0, hi=1e6, label="Threshold δ", ui=dict(min=0, max=1, step=0.01),
                                app_default=0.3,
                                help="δ: OPT-Tree deepens while a layer raises E(A) by more than this")
-    length_control: str = setting("delta", choices=LENGTH_CONTROLS, label="Length control",
-                                  ui=dict(labels=LENGTH_CONTROL_LABELS),
-                                  help="how deep each step drafts: delta = OPT-Tree's δ rule on E(A); thompson = "
-                                       "EESD's Thompson sampling: a Beta posterior over per-depth acceptance, "
-                                       "learnt during the run, picks the deepest layer still worth δ")
     temperature: float = setting(0.0, lo=0.0, hi=2.0, label="Temperature (0 = greedy)",
                                  ui=dict(min=0, max=2, step=0.05),
                                  help="target sampling temperature; 0 = greedy (output equals the target's "
@@ -99,6 +97,23 @@ class DecodeConfig:
                          help="sample only from the k most likely tokens; 0 = off")
     eagle_top_k: int = setting(10, lo=1, hi=64, label="EAGLE-2 top-k", ui=dict(min=1, max=64, step=1),
                                help="EAGLE-2 dynamic trees: children each frontier node proposes per layer")
+    retrieval: str = setting("off", choices=("off", "on"), label="Retrieval fusion (RASD)",
+                             help="on: continuations retrieved from the prompt and the output so far (and a "
+                                  "--retrieval-corpus file on the command line) are pruned by the draft model's "
+                                  "probabilities and merged into its tree; the node budget covers the fused tree. "
+                                  "Needs a draft model (classic or eagle); AR ignores it")
+    recycling_scope: str = setting("run", choices=("run", "session"), label="Token Recycling table kept for",
+                                   help="Token Recycling's table of next-token candidates: run = starts empty "
+                                        "every run; session = kept between the runs of one browser session (never "
+                                        "shared with another visitor; a run without a session starts empty)")
+    length_control: str = setting("delta", choices=LENGTH_CONTROLS, label="Length control",
+                                  ui=dict(labels=LENGTH_CONTROL_LABELS),
+                                  help="how deep each step drafts: delta = OPT-Tree's δ rule on E(A); thompson = "
+                                       "EESD's Thompson sampling: a Beta posterior over per-depth acceptance, "
+                                       "learnt during the run, picks the deepest layer still worth δ; predictor = "
+                                       "AdaEAGLE's learned predictor: a small network reading the target's last "
+                                       "hidden state predicts the accepted length, and the step drafts one layer "
+                                       "past it (no threshold)")
 
     def __post_init__(self):
         for f in fields(self):

@@ -2,7 +2,8 @@
 
 A run is a plain JSON object: {"version", "meta", "prompt", "output_ids", "output_text", "steps",
 "summary"}. Each step records the verified draft tree (tokens, texts, parents with -1 = the root,
-depth, q, p_hat, rank), the accepted node indices in order (the verifier's path), `accept_length`
+depth, q, p_hat, rank, and each node's source: draft / recycled / retrieved / both), the accepted node
+indices in order (the verifier's path), `accept_length`
 (the draft tokens actually committed: the accepted path, cut where EOS or the token limit ended the
 run), the bonus token, the committed tokens, E(A) and the per-depth E(A) values that decided the
 tree's depth, plus timings. A trace whose `accept_length` is the whole accepted path (older
@@ -10,10 +11,12 @@ engines wrote that) loads too; `committed_draft(step)` reads either kind. A step
 budget also records its objective table (`auto`: expected tokens/s per depth and size, the modelled
 draft time per depth, the frontier widths and the chosen depth and size), and `meta["cost"]` holds
 the machine's measured cost curve in compact form (decoding/cost.py). A step whose depth a length
-controller chose records the decision (`length`: the Thompson posterior's alpha and beta, the sampled
-theta, the price δ and the chosen depth; trees/length_control.py). All are optional: traces written
-before them load unchanged. Views, replay, export and tests read only
-this record; `validate_trace` guards every trace that comes from outside (imports are untrusted).
+controller chose records the decision (`length`: for Thompson sampling the posterior's alpha and beta,
+the sampled theta and the price δ; for the predictor its predicted accepted length; and the chosen
+depth; trees/length_control.py). All of these are optional: traces
+written before them load unchanged (a trace without `source` came from a draft model). Views, replay,
+export and tests read only this record; `validate_trace` guards every trace that comes from outside
+(imports are untrusted).
 
 The target's side of a step (optional: traces written before it existed lack both fields):
 - `p_target`: per node, the target's probability of the node's token at its parent's row, i.e. the
@@ -39,6 +42,8 @@ from opttree.errors import BadInput
 
 VERSION = 1
 STEP_LISTS = ("tokens", "texts", "parents", "depth", "q", "p_hat", "rank")
+# Where a node came from: a draft model, Token Recycling's table, retrieval, or a draft model and retrieval.
+SOURCES = ("draft", "recycled", "retrieved", "both")
 MAX_STEPS, MAX_NODES, MAX_TRACE_BYTES = 5000, 2000, 64 * 1024 * 1024
 TOPK = 8                  # tokens per side (target, draft) in a recorded row
 ROWS_PER_STEP = 16        # recorded rows per step
@@ -70,6 +75,7 @@ def step_record(index: int, step: StepData, text_of, decode) -> dict:
         "tokens": list(tree.tokens), "texts": [text_of(t) for t in tree.tokens], "parents": list(tree.parents),
         "depth": list(tree.depth), "q": [round(x, 6) for x in tree.q],
         "p_hat": [round(x, 8) for x in tree.p_hat], "rank": list(tree.rank),
+        "source": list(tree.source) if tree.source else ["draft"] * len(tree.tokens),
         "accepted": step.accepted, "accept_length": min(len(step.accepted), len(step.committed)),
         "bonus_token": step.bonus, "bonus_text": text_of(step.bonus), "rejected": step.rejected,
         "committed": step.committed, "committed_text": decode(step.committed),
@@ -251,6 +257,10 @@ def _validate_step(i: int, step) -> None:
     for key in STEP_LISTS:
         _need(isinstance(step[key], list) and len(step[key]) == n, f"{where}: {key} must have {n} entries")
     _need(all(isinstance(t, str) for t in step["texts"]), f"{where}: texts must be strings")
+    if "source" in step:   # optional: older traces lack it
+        _need(isinstance(step["source"], list) and len(step["source"]) == n
+              and all(isinstance(s, str) and s in SOURCES for s in step["source"]),
+              f"{where}: source must list one of {', '.join(SOURCES)} per node")
     for key in ("tokens", "parents", "depth", "rank"):
         _need(all(_is_int(x) for x in step[key]), f"{where}: {key} must be integers")
     for key in ("q", "p_hat"):
@@ -285,11 +295,15 @@ def _validate_step(i: int, step) -> None:
 
 
 def _validate_length(where: str, length) -> None:
-    _need(isinstance(length, dict) and length.get("control") == "thompson", f"{where}: length must be a "
-          "Thompson decision")
-    _need(all(_is_num(length.get(k)) for k in ("alpha", "beta", "theta", "price")) and length["alpha"] > 0
-          and length["beta"] > 0 and 0.0 <= length["theta"] <= 1.0, f"{where}: length needs alpha, beta > 0, "
-          "theta in [0, 1] and a price")
+    _need(isinstance(length, dict) and length.get("control") in ("thompson", "predictor"),
+          f"{where}: length must be a Thompson or predictor decision")
+    if length["control"] == "thompson":
+        _need(all(_is_num(length.get(k)) for k in ("alpha", "beta", "theta", "price")) and length["alpha"] > 0
+              and length["beta"] > 0 and 0.0 <= length["theta"] <= 1.0, f"{where}: length needs alpha, beta > 0, "
+              "theta in [0, 1] and a price")
+    else:
+        pred = length.get("predicted")
+        _need(pred is None or (_is_num(pred) and pred >= 0), f"{where}: length's predicted must be a number ≥ 0")
     _need(_is_int(length.get("depth")) and length["depth"] >= 1, f"{where}: length depth must be a positive integer")
 
 

@@ -141,6 +141,17 @@ def test_explore_preset_scrub_and_click(page):
     title = pg.evaluate("() => document.querySelector('#why .js-plotly-plot').layout.title.text")
     assert "Thompson sampling" in title and "Beta(" in title
 
+    # The retrieval-fusion lesson turns retrieval on: the server fuses, and each step says what it added.
+    fusion = next(i for i, p in enumerate(PRESETS) if p["retrieval"] == "on")
+    start_and_wait(pg, f"#preset-{fusion}")
+    assert pg.locator("#prompt textarea").input_value().startswith("Summarize the following text")
+    # The first step (the last may have one token left and no tree to fuse).
+    before = plot_state(pg)
+    pg.locator("#gen-text [data-step='0']").first.click()
+    wait_title_change(pg, before["title"])
+    assert "retrieval:" in pg.locator("#metrics").inner_text()
+    shot(pg, "02b-retrieval-fusion.png")
+
 
 def preset_index(name: str) -> int:
     return next(i for i, p in enumerate(PRESETS) if p["name"].startswith(name))

@@ -64,6 +64,87 @@ def test_missing_draft_falls_back_with_a_notice(service):
     assert updates[-1].state == "done" and "not installed" in updates[-1].notice
 
 
+@pytest.fixture()
+def free_service(pair):
+    """A recycling pair (the target alone) next to a model pair that does not allow retrieval."""
+    recycling = tiny_pair("recycling", vocab=48)
+    registry = Registry([ModelEntry("tiny", "tiny pair", "t", "self"),
+                         ModelEntry("rec", "tiny recycling", "t", "recycling")], default="tiny")
+    return RunService(registry=registry, pair_factory=lambda e: recycling if e.id == "rec" else pair)
+
+
+def trees(trace):
+    return [s["tokens"] for s in trace["steps"]]
+
+
+def test_session_recycling_tables_are_never_shared(free_service):
+    settings = dict(SETTINGS, method="tr-static", nodes=20, max_new_tokens=16, recycling_scope="session")
+    run_scope = free_service.run("rec", "t3 t4 t5", dict(settings, recycling_scope="run"))
+    a1 = list(free_service.stream("rec", "t3 t4 t5", settings, session="visitor-a"))[-1].trace
+    assert trees(a1) == trees(run_scope)                       # a new session starts empty
+    a2 = list(free_service.stream("rec", "t3 t4 t5", settings, session="visitor-a"))[-1].trace
+    assert trees(a2) != trees(a1) and a2["output_ids"] == a1["output_ids"]   # A's table carried over
+    b1 = list(free_service.stream("rec", "t3 t4 t5", settings, session="visitor-b"))[-1].trace
+    assert trees(b1) == trees(run_scope)                       # B never sees what A's runs taught A's table
+    table_a = free_service.session_table("visitor-a", "tiny-target", 48)
+    assert table_a is not free_service.session_table("visitor-b", "tiny-target", 48)
+    assert table_a.rows_filled() > 0
+    free_service.end_session("visitor-a")                      # the tab closed: its table is gone
+    assert free_service.session_table("visitor-a", "tiny-target", 48).rows_filled() == 0
+    # Without a session (the HTTP API) a session scope is a fresh table per run.
+    assert trees(free_service.run("rec", "t3 t4 t5", settings)) == trees(run_scope)
+
+
+def test_session_tables_are_bounded(free_service, monkeypatch):
+    import opttree.serve.service as service_module
+
+    monkeypatch.setattr(service_module, "SESSION_TABLES", 3)
+    first = free_service.session_table("s0", "tiny-target", 48)
+    for i in range(1, 5):
+        free_service.session_table(f"s{i}", "tiny-target", 48)
+    assert len(free_service._tables) == 3
+    assert free_service.session_table("s0", "tiny-target", 48) is not first     # the oldest was dropped
+
+
+def test_retrieval_only_where_the_allow_list_allows_it(free_service):
+    with pytest.raises(RunError) as err:
+        free_service.run("tiny", "t1 t2", dict(SETTINGS, retrieval="on"))
+    assert err.value.kind == "bad_input" and "retrieval fusion is not offered" in err.value.message
+    assert free_service.run("tiny", "t1 t2", dict(SETTINGS, method="ar", retrieval="on"))["output_ids"]
+    registry = Registry([ModelEntry("fuse", "fusing pair", "t", "self", retrieval=True)], default="fuse")
+    pair = free_service.pair_for("tiny")[0]
+    fusing = RunService(registry=registry, pair_factory=lambda e: pair)
+    trace = fusing.run("fuse", "t1 t2 t1", dict(SETTINGS, retrieval="on"))
+    assert trace["meta"]["retrieval"] == "on" and "retrieval:" in trace["steps"][0]["stop_reason"]
+
+
+def test_allow_list_declares_training_free_pairs_and_retrieval(tmp_path):
+    reg = load_registry()
+    kinds = {e.drafter for e in reg.entries.values()}
+    assert {"recycling", "lookup"} <= kinds
+    assert reg.entries["smollm2-eagle"].retrieval and not reg.entries["smollm2-recycling"].retrieval
+    assert {e.drafter for e in reg.training_free_for("smollm2-135m-instruct")} == {"recycling", "lookup"}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"models": [{"id": "a", "target": "x", "drafter": "lookup", "retrieval": True}]}))
+    with pytest.raises(BadInput, match="retrieval fusion needs a draft model"):
+        load_registry(path)
+
+
+def test_compare_rows_follow_the_allow_list():
+    from ui.compare import extra_rows
+
+    reg = load_registry()
+    base = {"method": "opt-tree", "retrieval": "off", "nodes": 9}
+    jobs, skipped = extra_rows(reg, "smollm2-eagle", base, ["lookup", "bogus", "opt-tree + retrieval", "recycling"])
+    assert [(name, pair) for name, pair, _ in jobs] == [("opt-tree + retrieval", "smollm2-eagle"),
+                                                        ("recycling (opt-tree)", "smollm2-recycling"),
+                                                        ("lookup (opt-tree)", "smollm2-lookup")]
+    assert jobs[0][2]["retrieval"] == "on" and all(j[2]["nodes"] == 9 for j in jobs) and not skipped
+    jobs, skipped = extra_rows(reg, "smollm2-self", base, ["opt-tree + retrieval"])
+    assert jobs == [] and skipped == ["opt-tree + retrieval"]      # the allow-list does not let it fuse
+    assert extra_rows(reg, "no-such-pair", base, ["lookup"]) == ([], ["lookup"])
+
+
 def test_run_matches_the_engine_and_streams_each_step(service, pair):
     updates = list(service.stream("tiny", "t1 t2 t3", SETTINGS))
     assert [u.state for u in updates][-1] == "done"

@@ -89,6 +89,56 @@ def test_method_list_validation():
             parse_methods(bad)
 
 
+def test_method_names_for_training_free_drafters_and_fusion():
+    from opttree.bench.harness import Spec, needs_draft_model, parse_spec
+
+    assert parse_spec("recycling") == Spec("recycling", "tr-static", None, False)
+    assert parse_spec("lookup:chain@5") == Spec("lookup", "chain", 5, False)
+    assert parse_spec("opt-tree@10+retrieval") == Spec(None, "opt-tree", 10, True)
+    for bad, needle in [("medusa:opt-tree", "drafter before"), ("opt-tree+magic", "may follow a method"),
+                        ("recycling:opt-tree+retrieval", "has none"), ("recycling:ar", "ar has no tree")]:
+        with pytest.raises(BadInput, match=needle):
+            parse_spec(bad)
+    assert not needs_draft_model(["ar", "hf-lookup", "recycling", "lookup:opt-tree"])
+    assert needs_draft_model(["ar", "opt-tree+retrieval"])
+
+
+def test_bench_rows_for_recycling_lookup_fusion_and_hf_lookup(tmp_path):
+    """The new rows run on the same target, stay exact, and name how the recycling table was kept."""
+    pair = tiny_pair("classic", draft_is_target=True)
+    prompts = parse_prompts('{"prompt": "t3 t4 t5 t3 t4", "category": "qa"}\n'
+                            '{"prompt": "t7 t8 t7", "category": "qa"}\n')
+    methods = ["ar", "hf-lookup", "recycling", "lookup", "opt-tree+retrieval", "recycling:opt-tree"]
+    for scope in ("run", "session"):
+        cfg = DecodeConfig(method="ar", nodes=8, max_depth=4, max_new_tokens=10, recycling_scope=scope)
+        r = bench_to_files(pair, prompts, methods, cfg, chat=False, log=lambda m: None)
+        assert set(r["methods"]) == set(methods)
+        for m in methods:
+            assert r["methods"][m]["exact_match"] == 1.0, m
+            assert r["methods"][m]["new_tokens"] == 20, m
+        assert ("whole benchmark" in r["meta"]["recycling_table"]) == (scope == "session")
+    assert r["meta"]["hf_lookup_config"]["prompt_lookup_num_tokens"] == 10
+    assert r["methods"]["hf-lookup"]["steps"] <= r["methods"]["ar"]["steps"]   # target forwards, counted
+
+
+def test_bench_measures_every_pairs_cost_curve_before_timing(monkeypatch):
+    """Rows with a drafter of their own (Token Recycling, prompt lookup) run on another pair: its cost
+    curve is measured before the first timed run too, never inside one."""
+    from opttree.bench import harness
+    from opttree.decoding import cost
+
+    measured, first_run = [], []
+    real_measure, real_run = cost.load_or_measure, harness.run
+    monkeypatch.setattr(cost, "load_or_measure", lambda pair, **kw: measured.append(pair.drafter_kind)
+                        or real_measure(pair, **kw))
+    monkeypatch.setattr(harness, "run", lambda *a, **kw: first_run.append(list(measured)) or real_run(*a, **kw))
+    prompts = parse_prompts('{"prompt": "t3 t4 t5 t3 t4", "category": "qa"}\n')
+    cfg = DecodeConfig(method="ar", nodes=0, max_depth=4, max_new_tokens=4)
+    bench_to_files(tiny_pair("classic"), prompts, ["ar", "recycling", "lookup:opt-tree@auto"], cfg, chat=False,
+                   log=lambda m: None)
+    assert {"classic", "recycling", "lookup"} <= set(first_run[0])
+
+
 def test_pearson():
     assert pearson([1, 2, 3, 4], [2, 4, 6, 8]) == 1.0
     assert pearson([1, 2], [1, 2]) is None
@@ -348,3 +398,25 @@ def test_gpu_check_refuses_without_cuda_and_reports_what_it_measured(pair, monke
     assert all(m["exact_match"] == 1.0 for m in methods.values())          # fp32: lossless
     text = gpu_check.report("Tiny CPU", "2026-01-01", "3 passed", results, cfg, 2)
     assert text.startswith("# GPU check: Tiny CPU") and "| fp32 | opt-tree@auto |" in text and "3 passed" in text
+
+
+def test_a_method_can_name_its_length_control(pair, monkeypatch):
+    from opttree.bench.harness import MethodRunner, parse_spec
+    from opttree.trees import length_control
+
+    seen = []
+    real = length_control.controller_for
+    monkeypatch.setattr(length_control, "controller_for", lambda cfg, p=None: seen.append(cfg.length_control)
+                        or real(cfg, p))
+
+    assert parse_spec("opt-tree@25~thompson").length_control == "thompson"
+    assert parse_spec("opt-tree~predictor+retrieval").length_control == "predictor"
+    assert parse_spec("opt-tree").length_control is None
+    for bad in ("opt-tree~magic", "ar~thompson"):
+        with pytest.raises(BadInput, match="length control|ar drafts nothing"):
+            parse_methods(bad)
+    runner = MethodRunner(pair, DecodeConfig(method="ar", nodes=6, max_depth=3, max_new_tokens=8), chat=False)
+    row, steps = runner("opt-tree~thompson", "", [5, 6, 7])
+    plain, _ = runner("opt-tree", "", [5, 6, 7])
+    assert row["output_ids"] == plain["output_ids"] and steps
+    assert seen == ["thompson", "delta"]                # each run got its own length control

@@ -27,11 +27,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     (["--prompt", "hi", "--device", "tpu"], "unknown device"),
     (["--prompt", "hi", "--tree-temperature", "0"], "tree temperature must be between"),
     (["--prompt", "hi", "--tree-temperature", "warm"], "tree temperature must be a number"),
+    (["--prompt", "hi", "--retrieval-corpus", "/no/such/corpus.txt"], "cannot read the retrieval corpus"),
+    (["--prompt", "hi", "--retrieval", "maybe"], None),
 ])
 def test_bad_input_clear_error(capsys, args, needle):
+    if needle is None:   # argparse's own choices check
+        with pytest.raises(SystemExit) as exc:
+            main(["generate", *args])
+        assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+        return
     assert main(["generate", *args]) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+def test_drafter_flag_offers_the_training_free_drafters():
+    from opttree.cli import build_parser
+
+    args = build_parser().parse_args(["generate", "--prompt", "x", "--drafter", "recycling", "--retrieval", "on"])
+    assert args.drafter == "recycling" and args.retrieval == "on"
+    assert build_parser().parse_args(["generate", "--prompt", "x", "--drafter", "lookup"]).drafter == "lookup"
 
 
 def test_non_numeric_slider_value_rejected_by_argparse(capsys):
@@ -57,7 +72,8 @@ def test_generate_bundled_model_writes_trace(tmp_path):
     assert "photosynthesis" in trace["output_text"].lower()
     # The default budget is auto: each step sized from this machine's cost curve, recorded in the trace.
     assert trace["meta"]["nodes"] == 0 and trace["meta"]["cost"]["tokens"][0] == 1
-    assert all(s["auto"]["chosen_nodes"] == len(s["tokens"]) for s in trace["steps"])
+    # (a last step with one token left drafts nothing and has no auto table)
+    assert all(s["auto"]["chosen_nodes"] == len(s["tokens"]) for s in trace["steps"] if s["tokens"])
 
 
 def test_auto_node_budget_is_the_default_and_zero():

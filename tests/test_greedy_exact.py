@@ -121,3 +121,21 @@ def test_last_steps_draft_no_deeper_than_the_tokens_left(drafter, method):
     if drafter == "classic":   # the draft is the target: every full step accepts to the cap
         last = trace["steps"][-1]
         assert "depth capped" in last["stop_reason"] or last["tokens"] == []
+
+
+@pytest.mark.parametrize("control", ["thompson", "predictor"])
+def test_bundled_smollm_with_each_length_controller_matches_generate(smollm, control):
+    """The bundled pair with the trained head, the depth set by Thompson sampling or by the bundled
+    length predictor (it reads this target's hidden states)."""
+    from opttree.decoding.prompts import encode_prompt
+    from opttree.models.draft_assets import load_feature_head
+    from opttree.models.loading import ModelPair, default_draft_for
+
+    head = ModelPair(smollm.target, smollm.tokenizer, smollm.target_name, "eagle",
+                     load_feature_head(default_draft_for(smollm.target_name, "eagle"), smollm.target), "head")
+    for prompt in BUNDLED_PROMPTS[:2]:
+        ids = encode_prompt(smollm.tokenizer, prompt)
+        cfg = DecodeConfig(method="opt-tree", nodes=20, max_depth=8, max_new_tokens=24, length_control=control)
+        trace = run(head, prompt, cfg)
+        assert trace["output_ids"] == reference(smollm.target, ids, 24)
+        assert all(s["length"]["control"] == control for s in trace["steps"] if s["tokens"])

@@ -145,3 +145,83 @@ def test_why_this_shape_shows_the_thompson_decision():
     assert bars.marker.color[4] == ACCEPTED and ACCEPTED not in bars.marker.color[:4]
     assert "Beta(9, 3)" in fig.layout.title.text and "θ̃ = 0.80" in fig.layout.title.text
     assert fig.layout.shapes[0].y0 == 0.3                       # the price δ
+
+
+# ---------------------------------------------------------------- the learned predictor (AdaEAGLE-style)
+
+def test_the_predictor_learns_a_length_from_features_and_beats_a_constant():
+    import torch
+
+    from opttree.train.length_predictor import evaluate, fit
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(1200, 16, generator=gen)
+    y = (2.0 + 1.5 * x[:, 0] - x[:, 1]).clamp(0, 6).round()       # a length the first features decide
+    model = fit(x[:900], y[:900], epochs=300)
+    got = evaluate(model, x[900:], y[900:], float(y[:900].mean()))
+    assert got["mae"] < 0.5 * got["mae_constant"]
+
+
+def test_the_predictor_drafts_one_layer_past_its_prediction():
+    from opttree.trees.length_control import PredictorLength
+
+    c = PredictorLength(lambda f: f, max_depth=6)
+    assert [c.choose(v)["depth"] for v in (0.2, 1.6, 2.5, 9.0)] == [1, 3, 3, 6]
+    assert c.choose(None) == {"control": "predictor", "predicted": None, "depth": 6}
+
+
+@pytest.fixture()
+def tiny_predictor(tmp_path, monkeypatch):
+    """A predictor for the tiny models' 32-wide states, installed where the loop looks for it."""
+    import torch
+
+    from opttree.models import length_predictor as lp
+    from opttree.train.length_predictor import fit, save
+
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(200, 32, generator=gen)
+    model = fit(x, (x[:, 0] * 2 + 2).clamp(0, 5), epochs=50)
+    path = tmp_path / "tiny-length.safetensors"
+    save(model, path, {"target": "tiny-target"})
+    monkeypatch.setattr(lp, "DEFAULT_PREDICTOR", path)
+    lp.load_length_predictor.cache_clear()
+    yield path
+    lp.load_length_predictor.cache_clear()
+
+
+@pytest.mark.parametrize("drafter", ["classic", "eagle"])
+def test_predictor_runs_are_lossless_and_read_the_states_training_reads(drafter, tiny_predictor):
+    """Greedy output equals AR; each step's recorded prediction is the model applied to the state
+    that training's `collect` pairs with that step (so training and decoding see the same inputs)."""
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.decoding.speculative import run
+    from opttree.models.length_predictor import load_length_predictor
+    from opttree.trace import dumps, loads
+    from opttree.train.length_predictor import collect
+
+    pair = tiny_pair(drafter, eos=9)
+    cfg = DecodeConfig(method="opt-tree", nodes=12, max_depth=6, max_new_tokens=24, length_control="predictor")
+    trace = run(pair, "", cfg, prompt_ids=PROMPT)
+    assert trace["output_ids"] == _reference(pair.target, 24)
+    drafted = [s for s in trace["steps"] if s["tokens"]]
+    assert all(s["length"]["control"] == "predictor" and max(s["depth"]) <= s["length"]["depth"] for s in drafted)
+    loads(dumps(trace))
+    model = load_length_predictor(tiny_predictor, 32)
+    states, _ = collect(pair, [PROMPT], cfg)
+    assert len(states) == len(drafted)
+    recorded = [s["length"]["predicted"] for s in drafted]
+    assert [round(float(model(x)), 4) for x in states] == pytest.approx(recorded, abs=1e-3)
+
+
+def test_a_predictor_for_another_target_is_refused_clearly():
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.decoding.speculative import run
+    from opttree.errors import BadInput
+
+    with pytest.raises(BadInput, match="trained for the target"):
+        run(tiny_pair("classic"), "", DecodeConfig(method="chain", nodes=4, max_depth=3, max_new_tokens=6,
+                                                   length_control="predictor"), prompt_ids=PROMPT)

@@ -14,6 +14,9 @@ def test_a_preset_link_sets_its_prompt_and_settings_and_runs():
     assert link["prompt"] == PRESETS[1]["prompt"] and link["run"] and link["step"] == 3
     assert link["settings"]["nodes"] == PRESETS[1]["nodes"] and link["tab"] == "explore"
     assert parse_link({"preset": PRESETS[2]["name"].upper()})["prompt"] == PRESETS[2]["prompt"]
+    assert "model" not in link                                  # a lesson on the default pair
+    own = next(i for i, p in enumerate(PRESETS) if p.get("model"))
+    assert parse_link({"preset": str(own)})["model"] == PRESETS[own]["model"]   # a lesson on its own pair
 
 
 def test_bad_values_fall_back_instead_of_breaking_the_page():

@@ -37,6 +37,7 @@ def test_wheel_has_entry_points_assets_and_no_tests(wheel):
     for asset in ("opttree/assets/models.json", "opttree/assets/prompts/eval.jsonl",
                   "opttree/assets/prompts/train.jsonl", "opttree/assets/drafts/smollm2-eagle-head.safetensors",
                   "opttree/assets/drafts/smollm2-eagle-head.json", "opttree/assets/drafts/smollm2-classic.json",
+                  "opttree/assets/length/smollm2-length-predictor.safetensors",
                   "opttree/trees/opt_tree.py", "opttree/decoding/verify.py", "viz/tree_figure.py", "ui/app.py"):
         assert asset in names, asset
     assert not any(n.startswith("tests/") for n in names)

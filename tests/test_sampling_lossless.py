@@ -13,11 +13,11 @@ V = 6
 PROMPT = [1, 2, 3]
 
 
-def exact_two_token_distribution(model, temperature, top_k, top_p):
+def exact_two_token_distribution(model, temperature, top_k, top_p, prompt=PROMPT):
     """P(t1, t2 | prompt) under the target's warped sampling, by enumeration."""
     with torch.no_grad():
-        p1 = warp(model(input_ids=torch.tensor([PROMPT])).logits[0, -1], temperature, top_k, top_p)
-        rows = torch.tensor([PROMPT + [t] for t in range(V)])
+        p1 = warp(model(input_ids=torch.tensor([prompt])).logits[0, -1], temperature, top_k, top_p)
+        rows = torch.tensor([prompt + [t] for t in range(V)])
         p2 = warp(model(input_ids=rows).logits[:, -1], temperature, top_k, top_p)
     return (p1[:, None] * p2).flatten()
 
@@ -48,6 +48,39 @@ def test_end_to_end_first_two_tokens_match_target():
         counts[t1 * V + t2] += 1
         accepted += trace["steps"][0]["accept_length"]
     assert accepted > 300, "drafts were (almost) never accepted: the tree would not be exercised"
+    assert chi_square_p(counts, expected) > 1e-3
+
+
+# A prompt that repeats itself, so prompt lookup and retrieval find continuations to propose, and whose
+# last token (the first root) was scored in the prefill, so Token Recycling's table has its row.
+REPEATING = [1, 2, 3, 1, 2]
+
+
+@pytest.fixture()
+def one_thread():
+    # 1500 tiny-model runs: one thread avoids thread-sync stalls on a shared machine.
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.mark.parametrize("drafter,extra", [("recycling", {}), ("lookup", {}), ("classic", {"retrieval": "on"})],
+                         ids=["recycling", "lookup", "classic+retrieval"])
+def test_drafts_without_a_trained_draft_stay_lossless(drafter, extra, one_thread):
+    """Token Recycling, prompt lookup and retrieval fusion only propose tokens: the whole loop at T = 1
+    still commits the target's exact distribution."""
+    pair = tiny_pair(drafter, vocab=V, scale=2.0)
+    expected = exact_two_token_distribution(pair.target, 1.0, 0, 1.0, REPEATING)
+    counts, accepted = torch.zeros(V * V), 0
+    for seed in range(1500):
+        cfg = DecodeConfig(method="opt-tree", nodes=8, threshold=0.0, max_depth=3, temperature=1.0,
+                           max_new_tokens=2, seed=seed, **extra)
+        trace = run(pair, "", cfg, prompt_ids=REPEATING)
+        t1, t2 = trace["output_ids"]
+        counts[t1 * V + t2] += 1
+        accepted += trace["steps"][0]["accept_length"]
+    assert accepted > 100, "drafts were (almost) never accepted: the tree would not be exercised"
     assert chi_square_p(counts, expected) > 1e-3
 
 

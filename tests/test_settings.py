@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,8 +12,8 @@ from opttree.errors import BadInput
 
 # A value inside each setting's range that differs from its default (so reaching the config is visible).
 PROBE = {"method": "binary", "nodes": 7, "max_depth": 3, "threshold": 0.25, "length_control": "thompson",
-         "temperature": 0.5,
-         "max_new_tokens": 9, "seed": 11, "tree_temperature": 0.6, "top_p": 0.9, "top_k": 5, "eagle_top_k": 4}
+         "temperature": 0.5, "max_new_tokens": 9, "seed": 11, "tree_temperature": 0.6, "top_p": 0.9, "top_k": 5,
+         "eagle_top_k": 4, "retrieval": "on", "recycling_scope": "session"}
 
 
 def test_probe_covers_every_setting_with_a_non_default_value():
@@ -83,7 +84,7 @@ def test_lesson_presets_use_declared_settings_only():
     from viz.lessons import PRESETS
 
     for p in PRESETS:
-        extra = set(p) - {"name", "lesson", "prompt"}
+        extra = set(p) - {"name", "lesson", "prompt", "model"}
         assert extra <= set(SETTING_NAMES), extra - set(SETTING_NAMES)
         DecodeConfig(**{k: p[k] for k in extra})
     # Every preset sets the same settings, so clicking one never leaves another's values behind.
@@ -97,10 +98,16 @@ def test_a_preset_sets_the_node_switch():
     from ui.explore import apply_preset, preset_settings
     from viz.lessons import PRESETS
 
-    page = Page(settings={name: None for name in (*SETTING_NAMES, "nodes_mode")})
+    offered = [("head", "smollm2-eagle"), ("recycling", "smollm2-recycling")]   # this server lacks the lookup pair
+    page = Page(settings={name: None for name in (*SETTING_NAMES, "nodes_mode")},
+                model=SimpleNamespace(choices=offered, value="smollm2-eagle"))
     for i, p in enumerate(PRESETS):
         values = apply_preset(page, i)
-        assert len(values) == 2 + len(preset_settings(page)) and values[-1] == ("auto" if p["nodes"] == 0 else "fixed")
+        assert len(values) == 3 + len(preset_settings(page)) and values[-1] == ("auto" if p["nodes"] == 0 else "fixed")
+        # prompt, then the lesson's pair (None: the default; one the server does not offer is left alone)
+        model = p["model"] or "smollm2-eagle"
+        assert values[1] == model if model in dict(map(reversed, offered)) else not isinstance(values[1], str)
+    assert any(p["model"] == "smollm2-lookup" for p in PRESETS) and any(p["model"] for p in PRESETS)
 
 
 def test_service_accepts_exactly_the_declared_settings():

@@ -45,6 +45,14 @@ def test_trace_fields_and_invariants(trace):
         assert s["expected_accept"] == pytest.approx(sum(s["p_hat"]), abs=1e-4)
 
 
+def test_every_node_names_its_source_and_old_traces_still_load(trace):
+    assert all(s["source"] == ["draft"] * len(s["tokens"]) for s in trace["steps"])   # a draft model's tree
+    old = copy.deepcopy(trace)
+    for s in old["steps"]:
+        del s["source"]            # written before sources existed
+    assert loads(dumps(old))["steps"][0]["tokens"] == trace["steps"][0]["tokens"]
+
+
 def test_roundtrip(trace):
     assert loads(dumps(trace)) == json.loads(dumps(trace))
 
@@ -64,6 +72,8 @@ def broken(trace, mutate):
     (lambda t: t.pop("meta"), "missing field"),
     (lambda t: t["steps"][0].__setitem__("accepted", [10**9]), "accepted"),
     (lambda t: t["steps"][0].__setitem__("tokens", list(range(10**5))), "at most"),
+    (lambda t: t["steps"][0]["source"].__setitem__(0, "oracle"), "source must list"),
+    (lambda t: t["steps"][0]["source"].pop(), "source must list"),
 ])
 def test_bad_traces_rejected(trace, mutate, needle):
     with pytest.raises(BadInput, match=needle):

@@ -110,6 +110,26 @@ def test_log_scale_separates_small_p_hat():
     assert log[2] == log[3] == style.LOG_FLOOR and style.colour_values("log_p_hat", [1.0], [1])[0] == 0
 
 
+def test_sources_get_their_own_marks_and_legend_entries():
+    step = make_step([-1, 0, 0, 1], [0.6, 0.3, 0.2, 0.1], accepted=[0])
+    plain = tree_figure(step)                         # an older trace: no source at all
+    assert not [t for t in plain.data if t.name and t.name.split(" (")[0] in
+                {m["name"].split(" (")[0] for m in style.SOURCE_MARKS.values()}]
+    step["source"] = ["both", "draft", "retrieved", "retrieved"]
+    fig = tree_figure(step)
+    retrieved = by_name(fig, style.SOURCE_MARKS["retrieved"]["name"])
+    both = by_name(fig, style.SOURCE_MARKS["both"]["name"])
+    assert retrieved is not None and both is not None and by_name(fig, "recycled") is None
+    assert list(retrieved.x) == [fig.data[1].x[2], fig.data[1].x[3]] and retrieved.name.endswith("(2)")
+    assert retrieved.marker.symbol != both.marker.symbol and retrieved.marker.color != both.marker.color
+    assert list(fig.data[1].marker.color) == list(plain.data[1].marker.color)   # node colours unchanged
+    assert "from: retrieval" in fig.data[1].hovertext[2] and "draft model" in fig.data[1].hovertext[1]
+    names = [t.name for t in fig.data]
+    assert names.index(retrieved.name) < names.index(by_name(fig, "accepted path").name)   # drawn below it
+    step["source"] = ["recycled"] * 4
+    assert by_name(tree_figure(step), style.SOURCE_MARKS["recycled"]["name"]).name.endswith("(4)")
+
+
 def test_hover_shows_whitespace_and_escapes_markup():
     step = make_step([-1, 0], [0.5, 0.25], texts=[" a\n", "<b>x</b>"], accepted=[0])
     fig = tree_figure(step)
@@ -175,6 +195,9 @@ def test_accept_bars_and_why_shape(trace):
     assert any(s.y0 == trace["meta"]["threshold"] for s in shapes)          # the δ line
     assert any(s.x0 == trace["meta"]["max_depth"] for s in shapes)          # the max-depth line
     assert why_shape(None, None).data == ()
+    fused = dict(trace["steps"][0], stop_reason="E(A) grew by 0.1 <= δ=0.3 at depth 3 · retrieval: 2 match(es)")
+    note = next(a for a in why_shape(fused, trace["meta"]).layout.annotations if a.text.startswith("stopped"))
+    assert note.text == "stopped: gain 0.1 &lt;= δ=0.3 at depth 3<br>retrieval: 2 match(es)"   # one line each
 
 
 def test_pearson_and_calibration():
@@ -254,6 +277,20 @@ def test_cost_chart_and_the_sentence_for_a_slower_method(trace):
     assert len(rows[0]) == len(COMPARE_COLUMNS)
     chart = compare_cost({"ar": ar, "opt-tree": slow})
     assert chart.layout.shapes[0].x0 == 61
+
+
+
+def test_compare_names_drafters_without_a_draft_model_and_fusion(trace):
+    """Compare's extra rows run OPT-Tree too: their labels (table rows, chart bars, cost marks) stay apart."""
+    def row(**meta):
+        return {**trace, "meta": {**trace["meta"], "method": "opt-tree", "nodes": 0, **meta}}
+
+    traces = {"opt-tree": row(drafter="eagle"), "opt-tree + retrieval": row(drafter="eagle", retrieval="on"),
+              "recycling (opt-tree)": row(drafter="recycling"), "lookup (opt-tree)": row(drafter="lookup")}
+    labels = [r[0] for r in compare_rows(traces)]
+    assert labels == ["opt-tree (auto)", "opt-tree + retrieval (auto)", "recycling · opt-tree (auto)",
+                      "lookup · opt-tree (auto)"]
+    assert list(compare_chart(traces).data[0].x) == labels
 
 
 def test_metrics_and_compare(trace):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from opttree.config import TRAINING_FREE
 from opttree.models.loading import ModelPair
 
 
@@ -56,6 +57,8 @@ def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, voca
         pair.drafter_kind = "eagle"
         pair.draft_model = FeatureHead(head_config_from_target(target.config)).eval().requires_grad_(False)
         pair.draft_name = "random-head"
+    elif drafter in TRAINING_FREE:   # no draft model: the target alone
+        pair.drafter_kind, pair.draft_name = drafter, drafter
     pair.target.to(device)
     if pair.draft_model is not None:
         pair.draft_model.to(device)

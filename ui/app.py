@@ -92,7 +92,7 @@ def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
         wire_links(demo, page, explore_parts, tabs)
         learn.wire(page, learn_tab)
         files.wire(page, file_parts)
-        # A closed tab cancels its runs so the lane is free for the next visitor.
+        # A closed tab cancels its runs (so the lane is free for the next visitor) and drops its tables.
         demo.unload(bind(on_unload, service))
         gr.api(bind(generate, service), api_name="generate", concurrency_id=lane["concurrency_id"],
                concurrency_limit=lane["concurrency_limit"])
@@ -113,7 +113,7 @@ def wire_links(demo, page: Page, parts: dict, tabs) -> None:
 
 
 def on_unload(service, request: gr.Request = None):
-    service.cancel_session(getattr(request, "session_hash", None))
+    service.end_session(getattr(request, "session_hash", None))
 
 
 def generate(service, model: str, prompt: str, *args, **kwargs) -> dict:

@@ -1,10 +1,12 @@
-"""Compare: the Explore prompt and settings with OPT-Tree, the chosen static trees and AR, side by side,
-with what a forward costs on this machine beside the table (the measured cost curve)."""
+"""Compare: the Explore prompt and settings with OPT-Tree, the chosen static trees, AR and (optionally) the
+training-free drafters and retrieval fusion, side by side, with what a forward costs on this machine
+beside the table (the measured cost curve)."""
 
 from __future__ import annotations
 
 import gradio as gr
 
+from opttree.errors import OptTreeError
 from opttree.serve.service import RunError
 from ui.common import HISTORY_RUNS, PRIVATE, Page, bind, clamp, history_views, md_safe, session_of, steps_of
 from ui.controls import STATIC_CHOICES, settings_from
@@ -13,15 +15,23 @@ from viz.metrics import COMPARE_COLUMNS, compare_chart, compare_cost, compare_ro
 from viz.step_charts import ea_points
 from viz.tree_figure import step_title, tree_figure
 
+# Extra rows: OPT-Tree with retrieval fusion (pairs the allow-list lets fuse), and the allow-list's
+# training-free pairs for the same target (Token Recycling, prompt lookup), all at the same budget.
+EXTRA_CHOICES = [("OPT-Tree + retrieval fusion", "opt-tree + retrieval"),
+                 ("Token Recycling (no draft)", "recycling"), ("Prompt lookup (no draft)", "lookup")]
+
 
 def build() -> dict:
     gr.Markdown("Runs the Explore prompt, model and settings with **OPT-Tree**, the static trees you pick and "
-                "plain autoregressive decoding (AR) as the baseline. With the node budget at **auto** (the "
-                "default) every method sizes its trees per step from what a forward costs on this machine "
-                "(the chart beside the table); with a fixed n they all use that budget.")
+                "plain autoregressive decoding (AR) as the baseline; optionally also OPT-Tree with retrieval "
+                "fusion and the drafters that need no draft model (retrieval is off in the other rows). With the "
+                "node budget at **auto** (the default) every method sizes its trees per step from what a forward "
+                "costs on this machine (the chart beside the table); with a fixed n they all use that budget.")
     with gr.Row():
         statics = gr.CheckboxGroup(STATIC_CHOICES, value=["binary", "eagle-static"],
                                    label="Static trees to compare", elem_id="statics")
+        extras = gr.CheckboxGroup(EXTRA_CHOICES, value=[], label="Also compare (same budget, OPT-Tree)",
+                                  elem_id="compare-extras")
         with gr.Column(scale=0, min_width=200):
             run_btn = gr.Button("Compare", variant="primary", elem_id="compare-run")
             stop_btn = gr.Button("Stop", variant="stop", elem_id="compare-stop")
@@ -40,24 +50,27 @@ def build() -> dict:
     with gr.Row():
         left_plot = gr.Plot(tree_figure(None), label="OPT-Tree", elem_id="compare-left")
         right_plot = gr.Plot(tree_figure(None), label="Static tree", elem_id="compare-right-plot")
-    return dict(traces=gr.State({}), statics=statics, run=run_btn, stop=stop_btn, status=status, table=table,
-                chart=chart, cost=cost_plot, measure=measure_btn, step=step, right=right, left_plot=left_plot,
-                right_plot=right_plot)
+    return dict(traces=gr.State({}), statics=statics, extras=extras, run=run_btn, stop=stop_btn, status=status,
+                table=table, chart=chart, cost=cost_plot, measure=measure_btn, step=step, right=right,
+                left_plot=left_plot, right_plot=right_plot)
 
 
 def run_compare(page: Page, parts: dict, service, request: gr.Request, model, prompt, *values):
-    """AR, OPT-Tree and each chosen static tree, one after another through the lane."""
-    *values, chosen, history = values
+    """AR, OPT-Tree, each chosen static tree and each chosen extra row, one after another through the lane."""
+    *values, chosen, extras, history = values
     # Unknown names from the API are dropped; with none left, the binary tree is the comparison.
     chosen = [m for m in (chosen or []) if m in {v for _, v in STATIC_CHOICES}] or ["binary"]
-    methods = ["ar", "opt-tree", *chosen]
+    base = {**settings_from(dict(zip(page.settings, values))), "retrieval": "off"}
+    jobs = [(m, model, {**base, "method": m}) for m in ["ar", "opt-tree", *chosen]]
+    extra_jobs, skipped = extra_rows(service.registry, model, base, extras)
+    jobs += extra_jobs
+    methods = [name for name, _, _ in jobs]
     traces: dict[str, dict] = {}
     status = parts["status"]
-    for meth in methods:
-        settings = {**settings_from(dict(zip(page.settings, values))), "method": meth}
+    for meth, pair_id, settings in jobs:
         try:
             # Timed side by side: no theory rows (they cost each node's whole draft distribution).
-            for up in service.stream(model, prompt, settings, session=session_of(request), record_target=False):
+            for up in service.stream(pair_id, prompt, settings, session=session_of(request), record_target=False):
                 if up.state == "queued":
                     yield {status: f"⏳ {meth}: waiting for the model, position **{up.position}**…"}
                 elif up.state == "running":
@@ -73,11 +86,13 @@ def run_compare(page: Page, parts: dict, service, request: gr.Request, model, pr
     longest = max(steps_of(t) for m, t in traces.items() if m != "ar")
     right = chosen[0]
     left_fig, right_fig = panels(traces, right, 1)
-    yield {parts["traces"]: traces, status: "Done. Timings share this machine with other visitors.",
+    rights = [c for c in STATIC_CHOICES if c[1] in chosen] + [(m, m) for m in methods[2 + len(chosen):]]
+    note = f" Not offered for this pair: {', '.join(skipped)}." if skipped else ""
+    yield {parts["traces"]: traces, status: "Done. Timings share this machine with other visitors." + note,
            parts["table"]: compare_rows(traces), parts["chart"]: compare_chart(traces),
            parts["cost"]: compare_cost(traces),
            parts["step"]: gr.Slider(minimum=1, maximum=max(longest, 2), value=1, step=1),
-           parts["right"]: gr.Dropdown(choices=[c for c in STATIC_CHOICES if c[1] in chosen], value=right),
+           parts["right"]: gr.Dropdown(choices=rights, value=right),
            parts["left_plot"]: left_fig, parts["right_plot"]: right_fig,
            page.history: history, page.ea_plot: fig, page.ea_text: r_text}
 
@@ -89,6 +104,29 @@ def measure(service, model):
     except RunError as exc:
         return gr.skip(), f"⚠️ {md_safe(exc.message)}"
     return cost_figure(curve), f"Measured again ({curve.get('measured_utc', '')}): new runs size their trees from this."
+
+
+def extra_rows(registry, model, base: dict, extras) -> tuple[list, list[str]]:
+    """(row name, pair id, settings) for each chosen extra the allow-list offers, and the ones it does not."""
+    wanted = [v for _, v in EXTRA_CHOICES if v in (extras or [])]
+    try:
+        entry = registry.get(model)
+    except OptTreeError:
+        return [], wanted
+    jobs, skipped = [], []
+    for extra in wanted:
+        if extra == "opt-tree + retrieval":
+            if entry.retrieval:
+                jobs.append((extra, model, {**base, "method": "opt-tree", "retrieval": "on"}))
+            else:
+                skipped.append(extra)
+            continue
+        free = [e for e in registry.training_free_for(entry.target) if e.drafter == extra]
+        if free:
+            jobs.append((f"{extra} (opt-tree)", free[0].id, {**base, "method": "opt-tree"}))
+        else:
+            skipped.append(extra)
+    return jobs, skipped
 
 
 def panels(traces: dict, right: str, step):
@@ -112,7 +150,7 @@ def panels(traces: dict, right: str, step):
 
 
 def wire(page: Page, parts: dict, service, stop, lane: dict) -> None:
-    inputs = [page.model, page.prompt, *page.settings.values(), parts["statics"], page.history]
+    inputs = [page.model, page.prompt, *page.settings.values(), parts["statics"], parts["extras"], page.history]
     outputs = [parts[k] for k in ("traces", "status", "table", "chart", "cost", "step", "right", "left_plot",
                                   "right_plot")]
     outputs += [page.history, page.ea_plot, page.ea_text]

@@ -16,7 +16,7 @@ METHOD_CHOICES = [(METHOD_LABELS[m], m) for m in TREE_METHODS]
 STATIC_CHOICES = [c for c in METHOD_CHOICES if c[1] != "opt-tree"]
 # Shown up front in Explore; the rest sit in a "More settings" accordion.
 MAIN = ("method", "nodes", "max_depth", "threshold", "length_control", "temperature", "seed", "max_new_tokens",
-        "tree_temperature")
+        "tree_temperature", "retrieval")
 NODES_MODE = "nodes_mode"        # the node budget's switch: "auto" or "fixed" (its own control, after the settings)
 AUTO, FIXED = "auto", "fixed"
 
@@ -64,7 +64,7 @@ def settings_controls() -> dict:
         if name == "nodes":
             controls[NODES_MODE] = nodes_mode()
         controls[name] = control(name)
-    with gr.Accordion("More settings (sampling filters, EAGLE-2)", open=False):
+    with gr.Accordion("More settings (sampling filters, EAGLE-2, Token Recycling)", open=False):
         for name in SETTING_NAMES:
             if name not in controls:
                 controls[name] = control(name)

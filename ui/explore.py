@@ -141,13 +141,20 @@ def stop(service, request: gr.Request = None):
 
 
 def apply_preset(page: Page, index: int):
-    """A lesson's prompt and settings (each preset names the settings it sets); its node budget also
-    sets the auto/fixed switch (a fixed n moves the slider, auto leaves the slider's n alone)."""
+    """A lesson's prompt, model pair and settings (each preset names the settings it sets); its node
+    budget also sets the auto/fixed switch (a fixed n moves the slider, auto leaves the slider's n alone)."""
     preset = lessons.PRESETS[index]
-    values = [preset["prompt"]]
+    values = [preset["prompt"], preset_model(page, preset)]
     for name in preset_settings(page):
         values.append(gr.skip() if name == "nodes" and not preset["nodes"] else preset[name])
     return [*values, mode_for(preset["nodes"])]
+
+
+def preset_model(page: Page, preset: dict):
+    """The lesson's pair (None: the allow-list's default); left as it is when this server does not offer it."""
+    offered = {value for _, value in page.model.choices}
+    wanted = preset.get("model") or page.model.value
+    return wanted if wanted in offered else gr.skip()
 
 
 def preset_settings(page: Page) -> list[str]:
@@ -212,7 +219,8 @@ def wire(page: Page, parts: dict, service, lane: dict) -> None:
 
 def wire_presets(page: Page, buttons: list, service, lane: dict) -> None:
     """Each lesson button (Explore's and Learn's) sets the prompt and its settings, then runs."""
-    targets = [page.prompt, *(page.settings[name] for name in preset_settings(page)), page.settings[NODES_MODE]]
+    targets = [page.prompt, page.model, *(page.settings[name] for name in preset_settings(page)),
+               page.settings[NODES_MODE]]
     runner = bind(run_explore, page, service)
     for i, btn in enumerate(buttons):
         k = i % len(lessons.PRESETS)

@@ -39,6 +39,8 @@ def parse_link(query: dict) -> dict:
         p = lessons.PRESETS[preset]
         out["prompt"] = p["prompt"]
         out["settings"] = {k: p[k] for k in SETTING_NAMES if k in p}
+        if p.get("model"):   # a lesson on its own pair (offered only when the server lists it)
+            out["model"] = p["model"]
         out["run"] = True
         out.setdefault("tab", "explore")
     if q.get("prompt", "").strip():

@@ -1,7 +1,8 @@
 """Teaching text and one-click presets for the Learn tab (plain data; the app wires it up).
 
 Each preset is chosen to show one distinct lesson, and carries the settings that make it visible
-even with a small CPU model and a short run.
+even with a small CPU model and a short run. Every preset carries the same keys: its name, lesson and
+prompt, the model pair (an allow-list id; None = the allow-list's default pair) and the same settings.
 """
 
 from __future__ import annotations
@@ -62,12 +63,50 @@ keeps a Beta posterior over θ, the chance that a drafted token is accepted once
 each step's accepted depths and its first refusal, and before each step draws a θ from the posterior
 and drafts the deepest layer L whose expected gain θ^L still beats δ. Early in a run the posterior is
 wide, the draws vary and so does the depth (it explores); as evidence accumulates the depth settles
-where the acceptance really is. *Why this shape* shows the draw, the posterior and the choice.
+where the acceptance really is. *Why this shape* shows the draw, the posterior and the choice. A
+**learned predictor** (after AdaEAGLE) needs no threshold at all: a network of a few thousand weights,
+trained on decoding traces, reads the target's last hidden state and predicts how many draft tokens
+this step will get accepted; the step drafts one layer past that. It learnt from runs beforehand,
+not from this one.
 
 **Read the tree:** depth runs left to right from the root (the last committed token). Red diamonds
 are the accepted path, the grey X is the draft's first guess the target refused, the orange star is
-the target's bonus token. Hover a node for its token, q, p̂, depth and rank.
+the target's bonus token. Hover a node for its token, q, p̂, depth, rank and source.
+
+### Drafting without a trained draft
+**Token Recycling** (pair *+ Token Recycling*) needs no draft model. Every verification scores the
+root and every node, and most rows are thrown away with the rejected branches; Token Recycling keeps
+them in a table: for each token, the 8 tokens the target liked most right after it, last time it saw
+it. The next tree is read from that table (hexagons) along a fixed ~80-node template
+(*Token Recycling static tree*) or by OPT-Tree. Here q is the target's own probability of the
+candidate after the same token **in an earlier context**: it ranks candidates, so OPT-Tree can pick
+the best n, but p̂ is not a calibrated chance of acceptance. The table starts from the prompt's rows
+and learns as it goes; *kept for: session* keeps it across your runs (never shared with anyone else).
+
+**Prompt lookup** (pair *+ prompt lookup*) is retrieval alone: the last 3 (or 2, or 1) tokens are
+searched earlier in the prompt and the output, and what followed is proposed (triangles), a chain
+or a small tree when matches disagree. q is the share of matches that continue that way. It shines
+when the answer copies the prompt (summaries, quotes) and proposes nothing otherwise.
+
+**Retrieval fusion** (RASD; *Retrieval fusion: on* with a draft model) does both: the draft model
+grows its tree, retrieval proposes continuations from the text, the draft model's probabilities
+prune the retrieved ones it finds very unlikely, and the two trees are merged by longest-prefix
+matching, so a shared prefix is one node (*both*, pentagons). The node budget covers the fused tree,
+verified in one pass. A retrieved node's q is the larger of the draft's probability and its match
+share: a ranking score again, not a calibrated probability.
 """
+
+SUMMARY_PROMPT = (
+    "Summarize the following text in two sentences.\n\nThe Great Barrier Reef is the world's largest coral reef "
+    "system, composed of over 2,900 individual reefs and 900 islands stretching for over 2,300 kilometres over an "
+    "area of approximately 344,400 square kilometres. The reef is located in the Coral Sea, off the coast of "
+    "Queensland, Australia. It can be seen from outer space and is the world's biggest single structure made by "
+    "living organisms. This reef structure is composed of and built by billions of tiny organisms, known as coral "
+    "polyps.")
+
+# The summarising lessons (prompt lookup, retrieval fusion): the same prompt and settings, their own pair.
+SUMMARY_RUN = {"prompt": SUMMARY_PROMPT, "method": "opt-tree", "nodes": 20, "max_depth": 10, "threshold": 0.3,
+               "temperature": 0.0, "max_new_tokens": 32, "tree_temperature": 0.0, "recycling_scope": "run"}
 
 PRESETS = [
     {"name": "Confident: deep chain",
@@ -75,38 +114,44 @@ PRESETS = [
                "budget on depth and many tokens are accepted per step.",
      "prompt": "Count from 1 to 30, separated by commas.",
      "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0},
+     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
+     "recycling_scope": "run"},
     {"name": "Open-ended: wide tree",
      "lesson": "An open question: the draft is unsure about the next word, p̂ drops fast with depth, "
                "and OPT-Tree spreads the same budget sideways.",
      "prompt": "Write a short poem about autumn.",
      "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0},
+     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
+     "recycling_scope": "run"},
     {"name": "High δ: shallow trees",
      "lesson": "With δ = 0.9 a layer must add almost a whole expected token to be worth drafting: "
                "trees stop after a layer or two.",
      "prompt": "Explain photosynthesis in two sentences.",
      "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.9, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0},
+     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
+     "recycling_scope": "run"},
     {"name": "Low δ: deep trees",
      "lesson": "With δ = 0.02 almost any gain justifies another layer: the tree keeps deepening until a "
                "new layer adds (almost) nothing to the best n nodes — see the flat end of *Why this shape*.",
      "prompt": "Explain photosynthesis in two sentences.",
      "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.02, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0},
+     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
+     "recycling_scope": "run"},
     {"name": "Auto: this machine's size",
      "lesson": "The node budget at auto: each step picks the depth and size with the most expected tokens "
                "per second for what a forward costs here. On a CPU that is a handful of nodes; Why this "
                "shape shows the objective by depth and size.",
      "prompt": "Write a short poem about autumn.",
      "method": "opt-tree", "nodes": 0, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0},
+     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
+     "recycling_scope": "run"},
     {"name": "Static binary tree",
      "lesson": "The same budget as a fixed binary tree: every step has the same shape whatever the draft "
                "believes. Compare its accepted lengths with OPT-Tree's.",
      "prompt": "Explain photosynthesis in two sentences.",
      "method": "binary", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0},
+     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
+     "recycling_scope": "run"},
     {"name": "Sharper draft: tree temperature",
      "lesson": "The open-ended poem again, with the draft's probabilities sharpened (tree temperature "
                "0.3): q of the top guess rises, so p̂ falls more slowly with depth and OPT-Tree trades "
@@ -115,17 +160,44 @@ PRESETS = [
                "refused early. That is why a draft's fitted value is chosen by measured τ.",
      "prompt": "Write a short poem about autumn.",
      "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.3},
-]
-
-PRESETS.append(
+     "max_new_tokens": 24, "tree_temperature": 0.3, "model": None, "retrieval": "off",
+     "recycling_scope": "run"},
+    {"name": "Token Recycling: no draft",
+     "lesson": "The target alone: the tree comes from a table of the target's own earlier candidates "
+               "(rejected branches included), filled along Token Recycling's static template. The table "
+               "is kept for your session: run it twice and the second run accepts more.",
+     "prompt": "List the planets of the solar system in order from the Sun, one per line.",
+     "method": "tr-static", "nodes": 40, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
+     "max_new_tokens": 32, "tree_temperature": 0.0, "model": "smollm2-recycling", "retrieval": "off",
+     "recycling_scope": "session"},
+    {"name": "Prompt lookup: copy from the prompt",
+     "lesson": "No draft model either: the last tokens are looked up in the prompt and what followed "
+               "is proposed. Summarising a given text copies long spans, so whole chains are accepted; "
+               "where nothing matches, the step is a single target token.",
+     **SUMMARY_RUN, "model": "smollm2-lookup", "retrieval": "off"},
+    {"name": "Retrieval fusion: summarise",
+     "lesson": "The trained head plus retrieval from the text: copied names the head cannot even propose "
+               "(its vocabulary is small) arrive as retrieved branches (triangles), shared prefixes as "
+               "pentagons. Compare the accepted lengths with retrieval off.",
+     **SUMMARY_RUN, "model": "smollm2-eagle", "retrieval": "on"},
     {"name": "Thompson sampling: learnt depth",
      "lesson": "The depth of each step comes from what the target accepted so far, not from the draft's "
                "p̂: a Beta posterior over per-depth acceptance, a draw from it, and the deepest layer still "
                "worth δ. Scrub from the first step to the last: the posterior narrows and the depth settles.",
      "prompt": "Count from 1 to 30, separated by commas.",
      "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2, "temperature": 0.0,
-     "max_new_tokens": 48, "tree_temperature": 0.0, "length_control": "thompson"})
+     "max_new_tokens": 48, "tree_temperature": 0.0, "model": None, "retrieval": "off",
+     "recycling_scope": "run", "length_control": "thompson"},
+    {"name": "Learned predictor: no threshold",
+     "lesson": "The depth of each step predicted from the target's last hidden state by a small trained "
+               "network: no δ involved. Why this shape compares the prediction, the layers drafted and what "
+               "the step accepted.",
+     "prompt": "Explain photosynthesis in two sentences.",
+     "method": "opt-tree", "nodes": 30, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
+     "max_new_tokens": 32, "tree_temperature": 0.0, "model": None, "retrieval": "off",
+     "recycling_scope": "run", "length_control": "predictor"},
+]
+
 
 # Every preset sets every key the first one names (ui/explore.apply_preset): the length control is the
 # δ rule unless a lesson is about another controller.

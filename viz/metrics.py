@@ -6,6 +6,7 @@ import html
 
 import plotly.graph_objects as go
 
+from opttree.config import TRAINING_FREE
 from opttree.trace import by_depth_text, committed_draft
 
 from . import style
@@ -75,12 +76,18 @@ COMPARE_COLUMNS = ["method", "τ (tokens/step)", "tokens/s", "speedup vs AR", "s
 
 
 def method_label(trace: dict) -> str:
-    """'opt-tree (auto)' or 'binary (n=60)': the method and its node budget."""
+    """'opt-tree (auto)' or 'binary (n=60)': the method and its node budget; a drafter without a draft
+    model and retrieval fusion are named too ('recycling · opt-tree (auto)', 'opt-tree + retrieval (n=20)')."""
     m = trace.get("meta", {})
     if m.get("method") == "ar":
         return "ar"
     nodes = m.get("nodes")
-    return f"{m.get('method', '?')} ({'auto' if nodes == 0 else f'n={nodes}'})"
+    name = m.get("method", "?")
+    if m.get("drafter") in TRAINING_FREE:
+        name = f"{m['drafter']} · {name}"
+    if m.get("retrieval") == "on":
+        name += " + retrieval"
+    return f"{name} ({'auto' if nodes == 0 else f'n={nodes}'})"
 
 
 def why_slower(trace: dict, ar: dict | None, cost: dict | None) -> str:

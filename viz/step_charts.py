@@ -52,6 +52,8 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
     the auto budget shows its objective table instead (`why_auto`)."""
     meta = meta or {}
     if step and isinstance(step.get("length"), dict):
+        if step["length"].get("control") == "predictor":
+            return why_predictor(step, meta)
         return why_thompson(step, meta)
     if step and isinstance(step.get("auto"), dict) and step["auto"].get("objective"):
         return why_auto(step, meta)
@@ -78,7 +80,8 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
     if meta.get("method") == "opt-tree" and reason:
         # Point at the layer where growth stopped, with the rule's own words.
         notes.append(dict(x=len(ea) - 1, y=ea[-1], xref="x", yref="y", showarrow=True, arrowhead=2, ax=40, ay=-30,
-                          text="stopped: " + html.escape(reason.replace("E(A) grew by", "gain")),
+                          # A fused tree adds a retrieval note after " · ": one line each.
+                          text="stopped: " + html.escape(reason.replace("E(A) grew by", "gain")).replace(" · ", "<br>"),
                           font=dict(size=11, color=style.ACCEPTED), xanchor="left"))
     max_depth = meta.get("max_depth")
     if isinstance(max_depth, (int, float)):
@@ -121,6 +124,25 @@ def why_thompson(step: dict, meta: dict) -> go.Figure:
                   legend=dict(orientation="h", y=-0.25, x=0),
                   xaxis=dict(title=dict(text="layer L"), dtick=1),
                   yaxis=dict(title=dict(text="expected tokens it adds"), range=[0, 1.05]))
+    return go.Figure(dict(data=data, layout=layout), _validate=False)
+
+
+def why_predictor(step: dict, meta: dict) -> go.Figure:
+    """The learned predictor's decision: the accepted length it predicted from the target's last hidden
+    state, the depth drafted (one layer past it), and what the step then accepted."""
+    length = step["length"]
+    predicted, chosen = length.get("predicted"), length["depth"]
+    accepted = committed_draft(step)
+    names = ["predicted accepted length Â", "layers drafted", "accepted this step"]
+    values = [predicted if predicted is not None else 0.0, chosen, accepted]
+    data = [dict(type="bar", x=names, y=values, marker=dict(color=["#9ecae9", style.ACCEPTED, "#4c78a8"]),
+                 text=[f"{v:.2f}" if isinstance(v, float) else str(v) for v in values], textposition="outside",
+                 hovertemplate="%{x}: %{y}<extra></extra>")]
+    what = (f"Â = {predicted:.2f} from the target's last hidden state → {chosen} layer{'s' if chosen != 1 else ''}"
+            if predicted is not None else f"no hidden state yet → the deepest tree ({chosen} layers)")
+    layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=40, b=40), showlegend=False,
+                  title=dict(text=f"Why this shape (learned predictor): {what}", x=0.01, font=dict(size=13)),
+                  yaxis=dict(title=dict(text="tokens"), rangemode="tozero"))
     return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 

@@ -32,6 +32,15 @@ DRAFT_Q = "#f58518"        # the draft's q
 SCHEME_COLORS = {"optimal_iid": "#222222", "optimal_wor": "#666666", "greedy_draft": "#7570b3",
                  "rrs_iid": "#e7298a", "rrs_wor": "#1b9e77", "kseq": "#a6761d", "topk_set": ACCEPTED}
 THIS_TREE = BONUS          # the marker for this tree's own children at a node
+# Where a node came from (the trace's `source`): an open marker around the coloured node, one legend
+# entry each. Nodes from a draft model alone carry no extra mark.
+SOURCE_MARKS = {
+    "recycled": dict(symbol="hexagon-open", color="#17becf", name="recycled (Token Recycling table)"),
+    "retrieved": dict(symbol="triangle-up-open", color="#9467bd", name="retrieved (from the text)"),
+    "both": dict(symbol="pentagon-open", color="#8c564b", name="draft model + retrieval (shared)"),
+}
+SOURCE_LABELS = {"draft": "draft model", "recycled": "Token Recycling table", "retrieved": "retrieval",
+                 "both": "draft model and retrieval"}
 DRAFT_TEXT_BG = ("#d8ecff", "#bcdcff")   # accepted draft tokens, alternating by step
 BONUS_TEXT_BG = ("#ffe0bf", "#ffd09e")   # bonus tokens from the target, alternating by step
 

@@ -4,6 +4,8 @@ Traces, in a fixed order so the browser can find them by name:
   edges          every parent→child edge in ONE scatter separated by None (one trace per edge is
                  far slower to redraw at 500 nodes)
   draft nodes    every node, coloured on the shared fixed colour axis (log p̂ by default; p̂ or q)
+  sources        one trace per source other than a draft model (recycled / retrieved / both) that
+                 the step has: an open marker of its own shape and colour around those nodes
   accepted path  the accepted edges and nodes: thick red line and large diamonds (shape + width +
                  colour, so it survives colour-blindness and greyscale projectors)
   rejected       the draft's top child at the point where the target disagreed (an X)
@@ -29,9 +31,11 @@ def figure_height(leaf_rows: int) -> int:
 
 
 def _hover(step: dict, i: int) -> str:
+    source = step.get("source")
+    origin = f"<br>from: {style.SOURCE_LABELS.get(source[i], source[i])}" if source else ""
     return (f"<b>{style.hover_safe(step['texts'][i])}</b> (id {step['tokens'][i]})<br>"
             f"q = {step['q'][i]:.3f} · p̂ = {step['p_hat'][i]:.3f}<br>"
-            f"depth {step['depth'][i]} · rank {step['rank'][i]} among siblings' draft choices")
+            f"depth {step['depth'][i]} · rank {step['rank'][i]} among siblings' draft choices{origin}")
 
 
 def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree", colour: str = "log_p_hat") -> go.Figure:
@@ -88,6 +92,15 @@ def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree", co
         hovertext=[_hover(step, i) for i in range(n)], hoverinfo="text",
         marker=dict(color=shade, coloraxis="coloraxis", size=9 if n <= 150 else 6,
                     line=dict(width=0.5, color=style.GUIDE))))
+
+    sources = step.get("source") or []
+    for name, mark in style.SOURCE_MARKS.items():
+        idx = [i for i, src in enumerate(sources) if src == name]
+        if idx:
+            traces.append(dict(type="scatter", x=[x[i] for i in idx], y=[y[i] for i in idx], mode="markers",
+                               name=f"{mark['name']} ({len(idx)})", hoverinfo="skip",
+                               marker=dict(symbol=mark["symbol"], size=15 if n <= 150 else 10, color=mark["color"],
+                                           line=dict(width=2, color=mark["color"]))))
 
     acc = list(step.get("accepted") or [])
     ax, ay = [pos(-1)[0]], [pos(-1)[1]]

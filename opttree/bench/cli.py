@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from opttree import paths
-from opttree.args import add_decode_args, add_model_args, decode_config, load_from_args
-from opttree.bench.harness import BENCH_METHODS, HF_METHOD, format_table, parse_methods, run_bench
+from opttree.args import add_decode_args, add_model_args, context_from_args, decode_config, load_from_args
+from opttree.bench.harness import BENCH_METHODS, HF_METHOD, format_table, needs_draft_model, parse_methods, run_bench
 from opttree.bench.plots import (
     plot_bench,
     plot_cost_curve,
@@ -117,9 +117,9 @@ def load_assistant(args, pair):
 
 
 def bench_to_files(pair, prompts, methods, cfg, assistant=None, hf_knobs=None, out=None, plot=None,
-                   warmup: int = 1, chat: bool = True, log=None, max_minutes=None) -> dict:
+                   warmup: int = 1, chat: bool = True, log=None, max_minutes=None, corpus=None) -> dict:
 
-    result = run_bench(pair, prompts, methods, cfg, assistant, hf_knobs, warmup, chat, log, max_minutes)
+    result = run_bench(pair, prompts, methods, cfg, assistant, hf_knobs, warmup, chat, log, max_minutes, corpus)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
@@ -131,13 +131,12 @@ def bench_to_files(pair, prompts, methods, cfg, assistant=None, hf_knobs=None, o
 
 def cmd_bench(args) -> int:
     methods = parse_methods(args.methods)
-    need_draft = any(m not in ("ar", HF_METHOD) for m in methods)
-    cfg, prompts, pair = _setup(args, need_draft)
+    cfg, prompts, pair = _setup(args, needs_draft_model(methods))
     assistant = load_assistant(args, pair) if HF_METHOD in methods else None
     knobs = {"num_assistant_tokens": args.hf_num_assistant_tokens, "num_assistant_tokens_schedule": args.hf_schedule,
              "assistant_confidence_threshold": args.hf_confidence}
     bench_to_files(pair, prompts, methods, cfg, assistant, knobs, args.out, args.plot, args.warmup,
-                   chat=not args.no_chat, max_minutes=args.max_minutes)
+                   chat=not args.no_chat, max_minutes=args.max_minutes, corpus=context_from_args(args, pair).corpus)
     return 0
 
 
@@ -214,8 +213,8 @@ def cmd_cost(args) -> int:
 
 def cmd_sweep(args) -> int:
     methods = [m for m in parse_methods(args.methods) if m != "ar"]
-    if "hf-assisted" in methods:
-        raise BadInput("the sweep varies tree budgets: hf-assisted belongs in `bench`.")
+    if "hf-assisted" in methods or "hf-lookup" in methods:
+        raise BadInput("the sweep varies tree budgets: hf-assisted and hf-lookup belong in `bench`.")
     budgets = parse_numbers(args.budgets, int, "--budgets")
     thresholds = parse_numbers(args.thresholds, float, "--thresholds") if args.thresholds.strip() else []
     sizes = None if args.no_verify_cost else parse_numbers(args.cost_sizes, int, "--cost-sizes")

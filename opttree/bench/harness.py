@@ -5,6 +5,13 @@ rotated from prompt to prompt so no method always follows the same neighbour. A 
 of every method comes first and is not recorded. `ar` is always run: it is the speed and
 exact-match reference measured in the same run.
 
+A method is a tree method (`opt-tree`, `binary`, ...) run with the pair's drafter, optionally at its own
+budget (`opt-tree@10`), with retrieval fusion (`opt-tree+retrieval`), or with a drafter that needs no
+draft model on the same target (`recycling:opt-tree`, `lookup:chain`); `recycling` and `lookup` alone
+mean `recycling:tr-static` and `lookup:opt-tree`. `hf-assisted` and `hf-lookup` are transformers'
+assisted generation and prompt lookup. Token Recycling's table is fresh for every run unless the
+settings say `recycling_scope: session`: then one table serves the whole benchmark, warm-up included.
+
 Result JSON (the documented fields):
   meta        machine (CPU, threads, versions, date, load), models, decode settings, hf config
   meta        … plus `cost`: the machine's cost curve (compact form, decoding/cost.py) the auto budget used
@@ -24,18 +31,31 @@ import copy
 import statistics
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from opttree import calibration
 from opttree.bench.env import machine_info, note_load, progress_bar
-from opttree.bench.hf_assisted import HF_METHOD, configure_assistant, run_hf_assisted
-from opttree.config import AUTO_NODES, METHODS, DecodeConfig
+from opttree.bench.hf_assisted import (
+    HF_LOOKUP,
+    HF_LOOKUP_CONFIG,
+    HF_METHOD,
+    configure_assistant,
+    run_hf_assisted,
+    run_hf_lookup,
+)
+from opttree.config import AUTO_NODES, LENGTH_CONTROLS, METHODS, TRAINING_FREE, DecodeConfig
 from opttree.decoding import cost
 from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.speculative import run
+from opttree.drafters.context import DraftContext
+from opttree.drafters.recycling import RecyclingTable
 from opttree.errors import BadInput
+from opttree.models.loading import TRAINING_FREE_NAMES
 
-BENCH_METHODS = ("ar", HF_METHOD, "chain", "binary", "eagle-static", "eagle-dynamic", "opt-tree")
+HF_METHODS = (HF_METHOD, HF_LOOKUP)
+BENCH_METHODS = ("ar", HF_METHOD, HF_LOOKUP, "chain", "binary", "eagle-static", "eagle-dynamic", "opt-tree",
+                 "opt-tree+retrieval", "recycling", "lookup")
+SHORTCUTS = {"recycling": "recycling:tr-static", "lookup": "lookup:opt-tree"}
 SUMMARY_KEYS = ("new_tokens", "steps", "tau", "tokens_per_s", "mean_draft_ms", "mean_build_ms",
                 "mean_verify_ms", "mean_nodes", "mean_depth", "mean_expected_accept", "mean_accepted_draft_tokens",
                 "acceptance_by_depth", "drafted_by_depth")
@@ -45,10 +65,12 @@ def parse_methods(text) -> list[str]:
     items = [m.strip() for m in (text.split(",") if isinstance(text, str) else text) if m.strip()]
     if not items:
         raise BadInput("--methods is empty: name at least one of " + ", ".join(BENCH_METHODS) + ".")
-    bad = [m for m in items if split_method(m)[0] not in METHODS and m != HF_METHOD]
+    bad = [m for m in items if m not in HF_METHODS and parse_spec(m).method not in METHODS]
     if bad:
         raise BadInput(f"unknown method(s) {', '.join(bad)}: choose from {', '.join(BENCH_METHODS)} "
-                       "(a tree method may carry its own budget, e.g. opt-tree@10).")
+                       "(a tree method may carry its own budget, e.g. opt-tree@10, retrieval fusion, e.g. "
+                       "opt-tree+retrieval, a length control, e.g. opt-tree@25~thompson, or a drafter without a "
+                       "draft model, e.g. recycling:opt-tree).")
     out = list(dict.fromkeys(items))
     if "ar" not in out:
         out.insert(0, "ar")  # the reference for speedup and exact match
@@ -65,10 +87,47 @@ def split_method(name: str) -> tuple[str, int | None]:
         nodes = AUTO_NODES if n == "auto" else int(n)
     except ValueError:
         raise BadInput(f"method {name!r}: the budget after '@' must be a whole number or 'auto'.") from None
-    if base in ("ar", HF_METHOD):
+    if base in ("ar", *HF_METHODS):
         raise BadInput(f"method {name!r}: only tree methods take a budget.")
     DecodeConfig(method=base if base in METHODS else "ar", nodes=nodes)  # validates the budget
     return base, nodes
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A benchmark method name, parsed: [drafter:]method[@nodes][~length control][+retrieval]."""
+
+    drafter: str | None      # None: the pair's own drafter; else one of TRAINING_FREE
+    method: str
+    nodes: int | None
+    retrieval: bool
+    length_control: str | None = None   # None: the run's own setting
+
+
+def parse_spec(name: str) -> Spec:
+    full = SHORTCUTS.get(name, name)
+    drafter, _, rest = full.rpartition(":")
+    rest, plus, tail = rest.partition("+")
+    rest, tilde, control = rest.partition("~")
+    if tilde and control not in LENGTH_CONTROLS:
+        raise BadInput(f"method {name!r}: the length control after '~' must be one of {', '.join(LENGTH_CONTROLS)}.")
+    if drafter and drafter not in TRAINING_FREE:
+        raise BadInput(f"method {name!r}: the drafter before ':' must be one of {', '.join(TRAINING_FREE)}.")
+    if plus and tail != "retrieval":
+        raise BadInput(f"method {name!r}: only '+retrieval' may follow a method.")
+    method, nodes = split_method(rest)
+    if method == "ar" and (drafter or plus):
+        raise BadInput(f"method {name!r}: ar has no tree to draft or fuse.")
+    if drafter and plus:
+        raise BadInput(f"method {name!r}: retrieval fusion joins a draft model's tree, and {drafter} has none.")
+    if tilde and method == "ar":
+        raise BadInput(f"method {name!r}: ar drafts nothing, so no length control applies.")
+    return Spec(drafter or None, method, nodes, bool(plus), control or None)
+
+
+def needs_draft_model(methods) -> bool:
+    """True when some method drafts with the pair's own (model) drafter."""
+    return any(m not in ("ar", *HF_METHODS) and parse_spec(m).drafter is None for m in methods)
 
 
 def pearson(xs: list[float], ys: list[float]) -> float | None:
@@ -80,11 +139,31 @@ def pearson(xs: list[float], ys: list[float]) -> float | None:
 class MethodRunner:
     """Runs one method on one prompt and returns a flat row (engine methods and hf-assisted alike)."""
 
-    def __init__(self, pair, base: DecodeConfig, assistant=None, hf_knobs=None, chat: bool = True):
+    def __init__(self, pair, base: DecodeConfig, assistant=None, hf_knobs=None, chat: bool = True, corpus=None):
         if assistant is not None and assistant is pair.target:
             assistant = copy.deepcopy(assistant)  # the forward hook must count target calls only
         self.pair, self.base, self.assistant, self.chat = pair, base, assistant, chat
         self.hf_config = configure_assistant(assistant, hf_knobs) if assistant is not None else None
+        self.corpus = corpus
+        self.table: RecyclingTable | None = None   # the benchmark's one table (recycling_scope: session)
+        self._pairs = {}
+
+    def pair_for(self, drafter: str | None):
+        """The pair itself, or the same target drafting with Token Recycling / prompt lookup."""
+        if drafter is None:
+            return self.pair
+        if drafter not in self._pairs:
+            self._pairs[drafter] = replace(self.pair, drafter_kind=drafter, draft_model=None,
+                                           draft_name=TRAINING_FREE_NAMES[drafter], tree_temperature=1.0)
+        return self._pairs[drafter]
+
+    def context_for(self, drafter: str | None, cfg: DecodeConfig) -> DraftContext:
+        table = None
+        if drafter == "recycling" and cfg.recycling_scope == "session":
+            if self.table is None:
+                self.table = RecyclingTable(self.pair.target.config.vocab_size)
+            table = self.table
+        return DraftContext(table=table, corpus=self.corpus)
 
     def __call__(self, method: str, prompt: str, prompt_ids: list[int], max_new_tokens: int | None = None,
                  **overrides) -> tuple[dict, list]:
@@ -98,16 +177,23 @@ class MethodRunner:
             row = run_hf_assisted(self.pair, self.assistant, prompt_ids, cfg.max_new_tokens, cfg.temperature,
                                   cfg.top_p, cfg.top_k, cfg.seed)
             return row, []
-        method, nodes = split_method(method)
-        cfg = replace(cfg, method=method, **({"nodes": nodes} if nodes is not None else {}))
+        if method == HF_LOOKUP:
+            row = run_hf_lookup(self.pair, prompt_ids, cfg.max_new_tokens, cfg.temperature, cfg.top_p, cfg.top_k,
+                                cfg.seed)
+            return row, []
+        spec = parse_spec(method)
+        cfg = replace(cfg, method=spec.method, retrieval="on" if spec.retrieval else "off",
+                      **({"nodes": spec.nodes} if spec.nodes is not None else {}),
+                      **({"length_control": spec.length_control} if spec.length_control else {}))
         t0 = time.perf_counter()
         # A speed measurement: the trace's target side (theory view data) is not recorded.
-        trace = run(self.pair, prompt, cfg, chat=self.chat, prompt_ids=prompt_ids, record_target=False)
+        trace = run(self.pair_for(spec.drafter), prompt, cfg, chat=self.chat, prompt_ids=prompt_ids,
+                    record_target=False, context=self.context_for(spec.drafter, cfg))
         wall = time.perf_counter() - t0
         row = {k: trace["summary"][k] for k in SUMMARY_KEYS}
         row.update(wall_s=round(wall, 4), tokens_per_s=round(row["new_tokens"] / wall, 3) if wall > 0 else 0.0,
                    output_ids=trace["output_ids"])
-        steps = [[s["expected_accept"], s["accept_length"]] for s in trace["steps"]] if method != "ar" else []
+        steps = [[s["expected_accept"], s["accept_length"]] for s in trace["steps"]] if spec.method != "ar" else []
         return row, steps
 
 
@@ -178,13 +264,16 @@ def summarize_runs(rows: list[dict], methods: list[str], ea_a: dict, greedy: boo
 
 
 def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=None, hf_knobs=None,
-              warmup: int = 1, chat: bool = True, log=None, max_minutes: float | None = None) -> dict:
+              warmup: int = 1, chat: bool = True, log=None, max_minutes: float | None = None, corpus=None) -> dict:
     """Run the benchmark; returns the result dict (see the module docstring)."""
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     methods = parse_methods(methods)
-    curve = cost.load_or_measure(pair, log=log)  # before any timed run: the auto budget's input
-    runner = MethodRunner(pair, base, assistant, hf_knobs, chat)
+    runner = MethodRunner(pair, base, assistant, hf_knobs, chat, corpus)
+    # Before any timed run: the machine's cost curve (the auto budget's input) for every pair used.
+    curve = cost.load_or_measure(pair, log=log)
+    for drafter in sorted({parse_spec(m).drafter for m in methods if m not in ("ar", *HF_METHODS)} - {None}):
+        cost.load_or_measure(runner.pair_for(drafter), log=log)
     encoded = [(q, encode_prompt(pair.tokenizer, q.prompt, chat=chat)) for q in prompts]
     meta = {"machine": machine_info(pair.device), "target": pair.target_name, "drafter": pair.drafter_kind,
             "draft": pair.draft_name, "dtype": str(pair.dtype).replace("torch.", ""),
@@ -192,6 +281,10 @@ def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=N
             "config": {k: v for k, v in base.to_dict().items() if k != "method"},
             "methods": methods, "prompts": len(prompts), "warmup_runs": warmup,
             "hf_assisted_config": runner.hf_config, "cost": cost.compact(curve),
+            "hf_lookup_config": HF_LOOKUP_CONFIG if HF_LOOKUP in methods else None,
+            "retrieval_corpus_tokens": None if corpus is None else len(corpus),
+            "recycling_table": ("one table for the whole benchmark (warm-up included), in method order"
+                                if base.recycling_scope == "session" else "a fresh table per run (prompt rows)"),
             "order": "methods interleaved per prompt, rotated by one each prompt; warm-up not recorded"}
     for w in range(min(warmup, len(encoded))):
         q, ids = encoded[w]
@@ -226,7 +319,7 @@ def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=N
 
 
 def format_table(result: dict) -> str:
-    head = (f"{'method':<16}{'τ':>6}{'tok/s':>8}{'speedup':>9}{'exact':>7}{'draft':>8}{'build':>7}"
+    head = (f"{'method':<22}{'τ':>6}{'tok/s':>8}{'speedup':>9}{'exact':>7}{'draft':>8}{'build':>7}"
             f"{'verify':>8}{'share':>7}{'nodes':>7}{'depth':>7}{'E(A)':>7}{'acc':>6}{'rate':>6}")
     lines = [head, "-" * len(head)]
 
@@ -239,7 +332,7 @@ def format_table(result: dict) -> str:
     for m, a in result["methods"].items():
         exact = f"{a['exact_match'] * 100:.0f}%" if a.get("exact_match") is not None else "-"
         share = f"{a['draft_share'] * 100:.0f}%" if a.get("draft_share") is not None else "-"
-        lines.append(f"{m:<16}{f(a['tau'], '6.2f')}{f(a['tokens_per_s'], '8.1f')}"
+        lines.append(f"{m:<22}{f(a['tau'], '6.2f')}{f(a['tokens_per_s'], '8.1f')}"
                      f"{f(a['speedup'], '8.2f')}x{exact:>7}{f(a['mean_draft_ms'], '8.1f')}"
                      f"{f(a['mean_build_ms'], '7.1f')}{f(a['mean_verify_ms'], '8.1f')}{share:>7}"
                      f"{f(a['mean_nodes'], '7.1f')}"

@@ -48,6 +48,8 @@ def effective_budget(method: str, nodes: int, max_depth: int) -> int:
         return min(nodes, 25)
     if method == "chain":
         return min(nodes, max_depth)
+    if method == "tr-static":
+        return min(nodes, 80)
     return nodes
 
 

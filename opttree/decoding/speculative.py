@@ -18,6 +18,7 @@ from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.sampling import TokenPicker, theory_distribution_note
 from opttree.decoding.verify import accept, keep_accepted, target_side, verify_tree
+from opttree.drafters.context import DraftContext
 from opttree.drafters.factory import make_drafter
 from opttree.drafters.tree_temperature import for_decoding
 from opttree.errors import BadInput
@@ -51,10 +52,11 @@ class DraftRows:
                      for score, node, j in kept}
 
     def for_tree(self, tree: DraftTree) -> dict[int, torch.Tensor]:
-        """The held rows keyed by the final tree's node ids (the root stays -1)."""
+        """The held rows keyed by the final tree's node ids (the root stays -1; a node the draft never
+        grew, such as one retrieval fusion added, has origin -1 and no row)."""
         out = {ROOT: self.rows[ROOT][1]} if ROOT in self.rows else {}
         for new, old in enumerate(tree.origin):
-            if old in self.rows:
+            if old != ROOT and old in self.rows:
                 out[new] = self.rows[old][1]
         return out
 
@@ -89,12 +91,14 @@ def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], recor
 
 
 def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,
-               prompt_ids: list[int] | None = None, record_target: bool = True):
+               prompt_ids: list[int] | None = None, record_target: bool = True,
+               context: DraftContext | None = None):
     """Decode with `cfg`, yielding the (same, growing) trace dict after each step.
 
     `cancel()` is polled between steps; when it returns True the run raises `Cancelled`.
     `record_target=False` leaves out the steps' target side (`p_target`, `topk_rows`): speed
-    benchmarks skip that work (a few ms a step on a CPU), which AR runs never do.
+    benchmarks skip that work (a few ms a step on a CPU), which AR runs never do. `context` carries
+    what the drafter gets besides the models (a session's recycling table, a corpus).
     """
     if prompt_ids is None:
         prompt_ids = encode_prompt(pair.tokenizer, prompt, chat=chat)
@@ -108,7 +112,7 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
     trace = new_trace(pair, cfg, prompt, prompt_ids, record_target, curve)
     text_of = TokenTexts(pair.tokenizer)
     start = time.perf_counter()
-    for step in _decode(pair, prompt_ids, cfg, cancel, record_target, cost.step_cost(curve)):
+    for step in _decode(pair, prompt_ids, cfg, cancel, record_target, cost.step_cost(curve), context):
         trace["output_ids"].extend(step.committed)
         trace["steps"].append(step_record(len(trace["steps"]), step, text_of, pair.tokenizer.decode))
         trace["output_text"] = pair.tokenizer.decode(trace["output_ids"], skip_special_tokens=True)
@@ -117,9 +121,10 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
 
 
 def run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,
-        prompt_ids: list[int] | None = None, record_target: bool = True) -> dict:
+        prompt_ids: list[int] | None = None, record_target: bool = True,
+        context: DraftContext | None = None) -> dict:
     trace = None
-    for trace in stream_run(pair, prompt, cfg, cancel, chat, prompt_ids, record_target):  # noqa: B007 (keep the last)
+    for trace in stream_run(pair, prompt, cfg, cancel, chat, prompt_ids, record_target, context):  # noqa: B007
         pass
     return trace
 
@@ -144,23 +149,27 @@ def capped_config(cfg: DecodeConfig, left: int) -> DecodeConfig | None:
 
 
 @torch.inference_mode()
-def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_target: bool = True, step_cost=None):
+def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_target: bool = True, step_cost=None,
+            context: DraftContext | None = None):
     target, device = pair.target, pair.device
-    drafter = make_drafter(pair, cfg)
-    want_feats = bool(drafter and drafter.needs_features)
+    drafter = make_drafter(pair, cfg, context)
+    lengths = length_control.controller_for(cfg, pair)   # None: the builder's own δ rule decides the depth
+    want_feats = bool(drafter and drafter.needs_features) or bool(lengths and lengths.needs_features)
     cache = new_cache(target)
     committed = list(prompt_ids)
     # The target's features of the committed tokens the drafter has not read yet (it keeps the
     # ones it has read in its own cache): only new rows are kept, never the whole history.
     feats = None
+    last_state = None   # the target's latest hidden state, for a length controller that reads it
     _check(cancel)   # a run can be stopped before its prefill too (time limit, Stop)
     # The last prompt token is not prefilled: it is the first step's root, verified with the tree.
     if len(committed) > 1:
         out = target(input_ids=torch.tensor([committed[:-1]], device=device), past_key_values=cache,
                      use_cache=True, output_hidden_states=want_feats)
         feats = out.hidden_states[-1][0] if want_feats else None
+        if drafter:
+            drafter.observe(committed[:-1], out.logits[0])  # the prompt's rows (Token Recycling's first table)
     picker = TokenPicker(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed)
-    lengths = length_control.controller_for(cfg)   # None: the builder's own δ rule decides the depth
     eos, produced = pair.eos_ids, 0
     rows_left = ROWS_PER_RUN if record_target else 0
     while produced < cfg.max_new_tokens:
@@ -169,7 +178,9 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
         draft_s = record_s = 0.0   # record_s: keeping draft rows for the trace, not part of any phase
         draft_rows = DraftRows()
         step_cfg = capped_config(cfg, cfg.max_new_tokens - produced) if drafter else cfg
-        decision = lengths.choose() if lengths and step_cfg is not None else None
+        if feats is not None and lengths and lengths.needs_features:
+            last_state = feats[-1]     # the target's state at the token before this step's root
+        decision = lengths.choose(last_state) if lengths and step_cfg is not None else None
         if decision:
             step_cfg = length_control.apply(step_cfg, decision)
         if step_cfg is not None and drafter:
@@ -198,6 +209,8 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
                                        "stop_reason": "one token left to generate: the target picks it, no draft"}
         else:
             tree, info = build_tree(expand, step_cfg, step_cost)
+            if drafter:
+                tree, info = drafter.finish_tree(tree, info, step_cfg)   # node sources; retrieval fusion when on
             if decision:
                 info["length"] = decision
             if step_cfg.max_depth < cfg.max_depth:
@@ -207,6 +220,10 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
         prefix = cache.get_seq_length()
         logits, new_feats = verify_tree(target, cache, committed[-1], tree, device, want_feats)
         accepted, bonus, rejected = accept(tree, logits, picker)
+        t_obs = time.perf_counter()
+        if drafter:
+            drafter.observe([committed[-1], *tree.tokens], logits)  # every scored row, rejected ones too
+        observe_s = time.perf_counter() - t_obs   # the drafter's work (Token Recycling's table), not verifying
         keep_accepted(cache, prefix, accepted)
         if want_feats:
             rows = torch.tensor([0] + [a + 1 for a in accepted], device=new_feats.device)
@@ -229,8 +246,8 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
                 break
         committed.extend(kept)
         produced += len(kept)
-        yield StepData(tree, info, accepted, bonus, rejected, kept, draft_ms=draft_s * 1e3,
-                       build_ms=(t1 - t0 - draft_s - record_s) * 1e3, verify_ms=(t2 - t1) * 1e3,
+        yield StepData(tree, info, accepted, bonus, rejected, kept, draft_ms=(draft_s + observe_s) * 1e3,
+                       build_ms=(t1 - t0 - draft_s - record_s) * 1e3, verify_ms=(t2 - t1 - observe_s) * 1e3,
                        p_target=p_target, topk_rows=topk_rows)
         if kept[-1] in eos:
             return

@@ -1,9 +1,13 @@
-"""The drafter interface shared by the classic draft LM and the EAGLE-style feature head.
+"""The drafter interface shared by every drafter: model drafts (classic LM, EAGLE-style feature head)
+and training-free ones (Token Recycling's table, prompt lookup).
 
 A step goes: `begin_step` (consume the tokens committed since last step, compute the root's child
-distribution) -> `expand` once per tree layer (one batched forward over that layer's nodes, each
-seeing only the committed prefix and its own ancestors) -> `end_step` (compact the draft cache to
-what stays valid for the next step).
+distribution) -> `top_children` once per tree layer (the top-k children of each node; model drafters
+answer it from one batched forward over that layer's nodes, each seeing only the committed prefix
+and its own ancestors; `expand` gives the whole distributions instead, when the trace records them)
+-> `finish_tree` (the built tree's last touch: sources per node, and retrieval fusion where it is
+on) -> `observe` (the target's logits for every row it scored) -> `end_step` (compact the draft
+cache to what stays valid for the next step).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from opttree.trees.draft_tree import ROOT, DraftTree
 
 class Drafter:
     needs_features = False  # True when begin_step needs the target's hidden states
+    source = "draft"        # what the trace calls this drafter's nodes (trace.SOURCES)
 
     def __init__(self, vocab_size: int, temperature: float = 1.0):
         self.vocab_size = vocab_size  # the target's: draft logits are cut or padded to it
@@ -36,10 +41,22 @@ class Drafter:
 
     def top_children(self, tree: DraftTree, nodes: list[int], k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """What a tree builder's `expand` returns: each node's k most likely children, (tokens, q),
-        both (len(nodes), k) on the CPU: one top-k per layer and one copy off the device."""
+        both (len(nodes), k') on the CPU, sorted by q, k' <= k: one top-k per layer and one copy off
+        the device. Drafters without a full distribution (a table, a trie) answer it directly."""
         probs = self.expand(tree, nodes)
         top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
         return top.indices.cpu(), top.values.cpu()
+
+    def finish_tree(self, tree: DraftTree, info: dict, cfg) -> tuple[DraftTree, dict]:
+        """The tree to verify, built from this drafter's proposals under the step's settings `cfg`:
+        here each node gets its source."""
+        tree.source = [self.source] * len(tree)
+        return tree, info
+
+    def observe(self, tokens: list[int], logits: torch.Tensor) -> None:
+        """The target's logits after each of `tokens` (row i follows tokens[i]): the prompt's rows at
+        prefill, then every row of each verification (root and all nodes, rejected ones included).
+        Model drafters ignore them; Token Recycling learns its table from them."""
 
     # -- shared helpers -------------------------------------------------------------------------
     def probs(self, logits: torch.Tensor) -> torch.Tensor:
@@ -77,3 +94,15 @@ class Drafter:
         if ROOT in nodes:
             raise ValueError("the root is expanded on its own")
         return False
+
+
+class SparseDrafter(Drafter):
+    """A drafter without a draft model (a table, a trie): the children `top_children` proposes are all
+    it knows, and no cache needs compacting. `expand` returns them as rows that are zero elsewhere."""
+
+    def expand(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
+        ids, q = self.top_children(tree, nodes, self.vocab_size)
+        return torch.zeros(len(nodes), self.vocab_size).scatter_add_(1, ids, q)   # padding: q 0 at id 0
+
+    def end_step(self, accepted: list[int]) -> None:
+        pass

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from opttree.config import TRAINING_FREE
 from opttree.config import check_tree_temperature as checked
 
 CARD_KEY = "tree_temperature"
@@ -38,7 +39,8 @@ def card_temperature(draft: str | None) -> float:
 
 def for_decoding(pair, cfg) -> float:
     """The temperature the drafter uses in this run: at T = 0 the run's own setting, or the draft's
-    fitted one when that is 0; sampling (T > 0) always drafts from the draft's own distribution."""
-    if not cfg.greedy:
+    fitted one when that is 0; sampling (T > 0) always drafts from the draft's own distribution.
+    Token Recycling and prompt lookup have no draft logits to rescale: always 1 (what meta records)."""
+    if not cfg.greedy or getattr(pair, "drafter_kind", "") in TRAINING_FREE:
         return 1.0
     return cfg.tree_temperature or getattr(pair, "tree_temperature", 1.0)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import torch
 
 from opttree import paths
+from opttree.config import TRAINING_FREE
 from opttree.drafters.tree_temperature import card_temperature
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
@@ -96,6 +97,9 @@ def _load_message(spec: str, exc: Exception) -> str:
             "Hugging Face id with network access)")
 
 
+TRAINING_FREE_NAMES = {"recycling": "token recycling table", "lookup": "prompt lookup"}
+
+
 def input_device(model) -> torch.device:
     """Where inputs go: the embedding's device (differs from model.device under device_map)."""
     return model.get_input_embeddings().weight.device
@@ -108,7 +112,7 @@ class ModelPair:
     target: object
     tokenizer: object
     target_name: str
-    drafter_kind: str = "none"          # "classic", "eagle" or "none" (AR only)
+    drafter_kind: str = "none"          # "classic", "eagle", "recycling", "lookup" or "none" (AR only)
     draft_model: object = None          # classic: an independent causal LM; eagle: a FeatureHead
     draft_name: str = ""
     tree_temperature: float = 1.0       # from the draft's card (tree_temperature.py)
@@ -141,8 +145,11 @@ def load_pair(target: str = bundled.BUNDLED_ID, drafter: str = "eagle", draft: s
     pair = ModelPair(tgt, tok, name, device=input_device(tgt), dtype=dt)
     if drafter in (None, "", "none"):
         return pair
+    if drafter in TRAINING_FREE:   # Token Recycling / prompt lookup: the target alone
+        pair.drafter_kind, pair.draft_name = drafter, TRAINING_FREE_NAMES[drafter]
+        return pair
     if drafter not in ("classic", "eagle"):
-        raise BadInput(f"unknown drafter {drafter!r}: use classic or eagle.")
+        raise BadInput(f"unknown drafter {drafter!r}: use classic, eagle, recycling or lookup.")
     draft = draft or default_draft_for(target, drafter)
     check_card_target(draft, target)
     pair.drafter_kind, pair.draft_name = drafter, draft

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opttree import paths
+from opttree.config import TRAINING_FREE
 from opttree.errors import BadInput
 
 DEFAULT_FILE = paths.MODELS_FILE
-DRAFTERS = ("eagle", "classic", "self", "none")
+DRAFTERS = ("eagle", "classic", "self", *TRAINING_FREE, "none")
+MODEL_DRAFTERS = ("eagle", "classic", "self")   # the ones retrieval fusion can join
 
 
 @dataclass(frozen=True)
@@ -25,9 +27,10 @@ class ModelEntry:
     id: str
     label: str
     target: str
-    drafter: str                    # eagle | classic | self (the target drafts for itself) | none
+    drafter: str                    # eagle | classic | self (the target drafts for itself) | recycling | lookup | none
     draft: str = ""                 # file path (resolved) or "random" for an untrained head
     trust_remote_code: bool = False
+    retrieval: bool = False         # the app may run this pair with retrieval fusion (model drafters only)
 
     def missing_files(self) -> list[str]:
         """Draft files this entry needs that are not on disk (bundled drafts may not be trained yet)."""
@@ -51,6 +54,10 @@ class Registry:
     def choices(self) -> list[tuple[str, str]]:
         """(label, id) pairs for a dropdown."""
         return [(e.label, e.id) for e in self.entries.values()]
+
+    def training_free_for(self, target: str) -> list[ModelEntry]:
+        """Entries that draft without a draft model (Token Recycling, prompt lookup) for `target`."""
+        return [e for e in self.entries.values() if e.drafter in TRAINING_FREE and e.target == target]
 
     def get(self, model_id) -> ModelEntry:
         if not isinstance(model_id, str) or model_id not in self.entries:
@@ -83,12 +90,15 @@ def _entry(raw: dict, base: Path) -> ModelEntry:
             raise BadInput(f"a model in the model list lacks a text field {key!r}.")
     if raw["drafter"] not in DRAFTERS:
         raise BadInput(f"model {raw['id']!r}: drafter must be one of {', '.join(DRAFTERS)}.")
+    if raw.get("retrieval") is True and raw["drafter"] not in MODEL_DRAFTERS:
+        raise BadInput(f"model {raw['id']!r}: retrieval fusion needs a draft model "
+                       f"({', '.join(MODEL_DRAFTERS)}), not {raw['drafter']!r}.")
     draft = str(raw.get("draft") or "")
     if draft and draft != "random" and not Path(draft).is_absolute():
         draft = str((base / draft).resolve())
     return ModelEntry(id=raw["id"], label=str(raw.get("label") or raw["id"]), target=raw["target"],
                       drafter=raw["drafter"], draft=draft,
-                      trust_remote_code=raw.get("trust_remote_code") is True)
+                      trust_remote_code=raw.get("trust_remote_code") is True, retrieval=raw.get("retrieval") is True)
 
 
 def load_registry(path: str | os.PathLike | None = None) -> Registry:

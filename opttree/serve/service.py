@@ -2,7 +2,9 @@
 
 The app calls only this module for model work, so the reliability rules live in one testable place:
 - models are loaded once per allow-listed id and shared read-only (every run builds its own KV
-  caches, drafter state and RNG inside `stream_run`);
+  caches, drafter state and RNG inside `stream_run`); the one thing kept between runs is a browser
+  session's own Token Recycling table (`recycling_scope: session`), keyed by that session, bounded,
+  dropped when the tab closes and never handed to another session;
 - model work passes through a FIFO `Lane` with a bounded number of slots; a waiting run reports its
   queue position instead of silently blocking;
 - settings are validated by `DecodeConfig` on the server whatever the page sent;
@@ -19,19 +21,22 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from opttree.config import SETTING_NAMES, DecodeConfig
 from opttree.decoding import cost, speculative  # called as speculative.stream_run: tests swap it in place
 from opttree.decoding.prompts import clean_prompt
+from opttree.drafters.context import DraftContext
+from opttree.drafters.recycling import RecyclingTable
 from opttree.drafters.tree_temperature import card_temperature
 from opttree.errors import BadInput, ModelLoadError, OptTreeError
 from opttree.models.draft_assets import load_feature_head
-from opttree.models.loading import load_classic_draft, load_pair
+from opttree.models.loading import TRAINING_FREE_NAMES, load_classic_draft, load_pair
 from opttree.models.registry import ModelEntry, Registry, load_registry
 
 log = logging.getLogger("opttree.serve.service")
-
+SESSION_TABLES = 32     # Token Recycling tables kept for browser sessions (least recently used dropped first)
 
 
 class RunError(Exception):
@@ -181,6 +186,7 @@ class RunService:
         self._load_lock = threading.Lock()
         self._session_cancels: dict[str, set] = {}
         self._sessions_lock = threading.Lock()
+        self._tables: OrderedDict[tuple, RecyclingTable] = OrderedDict()   # (session, target) -> table
 
     # ---- models -------------------------------------------------------------------------------
     def pair_for(self, model_id) -> tuple[object, str]:
@@ -205,6 +211,8 @@ class RunService:
             pair.drafter_kind, pair.draft_name = "eagle", _public_name(entry.draft)
             pair.tree_temperature = card_temperature(entry.draft)
             pair.draft_model = load_feature_head(entry.draft, base.target)
+        elif entry.drafter in TRAINING_FREE_NAMES:
+            pair.drafter_kind, pair.draft_name = entry.drafter, TRAINING_FREE_NAMES[entry.drafter]
         elif entry.drafter == "classic":
             pair.drafter_kind, pair.draft_name = "classic", _public_name(entry.draft)
             pair.tree_temperature = card_temperature(entry.draft)
@@ -243,6 +251,31 @@ class RunService:
             f.set()
         return len(flags)
 
+    def end_session(self, session: str | None) -> None:
+        """A closed tab: stop its runs and forget its Token Recycling tables."""
+        self.cancel_session(session)
+        with self._sessions_lock:
+            for key in [k for k in self._tables if k[0] == session]:
+                del self._tables[key]
+
+    def session_table(self, session: str, target: str, vocab_size: int) -> RecyclingTable:
+        """This session's recycling table for `target` (created empty; only this session gets it)."""
+        key = (session, target)
+        with self._sessions_lock:
+            table = self._tables.get(key)
+            if table is None or table.vocab_size != vocab_size:
+                table = self._tables[key] = RecyclingTable(vocab_size)
+            self._tables.move_to_end(key)
+            while len(self._tables) > SESSION_TABLES:
+                self._tables.popitem(last=False)
+            return table
+
+    def _context(self, pair, cfg: DecodeConfig, session: str | None) -> DraftContext:
+        """What this run's drafter may keep: a session's table only for that session's own runs."""
+        if pair.drafter_kind == "recycling" and cfg.recycling_scope == "session" and session:
+            return DraftContext(table=self.session_table(session, pair.target_name, pair.target.config.vocab_size))
+        return DraftContext()
+
     # ---- runs ---------------------------------------------------------------------------------
     @staticmethod
     def config(settings: dict) -> DecodeConfig:
@@ -266,7 +299,10 @@ class RunService:
         try:
             cfg = self.config(settings)
             clean_prompt(prompt)
-            self.registry.get(model_id)
+            entry = self.registry.get(model_id)
+            if cfg.retrieval == "on" and cfg.method != "ar" and not entry.retrieval:
+                raise BadInput(f"retrieval fusion is not offered for “{entry.label}”: choose a pair that "
+                               "allows it, or set retrieval off.")
         except OptTreeError as exc:
             raise RunError("bad_input", str(exc)) from None
         self._register(session, cancel)
@@ -291,7 +327,9 @@ class RunService:
                 return cancel.is_set()
 
             pair, notice = self.pair_for(model_id)
-            for trace in speculative.stream_run(pair, prompt, cfg, cancel=stop, record_target=record_target):
+            context = self._context(pair, cfg, session)
+            for trace in speculative.stream_run(pair, prompt, cfg, cancel=stop, record_target=record_target,
+                                                context=context):
                 yield from self._hand_out(ticket, Update("running", trace=trace, notice=notice), trace)
             # The work is over: free the slot before handing out the result, whoever reads it.
             self.lane.leave(ticket)

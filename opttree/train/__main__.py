@@ -1,5 +1,8 @@
 """python -m opttree.train --kind head|classic: prompts -> generated data -> training -> assets.
 
+`--kind length-predictor` trains the draft-length predictor instead (opttree/train/length_predictor.py,
+its own options).
+
 Examples (the bundled drafts were made with these):
   python -m opttree.train --kind head --tokens 400000
   python -m opttree.train --kind classic --tokens 400000 --no-generate
@@ -74,6 +77,12 @@ def parse(argv=None):
 
 
 def main(argv=None) -> dict:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "length-predictor" in argv and argv[argv.index("length-predictor") - 1] == "--kind":
+        from opttree.train import length_predictor  # its own options: loaded only for that kind
+
+        i = argv.index("length-predictor")
+        return length_predictor.main(argv[:i - 1] + argv[i + 1:])
     args = parse(argv)
     torch.set_num_threads(args.threads)
     if args.generate:
@@ -93,7 +102,7 @@ def main(argv=None) -> dict:
     else:
         result = CL.train_classic(args, target, train, test)
     card = {"name": Path(args.out).stem, "target": args.target,
-            "command": "python -m opttree.train " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "command": "python -m opttree.train " + " ".join(argv),
             "data": {"train_response_tokens": D.response_tokens(train),
                      "heldout_response_tokens": D.response_tokens(test),
                      "train_sequences": len(train), "heldout_sequences": len(test),

@@ -1,7 +1,9 @@
 """The draft tree: nodes with a token, a parent (-1 = the root, i.e. the last committed token),
 a depth (1 = child of the root), the draft probability q of the node's token given its parent, and
 p̂ = the product of q along the path from the root (the paper's estimate of the node's chance of
-being accepted). Builders grow it; the verifier and the trace read it.
+being accepted). Builders grow it; the verifier and the trace read it. Once built, each node also
+names its source (trace.SOURCES): the draft model, the Token Recycling table, retrieval, or both a draft
+model and retrieval (a fused tree, trees/fusion.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ class DraftTree:
     p_hat: list[float] = field(default_factory=list)
     rank: list[int] = field(default_factory=list)  # rank of the token in its parent's draft distribution
     origin: list[int] = field(default_factory=list)  # after `subset`: each node's id in the grown tree
+    source: list[str] = field(default_factory=list)  # per node, one of trace.SOURCES (set once the tree is final)
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -79,4 +82,6 @@ class DraftTree:
             out.p_hat.append(self.p_hat[old])
             out.rank.append(self.rank[old])
             out.origin.append(old)
+            if self.source:
+                out.source.append(self.source[old])
         return out

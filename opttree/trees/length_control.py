@@ -16,7 +16,13 @@
   never try. The draws come from the controller's own generator, seeded from the run's seed, so a
   run is reproducible and the token picker's draws (hence the output) are untouched.
 
-Pure Python; the loop calls `choose` before building a step's tree and `observe` after verifying it.
+- `predictor` (after AdaEAGLE, Zhang et al. 2024): a small network reading the target's last hidden
+  state predicts the coming step's accepted length Â (opttree/models/length_predictor.py, trained by
+  `python -m opttree.train --kind length-predictor`); the step drafts round(Â) + 1 layers, one past
+  the prediction, with no threshold to set. It learns nothing during the run.
+
+The loop calls `choose(features)` before building a step's tree (features: the target's last hidden
+state, read only by controllers with `needs_features`) and `observe` after verifying it.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from opttree.config import DecodeConfig
 
 @dataclass
 class ThompsonLength:
+    needs_features = False
     max_depth: int
     price: float                       # δ: the least expected gain a layer must bring
     seed: int = 0
@@ -48,7 +55,7 @@ class ThompsonLength:
             return self.max_depth
         return max(1, min(self.max_depth, math.ceil(math.log(self.price) / math.log(theta)) - 1))
 
-    def choose(self) -> dict:
+    def choose(self, features=None) -> dict:
         """Sample θ̃ and pick this step's depth; returns the decision as the trace records it."""
         alpha, beta = self.alpha, self.beta
         theta = self.rng.betavariate(alpha, beta)
@@ -64,11 +71,38 @@ class ThompsonLength:
             self.beta += 1.0
 
 
-def controller_for(cfg: DecodeConfig) -> ThompsonLength | None:
+@dataclass
+class PredictorLength:
+    predict: object                    # features -> Â (a LengthPredictor)
+    max_depth: int
+    needs_features = True
+
+    def choose(self, features=None) -> dict:
+        """Â from the features (none before the target has read a token: the deepest tree), and the
+        depth one layer past it."""
+        if features is None:
+            return {"control": "predictor", "predicted": None, "depth": self.max_depth}
+        predicted = float(self.predict(features))
+        depth = max(1, min(self.max_depth, round(predicted) + 1))
+        return {"control": "predictor", "predicted": round(predicted, 4), "depth": depth}
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        """Nothing to learn during a run: the predictor was trained beforehand."""
+
+
+def controller_for(cfg: DecodeConfig, pair=None) -> ThompsonLength | PredictorLength | None:
     """The run's length controller; None for the δ rule (the builder applies it itself)."""
-    if cfg.length_control == "thompson" and cfg.method != "ar":
+    if cfg.method == "ar" or cfg.length_control == "delta":
+        return None
+    if cfg.length_control == "thompson":
         return ThompsonLength(cfg.max_depth, cfg.threshold, seed=cfg.seed)
-    return None
+    # Models load only when a run asks for the predictor (trees/ stays free of model code otherwise).
+    from opttree.models.draft_assets import check_card_target
+    from opttree.models.length_predictor import DEFAULT_PREDICTOR, load_length_predictor
+
+    check_card_target(str(DEFAULT_PREDICTOR), pair.target_name)
+    model = load_length_predictor(DEFAULT_PREDICTOR, pair.target.config.hidden_size)
+    return PredictorLength(model, cfg.max_depth)
 
 
 def apply(cfg: DecodeConfig, decision: dict) -> DecodeConfig:

@@ -1,11 +1,13 @@
 """Static draft trees: the same shape every step, children picked by draft rank.
 
-A shape is a list of rank paths in breadth-first order: (0,) is the root's most likely child,
-(0, 1) that child's second most likely child, and so on. Cutting a breadth-first list at any length
-leaves a connected tree, which is how the node budget and max depth are applied.
+A shape is a list of rank paths with every parent before its children: (0,) is the root's most
+likely child, (0, 1) that child's second most likely child, and so on. Cutting such a list at any
+length leaves a connected tree, which is how the node budget and max depth are applied.
 """
 
 from __future__ import annotations
+
+import heapq
 
 from opttree.trees.auto_size import Objective, StepCost
 from opttree.trees.delta_rule import expected_acceptance
@@ -19,6 +21,34 @@ EAGLE_25 = [
     (0, 0, 0, 0), (0, 0, 0, 1), (0, 1, 0, 0),
     (0, 0, 0, 0, 0), (0, 0, 0, 0, 1),
 ]
+
+
+# Token Recycling's template (our own, in the spirit of the paper's fixed ~80-node tree): the 80 rank
+# paths with the largest prior weight, where a path's weight is the product over its ranks of
+# TR_RANK_PRIOR (a fixed guess at how often the candidate of each rank is the target's choice; ranks
+# 0..7, the table keeps 8 candidates per token). Listed best first, so the node budget keeps the n
+# best paths of that prior: widths by depth 8/20/19/19/6/7/1 at n = 80, most of it under rank 0.
+TR_RANK_PRIOR = (0.55, 0.18, 0.09, 0.06, 0.04, 0.03, 0.025, 0.02)
+TR_NODES, TR_MAX_DEPTH = 80, 10
+
+
+def prior_paths(prior: tuple[float, ...], count: int, max_depth: int) -> list[tuple[int, ...]]:
+    """The `count` rank paths with the largest product of `prior` over their ranks, best first
+    (ties: the lexicographically smaller path). Every prior value is below 1, so a path always
+    comes after its parent."""
+    out: list[tuple[int, ...]] = []
+    heap = [(-w, (r,)) for r, w in enumerate(prior)]
+    heapq.heapify(heap)
+    while heap and len(out) < count:
+        neg, path = heapq.heappop(heap)
+        out.append(path)
+        if len(path) < max_depth:
+            for r, w in enumerate(prior):
+                heapq.heappush(heap, (neg * w, path + (r,)))
+    return out
+
+
+TR_STATIC = prior_paths(TR_RANK_PRIOR, TR_NODES, TR_MAX_DEPTH)
 
 
 def chain_paths(depth: int) -> list[tuple[int, ...]]:
@@ -41,6 +71,8 @@ def shape_paths(method: str, nodes: int, max_depth: int) -> list[tuple[int, ...]
         return kary_paths(2, nodes, max_depth)
     if method == "eagle-static":
         return [p for p in EAGLE_25 if len(p) <= max_depth][:nodes]
+    if method == "tr-static":
+        return [p for p in TR_STATIC if len(p) <= max_depth][:nodes]
     raise ValueError(f"unknown static tree {method!r}")
 
 

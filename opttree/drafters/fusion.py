@@ -1,0 +1,75 @@
+"""Retrieval fusion around a model drafter (`--retrieval on`): RASD's pruning and tree fusion.
+
+The wrapped drafter builds its tree exactly as without retrieval. Around it:
+- `begin_step` retrieves continuations of the last committed tokens from the prompt, the output so
+  far and the corpus (drafters/retrieval.py) and builds their trie;
+- `expand` asks the model drafter for its full distribution at each node it expands and notes the
+  draft probability (and rank) of every retrieved token whose parent it expanded: the numbers that
+  prune the retrieval trie. `top_children` is the top-k of `expand`, so the builder sees the draft's
+  children as usual (the feature head's faster top-k path is not used: pruning needs the full row);
+- `finish_tree` fuses the builder's tree with the retrieval trie (trees/fusion.py) within the step's
+  node budget (under the auto budget: the size it chose for the draft tree) and depth; the target
+  verifies the fused tree in one forward like any other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from opttree.drafters.base import Drafter
+from opttree.drafters.retrieval import Retrieved, retrieve
+from opttree.trees.draft_tree import ROOT, DraftTree
+from opttree.trees.fusion import fuse
+
+FUSION_MATCHES = 8   # retrieved continuations per step
+
+
+class RetrievalFusion(Drafter):
+    def __init__(self, inner: Drafter, length: int, corpus: np.ndarray | None = None, matches: int = FUSION_MATCHES):
+        super().__init__(inner.vocab_size, inner.temperature)
+        self.inner, self.length, self.corpus, self.matches = inner, length, corpus, matches
+        self.needs_features = inner.needs_features
+        self.found = Retrieved()
+        self.draft_q: dict[tuple, tuple[float, int]] = {}
+        self.expanded: dict[tuple, int] = {}
+
+    def begin_step(self, committed: list[int], features=None) -> None:
+        self.inner.begin_step(committed, features)
+        self.found = retrieve(committed, self.corpus, self.length, self.matches)
+        self.draft_q, self.expanded = {}, {}
+
+    def expand(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
+        probs = self.inner.expand(tree, nodes)
+        trie = self.found.tree
+        for i, node in enumerate(nodes):
+            path = () if node == ROOT else tuple(tree.tokens[a] for a in tree.path(node))
+            if node != ROOT:
+                self.expanded[path] = node
+            kids = self.found.children_of_path(path)
+            if kids:
+                row = probs[i].float().cpu()
+                for child in kids:
+                    tok = trie.tokens[child]
+                    q = float(row[tok]) if tok < row.shape[0] else 0.0
+                    self.draft_q[path + (tok,)] = (q, int((row > q).sum()))
+        return probs
+
+    def finish_tree(self, tree: DraftTree, info: dict, cfg) -> tuple[DraftTree, dict]:
+        tree, info = self.inner.finish_tree(tree, info, cfg)
+        budget = len(tree) if cfg.auto_nodes else cfg.nodes
+        fused, notes = fuse(tree, self.found.tree, self.draft_q, budget, self.expanded, max_depth=cfg.max_depth)
+        if self.found.n:
+            note = (f"retrieval: {self.found.matches} match(es) of the last {self.found.n} token(s), "
+                    f"{notes['pruned']} pruned by the draft, {notes['retrieved']} node(s) added, "
+                    f"{notes['both']} shared")
+        else:
+            note = "retrieval: no earlier occurrence of the last token"
+        reason = info.get("stop_reason", "")
+        return fused, {**info, "stop_reason": f"{reason} · {note}" if reason else note}
+
+    def observe(self, tokens: list[int], logits: torch.Tensor) -> None:
+        self.inner.observe(tokens, logits)
+
+    def end_step(self, accepted: list[int]) -> None:
+        self.inner.end_step(accepted)

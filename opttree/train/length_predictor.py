@@ -1,0 +1,177 @@
+"""The draft-length predictor (after AdaEAGLE's Lightweight Draft Length Predictor), trained on this CPU.
+
+A step's features are the target's last hidden state: the last token the target has read, the one
+before the step's root (what the decoding loop holds when the step starts). The label is the
+accepted length A of that step when the draft is allowed to go deep (OPT-Tree, a fixed budget, δ = 0,
+the deepest trees the settings allow), i.e. how far this context lets the draft get.
+
+Data comes from decoding the training prompts (never the eval sets): each run's trace gives the
+steps' A, and one forward of the target over prompt + output gives every position's hidden state
+(a causal model's state at a position depends only on the tokens up to it, so these equal the states
+the loop held). Prompts flagged held-out in `train.jsonl` are the validation set.
+
+    python -m opttree.train --kind length-predictor [--prompts 96] [--tokens 64] [--threads 2]
+
+Writes `opttree/assets/length/<name>.safetensors` (fp16, a few thousand parameters; the network is in
+opttree/models/length_predictor.py) and its JSON card (data, held-out error against a constant
+predictor, date, command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+from torch import nn
+
+from opttree import paths
+from opttree.config import DecodeConfig
+from opttree.decoding.prompts import encode_prompt
+from opttree.decoding.speculative import run
+from opttree.models.length_predictor import DEFAULT_PREDICTOR, HIDDEN, LengthPredictor
+from opttree.models.loading import load_pair
+from opttree.train.prompts import train_prompts
+
+
+def fit(x: torch.Tensor, y: torch.Tensor, epochs: int = 400, lr: float = 1e-2, weight_decay: float = 1e-3,
+        seed: int = 0, hidden: int = HIDDEN, validation: float = 0.0) -> LengthPredictor:
+    """Full-batch AdamW on the squared error (a few thousand rows: seconds on a CPU).
+
+    `validation` > 0 keeps the last part of the rows (rows come in prompt order, so those are the
+    last prompts) out of training and returns the weights of the epoch where their error was lowest:
+    a few hundred rows against hundreds of features overfit fast otherwise."""
+    torch.manual_seed(seed)
+    cut = len(y) - int(len(y) * validation)
+    (tx, ty), (vx, vy) = (x[:cut], y[:cut].float()), (x[cut:], y[cut:].float())
+    model = LengthPredictor(x.shape[1], hidden)
+    model.mean.copy_(tx.float().mean(0))
+    model.std.copy_(tx.float().std(0).clamp_min(1e-4))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    best, best_state = float("inf"), None
+    for _ in range(epochs):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(tx), ty)
+        loss.backward()
+        opt.step()
+        if len(vy):
+            with torch.no_grad():
+                err = float(nn.functional.mse_loss(model(vx), vy))
+            if err < best:
+                best, best_state = err, {k: v.clone() for k, v in model.state_dict().items()}
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    return model.eval()
+
+
+@torch.no_grad()
+def evaluate(model: LengthPredictor, x: torch.Tensor, y: torch.Tensor, baseline: float) -> dict:
+    """Mean absolute error against the constant `baseline` (the training mean), and how often the
+    depth the controller would draft (round(Â) + 1) reaches the accepted length."""
+    pred = model(x)
+    depth = pred.round() + 1
+    return {"rows": int(len(y)), "mae": round(float((pred - y).abs().mean()), 4),
+            "mae_constant": round(float((baseline - y).abs().mean()), 4),
+            "depth_reaches_A": round(float((depth >= y).float().mean()), 4),
+            "mean_depth": round(float(depth.mean()), 3), "mean_A": round(float(y.float().mean()), 3)}
+
+
+@torch.no_grad()
+def collect(pair, prompts: list, cfg, log=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(features, A) for every drafted step of runs on `prompts` (texts, or token id lists used as
+    they are; see the module docstring)."""
+    xs, ys = [], []
+    for i, prompt in enumerate(prompts):
+        ids = list(prompt) if isinstance(prompt, list) else encode_prompt(pair.tokenizer, prompt)
+        trace = run(pair, "", cfg, prompt_ids=ids, record_target=False)
+        seq = ids + trace["output_ids"]
+        out = pair.target(input_ids=torch.tensor([seq], device=pair.device), output_hidden_states=True)
+        states = out.hidden_states[-1][0].float().cpu()
+        root = len(ids) - 1                         # the first step's root: the prompt's last token
+        for step in trace["steps"]:
+            if step["tokens"] and root >= 1:
+                xs.append(states[root - 1])
+                ys.append(float(len(step["accepted"])))
+            root += len(step["committed"])
+        if log:
+            log(f"prompt {i + 1}/{len(prompts)}: {len(trace['steps'])} steps, {len(xs)} rows so far")
+    dim = pair.target.config.hidden_size
+    return (torch.stack(xs) if xs else torch.zeros(0, dim)), torch.tensor(ys)
+
+
+def save(model: LengthPredictor, out: Path, card: dict) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}, str(out))
+    out.with_suffix(".json").write_text(json.dumps(card, indent=1), encoding="utf-8")
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(prog="python -m opttree.train --kind length-predictor", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prompts", type=int, default=96, help="training prompts decoded (held-out ones on top)")
+    ap.add_argument("--heldout", type=int, default=24, help="held-out training prompts for validation")
+    ap.add_argument("--tokens", type=int, default=64, help="new tokens per prompt")
+    ap.add_argument("--nodes", type=int, default=25, help="the fixed budget of the labelling runs")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=str(DEFAULT_PREDICTOR))
+    ap.add_argument("--seed", type=int, default=0)
+    # Chosen on the training prompts alone (their last 15 % as validation, never the held-out ones):
+    # hidden 2/4/8 × weight decay 0.01/0.1/1 × learning rate 3e-3/1e-2.
+    ap.add_argument("--hidden", type=int, default=HIDDEN)
+    ap.add_argument("--weight-decay", type=float, default=1.0)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--epochs", type=int, default=300)
+    ap.add_argument("--validation", type=float, default=0.15,
+                    help="the last share of the training rows kept out to pick the epoch")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    rng = random.Random(args.seed)
+    every = list(train_prompts())
+    train = rng.sample([p.text for p in every if not p.heldout], args.prompts)
+    held = rng.sample([p.text for p in every if p.heldout], args.heldout)
+    pair = load_pair(drafter="eagle", device="cpu")
+    cfg = DecodeConfig(method="opt-tree", nodes=args.nodes, threshold=0.0, max_depth=10,
+                       max_new_tokens=args.tokens, temperature=0.0)
+    t0 = time.time()
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    cache = paths.data_dir() / "length" / f"rows-{args.prompts}-{args.heldout}-{args.tokens}-{args.nodes}.pt"
+    cached = cache.exists()
+    if cached:                         # the decoding is the slow part: refits reuse its rows
+        x, y, hx, hy = torch.load(cache).values()
+    else:
+        x, y = collect(pair, train, cfg, log)
+        hx, hy = collect(pair, held, cfg, log)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"x": x, "y": y, "hx": hx, "hy": hy}, cache)
+    model = fit(x, y, epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay, seed=args.seed,
+                hidden=args.hidden, validation=args.validation)
+    baseline = float(y.mean())
+    card = {"name": Path(args.out).stem, "kind": "length-predictor", "target": "smollm2-135m-instruct",
+            "drafter": pair.draft_name and Path(str(pair.draft_name)).name,
+            "command": "python -m opttree.train --kind length-predictor " + " ".join(argv or sys.argv[1:]),
+            "date": dt.date.today().isoformat(), "wall_s": round(time.time() - t0, 1),
+            "rows_from_cache": cached,         # wall_s then covers the fit only (decoding ~10 min on 1 thread)
+            "features": "the target's last hidden state (the token before the step's root)",
+            "label": "accepted length A with OPT-Tree at a fixed budget, δ = 0, max depth 10",
+            "decode": cfg.to_dict(), "parameters": sum(p.numel() for p in model.parameters()),
+            "hparams": {k: getattr(args, k) for k in ("hidden", "weight_decay", "lr", "epochs", "validation")},
+            "baseline": "a constant predictor at the training rows' mean A (mae_constant)",
+            "data": {"train_prompts": len(train), "train_rows": len(y), "heldout_prompts": len(held),
+                     "heldout_rows": len(hy)},
+            "train": evaluate(model, x, y, baseline), "heldout": evaluate(model, hx, hy, baseline)}
+    save(model, Path(args.out), card)
+    print(json.dumps({k: card[k] for k in ("train", "heldout", "parameters")}), flush=True)
+    return card
+
+
+if __name__ == "__main__":
+    main()
