@@ -45,6 +45,9 @@ def main() -> int:
             pg.locator("#step input[type=number]").press("Enter")
             pg.wait_for_timeout(1500)
             pg.screenshot(path=str(OUT / "explore.png"), full_page=True)
+            # Compare at the page's own settings (the lesson above set a fixed n = 60): a fresh page.
+            pg.goto(url)
+            pg.wait_for_selector("#tree-plot .js-plotly-plot")
             pg.get_by_role("tab", name="Compare").click()
             pg.click("#compare-run")
             wait_status(pg, "#compare-status", "Done")
@@ -57,6 +60,15 @@ def main() -> int:
                 tab_button.click()
                 pg.wait_for_timeout(2000)
                 pg.screenshot(path=str(OUT / name), full_page=True)
+            # Dark mode (Gradio's ?__theme=dark), a short run of the page's defaults.
+            dark = browser.new_page(viewport={"width": 1400, "height": 1000})
+            dark.set_default_timeout(120_000)
+            dark.goto(url + "?__theme=dark")
+            dark.wait_for_selector("#tree-plot .js-plotly-plot")
+            dark.click("#run")
+            wait_status(dark, "#status", "Done")
+            dark.wait_for_timeout(1500)
+            dark.screenshot(path=str(OUT / "explore-dark.png"), full_page=True)
             browser.close()
     print(f"wrote {', '.join(sorted(f.name for f in OUT.glob('*.png')))} in {OUT}")
     return 0

@@ -26,7 +26,9 @@ def build() -> dict:
                 "plain autoregressive decoding (AR) as the baseline; optionally also OPT-Tree with retrieval "
                 "fusion and the drafters that need no draft model (retrieval is off in the other rows). With the "
                 "node budget at **auto** (the default) every method sizes its trees per step from what a forward "
-                "costs on this machine (the chart beside the table); with a fixed n they all use that budget.")
+                "costs on this machine (the chart beside the table); with a fixed n they all use that budget. "
+                "In the table, τ = tokens per step (bonus included), accepted/step = accepted draft tokens per "
+                "step, acceptance = accepted / verified draft tokens.")
     with gr.Row():
         statics = gr.CheckboxGroup(STATIC_CHOICES, value=["binary", "eagle-static"],
                                    label="Static trees to compare", elem_id="statics")

@@ -70,9 +70,10 @@ def acceptance_text(summary: dict) -> str:
             f"tokens verified · accepted at depth 1, 2, 3, …: {by_depth_text(summary.get('acceptance_by_depth'))}")
 
 
-COMPARE_COLUMNS = ["method", "τ (tokens/step)", "tokens/s", "speedup vs AR", "same output as AR", "mean nodes",
-                   "mean depth", "accepted draft tokens/step", "draft acceptance rate",
-                   "ms per step: draft + build / verify", "why slower than AR"]
+# Short headers: the table shares its row with the cost chart. τ = tokens per step (bonus included),
+# accepted/step = accepted draft tokens per step, acceptance = accepted / verified draft tokens.
+COMPARE_COLUMNS = ["method", "τ", "tokens/s", "speedup vs AR", "same output as AR", "nodes", "depth",
+                   "accepted/step", "acceptance", "ms draft+build / verify", "why slower than AR"]
 
 
 def method_label(trace: dict) -> str:
@@ -143,9 +144,9 @@ def compare_rows(traces: dict[str, dict]) -> list[list]:
         ms = (f"{s.get('mean_draft_ms', 0) + s.get('mean_build_ms', 0):.0f} / {s.get('mean_verify_ms', 0):.0f}")
         drafted = bool(s.get("mean_nodes"))
         rate = f"{s.get('draft_acceptance_rate', 0) * 100:.0f}%" if drafted else "—"
-        rows.append([method_label(tr), round(s["tau"], 2), round(s["tokens_per_s"], 1), speedup, same,
-                     s.get("mean_nodes", 0), s.get("mean_depth", 0),
-                     round(s.get("mean_accepted_draft_tokens", 0), 2) if drafted else "—", rate, ms,
+        rows.append([method_label(tr), f"{s['tau']:.2f}", f"{s['tokens_per_s']:.1f}", speedup, same,
+                     f"{s.get('mean_nodes', 0):.1f}", f"{s.get('mean_depth', 0):.1f}",
+                     f"{s.get('mean_accepted_draft_tokens', 0):.2f}" if drafted else "—", rate, ms,
                      why_slower(tr, ar, cost)])
     return rows
 
