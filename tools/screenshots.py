@@ -67,6 +67,8 @@ def main() -> int:
             dark.wait_for_selector("#tree-plot .js-plotly-plot")
             dark.click("#run")
             wait_status(dark, "#status", "Done")
+            dark.locator("#step input[type=number]").fill("3")
+            dark.locator("#step input[type=number]").press("Enter")
             dark.wait_for_timeout(1500)
             dark.screenshot(path=str(OUT / "explore-dark.png"), full_page=True)
             browser.close()
