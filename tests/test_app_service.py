@@ -143,6 +143,9 @@ def test_compare_rows_follow_the_allow_list():
     jobs, skipped = extra_rows(reg, "smollm2-self", base, ["opt-tree + retrieval"])
     assert jobs == [] and skipped == ["opt-tree + retrieval"]      # the allow-list does not let it fuse
     assert extra_rows(reg, "no-such-pair", base, ["lookup"]) == ([], ["lookup"])
+    # On a training-free pair its own extra row would repeat the OPT-Tree row: left out.
+    jobs, skipped = extra_rows(reg, "smollm2-lookup", base, ["lookup", "recycling"])
+    assert [pair for _, pair, _ in jobs] == ["smollm2-recycling"] and not skipped
 
 
 def test_run_matches_the_engine_and_streams_each_step(service, pair):

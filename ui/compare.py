@@ -1,6 +1,6 @@
 """Compare: the Explore prompt and settings with OPT-Tree, the chosen static trees, AR and (optionally) the
 training-free drafters and retrieval fusion, side by side, with what a forward costs on this machine
-beside the table (the measured cost curve)."""
+below the table (the measured cost curve)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def build() -> dict:
                 "plain autoregressive decoding (AR) as the baseline; optionally also OPT-Tree with retrieval "
                 "fusion and the drafters that need no draft model (retrieval is off in the other rows). With the "
                 "node budget at **auto** (the default) every method sizes its trees per step from what a forward "
-                "costs on this machine (the chart beside the table); with a fixed n they all use that budget. "
+                "costs on this machine (the chart below the table); with a fixed n they all use that budget. "
                 "In the table, τ = tokens per step (bonus included), accepted/step = accepted draft tokens per "
                 "step, acceptance = accepted / verified draft tokens.")
     with gr.Row():
@@ -38,14 +38,14 @@ def build() -> dict:
             run_btn = gr.Button("Compare", variant="primary", elem_id="compare-run")
             stop_btn = gr.Button("Stop", variant="stop", elem_id="compare-stop")
     status = gr.Markdown("", elem_id="compare-status")
+    # The table has the page's width (eleven columns); the τ chart and the cost curve share the row below.
+    table = gr.Dataframe(headers=COMPARE_COLUMNS, value=None, interactive=False, wrap=True, elem_id="compare-table")
     with gr.Row():
-        table = gr.Dataframe(headers=COMPARE_COLUMNS, value=None, interactive=False, wrap=True,
-                             elem_id="compare-table", scale=3)
+        chart = gr.Plot(label="τ and speedup", elem_id="compare-chart", scale=3)
         with gr.Column(scale=2):
             cost_plot = gr.Plot(cost_figure(None), label="Cost curve (measured on this machine)",
                                 elem_id="compare-cost")
             measure_btn = gr.Button("Measure this machine again", size="sm", elem_id="compare-measure")
-    chart = gr.Plot(label="τ and speedup", elem_id="compare-chart")
     with gr.Row():
         step = gr.Slider(1, 2, value=1, step=1, label="Step (both panels)", elem_id="compare-step", scale=3)
         right = gr.Dropdown(STATIC_CHOICES, value="binary", label="Right panel", elem_id="compare-right", scale=1)
@@ -124,6 +124,8 @@ def extra_rows(registry, model, base: dict, extras) -> tuple[list, list[str]]:
                 skipped.append(extra)
             continue
         free = [e for e in registry.training_free_for(entry.target) if e.drafter == extra]
+        if free and free[0].id == model:
+            continue             # the Explore pair drafts this way already: its OPT-Tree row is this row
         if free:
             jobs.append((f"{extra} (opt-tree)", free[0].id, {**base, "method": "opt-tree"}))
         else:
