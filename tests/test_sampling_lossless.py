@@ -35,18 +35,25 @@ def chi_square_p(counts: torch.Tensor, expected: torch.Tensor) -> float:
     return float(chisquare(obs.numpy(), exp.numpy() * float(obs.sum() / exp.sum())).pvalue)
 
 
+def two_token_counts(pair, prompt, runs: int = 1500, **settings):
+    """How often each two-token output came out of `runs` OPT-Tree runs at T = 1 (seeds 0..runs-1),
+    and the draft tokens the first steps accepted in all."""
+    counts, accepted = torch.zeros(V * V), 0
+    for seed in range(runs):
+        cfg = DecodeConfig(method="opt-tree", nodes=8, threshold=0.0, max_depth=3, temperature=1.0,
+                           max_new_tokens=2, seed=seed, **settings)
+        trace = run(pair, "", cfg, prompt_ids=prompt)
+        t1, t2 = trace["output_ids"]
+        counts[t1 * V + t2] += 1
+        accepted += trace["steps"][0]["accept_length"]
+    return counts, accepted
+
+
 def test_end_to_end_first_two_tokens_match_target():
     """Real models and the whole loop: OPT-Tree with a classic draft, T=1."""
     pair = tiny_pair("classic", vocab=V, scale=2.0)
     expected = exact_two_token_distribution(pair.target, 1.0, 0, 1.0)
-    counts, accepted = torch.zeros(V * V), 0
-    for seed in range(1500):
-        cfg = DecodeConfig(method="opt-tree", nodes=8, threshold=0.0, max_depth=3, temperature=1.0,
-                           max_new_tokens=2, seed=seed)
-        trace = run(pair, "", cfg, prompt_ids=PROMPT)
-        t1, t2 = trace["output_ids"]
-        counts[t1 * V + t2] += 1
-        accepted += trace["steps"][0]["accept_length"]
+    counts, accepted = two_token_counts(pair, PROMPT)
     assert accepted > 300, "drafts were (almost) never accepted: the tree would not be exercised"
     assert chi_square_p(counts, expected) > 1e-3
 
@@ -72,14 +79,7 @@ def test_drafts_without_a_trained_draft_stay_lossless(drafter, extra, one_thread
     still commits the target's exact distribution."""
     pair = tiny_pair(drafter, vocab=V, scale=2.0)
     expected = exact_two_token_distribution(pair.target, 1.0, 0, 1.0, REPEATING)
-    counts, accepted = torch.zeros(V * V), 0
-    for seed in range(1500):
-        cfg = DecodeConfig(method="opt-tree", nodes=8, threshold=0.0, max_depth=3, temperature=1.0,
-                           max_new_tokens=2, seed=seed, **extra)
-        trace = run(pair, "", cfg, prompt_ids=REPEATING)
-        t1, t2 = trace["output_ids"]
-        counts[t1 * V + t2] += 1
-        accepted += trace["steps"][0]["accept_length"]
+    counts, accepted = two_token_counts(pair, REPEATING, **extra)
     assert accepted > 100, "drafts were (almost) never accepted: the tree would not be exercised"
     assert chi_square_p(counts, expected) > 1e-3
 
