@@ -122,7 +122,7 @@ def acceptance(steps: list[dict]) -> dict:
       so a wide tree has a low rate even when its best path is long);
     - `acceptance_by_depth[d-1]`: of the steps whose tree reaches depth d, the share whose committed
       path reaches depth d (vLLM's per-position rate; `drafted_by_depth[d-1]` counts those steps, so
-      rates over several runs combine exactly).
+      rates over several runs combine by their counts, up to the 4-decimal rounding of the rates).
     """
     n = len(steps)
     accepted = [committed_draft(s) for s in steps]
@@ -304,7 +304,8 @@ def _validate_length(where: str, length) -> None:
     else:
         pred = length.get("predicted")
         _need(pred is None or (_is_num(pred) and pred >= 0), f"{where}: length's predicted must be a number ≥ 0")
-    _need(_is_int(length.get("depth")) and length["depth"] >= 1, f"{where}: length depth must be a positive integer")
+    _need(_is_int(length.get("depth")) and 1 <= length["depth"] <= MAX_NODES,
+          f"{where}: length depth must be an integer from 1 to {MAX_NODES}")
 
 
 def _validate_rows(where: str, rows, n: int) -> None:

@@ -1,6 +1,7 @@
 """The Thompson-sampling length controller (opttree/trees/length_control.py), with synthetic steps."""
 
 import random
+from fractions import Fraction
 
 import pytest
 from hypothesis import given
@@ -12,7 +13,8 @@ from opttree.trees.length_control import ThompsonLength
 @given(theta=st.floats(0.0, 1.0), price=st.floats(0.0, 1.0), max_depth=st.integers(1, 20))
 def test_depth_is_the_deepest_layer_still_worth_its_price(theta, price, max_depth):
     got = ThompsonLength(max_depth, price).depth_for(theta)
-    worth = [d for d in range(1, max_depth + 1) if theta ** d > price]
+    # Exact rational arithmetic: θ^d of a tiny θ must not underflow to 0 in the oracle.
+    worth = [d for d in range(1, max_depth + 1) if Fraction(theta) ** d > Fraction(price)]
     assert got == (max(worth) if worth else 1)
 
 
@@ -87,6 +89,8 @@ def test_thompson_runs_are_lossless_and_record_each_decision(drafter, method, no
     assert trace["output_ids"] == _reference(pair.target, 30)
     drafted = [s for s in trace["steps"] if s["tokens"]]
     assert drafted and all(s["length"]["control"] == "thompson" for s in drafted)
+    # Only the tokens-left cap is reported as a cap (30 tokens leave room for 6 layers at the start).
+    assert "depth capped" not in trace["steps"][0]["stop_reason"]
     assert all(max(s["depth"]) <= s["length"]["depth"] for s in drafted)
     # The posterior the next step starts from counts what this step's verification showed.
     for s, nxt in zip(drafted, drafted[1:]):
@@ -126,7 +130,7 @@ def test_a_bad_length_decision_in_a_trace_is_rejected():
 
     trace = run(tiny_pair("classic"), "", DecodeConfig(method="chain", nodes=4, max_depth=3, max_new_tokens=6,
                                                        length_control="thompson"), prompt_ids=PROMPT)
-    for key, value in [("theta", 1.5), ("alpha", -1), ("depth", 0), ("control", "magic")]:
+    for key, value in [("theta", 1.5), ("alpha", -1), ("depth", 0), ("depth", 10**6), ("control", "magic")]:
         bad = copy.deepcopy(trace)
         bad["steps"][0]["length"][key] = value
         with pytest.raises(BadInput, match="length"):
@@ -145,6 +149,9 @@ def test_why_this_shape_shows_the_thompson_decision():
     assert bars.marker.color[4] == ACCEPTED and ACCEPTED not in bars.marker.color[:4]
     assert "Beta(9, 3)" in fig.layout.title.text and "θ̃ = 0.80" in fig.layout.title.text
     assert fig.layout.shapes[0].y0 == 0.3                       # the price δ
+    # An imported trace's odd meta never widens (or breaks) the chart.
+    for meta in ({"max_depth": "deep"}, {"max_depth": 10**9}, {}):
+        assert len(why_shape(step, meta).data[0].x) == 5
 
 
 # ---------------------------------------------------------------- the learned predictor (AdaEAGLE-style)
@@ -163,10 +170,14 @@ def test_the_predictor_learns_a_length_from_features_and_beats_a_constant():
 
 
 def test_the_predictor_drafts_one_layer_past_its_prediction():
+    import torch
+
     from opttree.trees.length_control import PredictorLength
 
-    c = PredictorLength(lambda f: f, max_depth=6)
-    assert [c.choose(v)["depth"] for v in (0.2, 1.6, 2.5, 9.0)] == [1, 3, 3, 6]
+    seen = []
+    c = PredictorLength(lambda f: seen.append(f.device.type) or f, max_depth=6)
+    assert [c.choose(torch.tensor(v))["depth"] for v in (0.2, 1.6, 2.5, 9.0)] == [1, 3, 3, 6]
+    assert set(seen) == {"cpu"}                      # the network reads CPU tensors whatever the loop's device
     assert c.choose(None) == {"control": "predictor", "predicted": None, "depth": 6}
 
 

@@ -51,12 +51,14 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
     Built from plain dicts without validation: it is redrawn on every scrubber step. A step sized by
     the auto budget shows its objective table instead (`why_auto`)."""
     meta = meta or {}
+    # With the auto budget the objective table chose the tree (a length controller only capped its
+    # depth, which the table's title then says); otherwise the controller's own chart.
+    if step and isinstance(step.get("auto"), dict) and step["auto"].get("objective"):
+        return why_auto(step, meta)
     if step and isinstance(step.get("length"), dict):
         if step["length"].get("control") == "predictor":
             return why_predictor(step, meta)
         return why_thompson(step, meta)
-    if step and isinstance(step.get("auto"), dict) and step["auto"].get("objective"):
-        return why_auto(step, meta)
     layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=40, b=40), showlegend=False,
                   title=dict(text="Why this shape: E(A) by depth", x=0.01, font=dict(size=14)))
     if not step or not step.get("ea_by_depth"):
@@ -103,7 +105,8 @@ def why_thompson(step: dict, meta: dict) -> go.Figure:
     length = step["length"]
     a, b, theta, price, chosen = (length[k] for k in ("alpha", "beta", "theta", "price", "depth"))
     mean = a / (a + b)
-    depths = list(range(1, int(meta.get("max_depth") or chosen) + 1))
+    drafted = max(step.get("depth") or [0])
+    depths = list(range(1, chart_depth(meta, chosen) + 1))
     colours = [style.ACCEPTED if d == chosen else ("#4c78a8" if d < chosen else "#c6dbef") for d in depths]
     data = [dict(type="bar", x=depths, y=[theta ** d for d in depths], name="θ̃^L: what layer L adds (sampled θ̃)",
                  marker=dict(color=colours), hovertemplate="layer %{x}: adds %{y:.3f} expected tokens<extra></extra>"),
@@ -115,8 +118,8 @@ def why_thompson(step: dict, meta: dict) -> go.Figure:
     notes = [dict(xref="paper", x=1, yref="y", y=price, xanchor="right", yanchor="bottom", showarrow=False,
                   text=f"δ = {price:g}: a layer must add more"),
              dict(x=chosen, y=theta ** chosen, xref="x", yref="y", showarrow=True, arrowhead=2, ax=30, ay=-30,
-                  text=f"drafted {chosen} layer{'s' if chosen != 1 else ''}", font=dict(size=11, color=style.ACCEPTED),
-                  xanchor="left")]
+                  text=f"at most {chosen} layer{'s' if chosen != 1 else ''} (drafted {drafted})",
+                  font=dict(size=11, color=style.ACCEPTED), xanchor="left")]
     title = (f"Why this shape (Thompson sampling): θ̃ = {theta:.2f} drawn from Beta({a:g}, {b:g}) "
              f"(mean {mean:.2f}, {a + b - 2:g} depths seen)")
     layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=40, b=40), showlegend=True,
@@ -127,19 +130,40 @@ def why_thompson(step: dict, meta: dict) -> go.Figure:
     return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 
+CHART_MAX_DEPTH = 64     # a chart's widest depth axis (an imported trace may claim anything)
+
+
+def chart_depth(meta: dict, chosen: int) -> int:
+    """How many layers a length chart spans: the run's max depth when it is a sane number, at least the
+    decision, at most CHART_MAX_DEPTH."""
+    md = meta.get("max_depth")
+    md = int(md) if isinstance(md, (int, float)) and not isinstance(md, bool) and 1 <= md <= CHART_MAX_DEPTH else 0
+    return max(1, min(CHART_MAX_DEPTH, max(md, int(chosen))))
+
+
+def length_note(step: dict) -> str:
+    """A length controller's cap in words, for the auto table's title ('' when none)."""
+    length = step.get("length")
+    if not isinstance(length, dict):
+        return ""
+    who = "Thompson sampling" if length.get("control") == "thompson" else "the learned predictor"
+    return f"; depth capped at {length['depth']} by {who}"
+
+
 def why_predictor(step: dict, meta: dict) -> go.Figure:
     """The learned predictor's decision: the accepted length it predicted from the target's last hidden
-    state, the depth drafted (one layer past it), and what the step then accepted."""
+    state, the depth it allowed (one layer past it), the layers the tree reached and what the step accepted."""
     length = step["length"]
     predicted, chosen = length.get("predicted"), length["depth"]
     accepted = committed_draft(step)
-    names = ["predicted accepted length Â", "layers drafted", "accepted this step"]
-    values = [predicted if predicted is not None else 0.0, chosen, accepted]
-    data = [dict(type="bar", x=names, y=values, marker=dict(color=["#9ecae9", style.ACCEPTED, "#4c78a8"]),
+    names = ["predicted accepted length Â", "layers allowed", "layers drafted", "accepted this step"]
+    values = [predicted if predicted is not None else 0.0, chosen, max(step.get("depth") or [0]), accepted]
+    data = [dict(type="bar", x=names, y=values, marker=dict(color=["#9ecae9", style.ACCEPTED, "#fdae6b", "#4c78a8"]),
                  text=[f"{v:.2f}" if isinstance(v, float) else str(v) for v in values], textposition="outside",
                  hovertemplate="%{x}: %{y}<extra></extra>")]
-    what = (f"Â = {predicted:.2f} from the target's last hidden state → {chosen} layer{'s' if chosen != 1 else ''}"
-            if predicted is not None else f"no hidden state yet → the deepest tree ({chosen} layers)")
+    what = (f"Â = {predicted:.2f} from the target's last hidden state → at most {chosen} "
+            f"layer{'s' if chosen != 1 else ''}"
+            if predicted is not None else f"no hidden state yet → up to the maximum depth ({chosen} layers)")
     layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=40, b=40), showlegend=False,
                   title=dict(text=f"Why this shape (learned predictor): {what}", x=0.01, font=dict(size=13)),
                   yaxis=dict(title=dict(text="tokens"), rangemode="tozero"))
@@ -175,7 +199,8 @@ def why_auto(step: dict, meta: dict | None = None) -> go.Figure:
         notes.append(dict(xref="paper", x=0, yref="paper", y=-0.32, xanchor="left", showarrow=False,
                           font=dict(size=11, color=style.ACCEPTED), text="stopped: " + html.escape(reason)))
     layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=56, b=60), showlegend=False,
-                  title=dict(text="Why this shape (auto): expected tokens/s = (E(A) + 1) / (draft + verify time)",
+                  title=dict(text="Why this shape (auto): expected tokens/s = (E(A) + 1) / (draft + verify time)"
+                             + length_note(step),
                              x=0.01, font=dict(size=13)),
                   annotations=notes, xaxis=dict(title=dict(text="nodes verified (n)")),
                   yaxis=dict(title=dict(text="layers drafted (d)"), dtick=1, autorange="reversed"),

@@ -23,7 +23,7 @@ REJECTED = "#7f7f7f"       # the draft's top guess that the target refused
 BONUS = "#ff7f0e"          # the token the target adds itself
 EDGE = "#b8b8b8"
 ROOT = "#333333"
-LABEL = "#444444"          # node labels beside the tree's nodes
+LABEL = "#454545"          # node labels beside the tree's nodes (not Plotly's own #444: dark mode restyles this)
 GUIDE = "#555555"          # node outlines and dotted reference lines
 # The Theory tab: the two distributions and one colour per acceptance scheme (the two optima in black
 # and dark grey, drawn dashed: they are bounds, not verifiers).

@@ -31,12 +31,16 @@ from opttree.errors import BadInput
 
 DTYPES = ("bf16", "fp16", "fp32")
 METHODS = ("ar", "opt-tree@60", "opt-tree@auto")
+TESTS_TIMEOUT_S = 3600
 
 
 def run_tests() -> str:
     """The suite's summary line ('812 passed, 3 skipped in …'), run where CUDA is available."""
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests"], cwd=paths.checkout(),
-                          capture_output=True, text=True)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "tests"], cwd=paths.checkout(),
+                              capture_output=True, text=True, timeout=TESTS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"stopped after {TESTS_TIMEOUT_S} s (the suite did not finish)"
     lines = [ln for ln in proc.stdout.strip().splitlines() if re.search(r"\d+ (passed|failed)", ln)]
     return (lines[-1] if lines else proc.stdout.strip().splitlines()[-1:] or ["no output"])[0].strip("= ")
 
@@ -77,9 +81,9 @@ def report(device: str, date: str, tests: str | None, results: dict, cfg: Decode
     for dtype, r in results.items():
         c = r["cost"]
         lines.append(f"- {dtype}: " + ", ".join(f"{t} → {ms:g} ms" for t, ms in zip(c["tokens"], c["verify_ms"])))
-    lines += ["", "In half precision the tree forward and the AR forward round differently, so an exact-match "
-              "rate below 100 % there means near-ties flipped, not a verifier error (fp32 is the exactness "
-              "reference)."]
+    lines += ["", "In half precision the tree forward and the AR forward round differently, so a near-tie can "
+              "flip a token: an exact-match rate below 100 % there is expected to come from such flips (fp32 is "
+              "the exactness reference; a shortfall in fp32 would be a bug)."]
     return "\n".join(lines) + "\n"
 
 

@@ -198,7 +198,8 @@ class MethodRunner:
 
 
 def combined_acceptance(rows: list[dict]) -> dict:
-    """trace.acceptance over several runs: totals first, then the rates (never a mean of rates)."""
+    """trace.acceptance over several runs: totals first, then the rates (never a mean of rates); exact up
+    to the rounding of the per-run figures."""
     have = [r for r in rows if r.get("drafted_by_depth") is not None]
     nodes = sum(r["mean_nodes"] * r["steps"] for r in have)
     accepted = sum(r["mean_accepted_draft_tokens"] * r["steps"] for r in have)

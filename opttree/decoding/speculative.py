@@ -178,6 +178,8 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
         draft_s = record_s = 0.0   # record_s: keeping draft rows for the trace, not part of any phase
         draft_rows = DraftRows()
         step_cfg = capped_config(cfg, cfg.max_new_tokens - produced) if drafter else cfg
+        # The tokens-left cap, read before a length controller lowers the depth for its own reasons.
+        token_cap = step_cfg.max_depth if step_cfg is not None and step_cfg.max_depth < cfg.max_depth else None
         if feats is not None and lengths and lengths.needs_features:
             last_state = feats[-1]     # the target's state at the token before this step's root
         decision = lengths.choose(last_state) if lengths and step_cfg is not None else None
@@ -213,8 +215,8 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
                 tree, info = drafter.finish_tree(tree, info, step_cfg)   # node sources; retrieval fusion when on
             if decision:
                 info["length"] = decision
-            if step_cfg.max_depth < cfg.max_depth:
-                info["stop_reason"] = (f"{info.get('stop_reason', '')}; depth capped at {step_cfg.max_depth}: "
+            if token_cap is not None:
+                info["stop_reason"] = (f"{info.get('stop_reason', '')}; depth capped at {token_cap}: "
                                        f"{cfg.max_new_tokens - produced} tokens left to generate").lstrip("; ")
         t1 = time.perf_counter()
         prefix = cache.get_seq_length()

@@ -31,7 +31,8 @@ def default_draft_for(target: str, drafter: str) -> str:
     raise BadInput(f"target {target!r} has no bundled {drafter} draft: pass one with {flag}.")
 
 
-def check_card_target(draft: str, target: str) -> None:
+def check_card_target(draft: str, target: str, kind: str = "draft",
+                      advice: str = "pass a draft for this target") -> None:
     """A draft whose card names the target it was trained for loads only with that target (the
     bundled target's hub stand-in counts as the same: same tokenizer and weights family)."""
     card = Path(str(draft)).with_suffix(".json")
@@ -42,8 +43,8 @@ def check_card_target(draft: str, target: str) -> None:
     same = {trained_for} | (bundled.BUNDLED_ALIASES | {bundled.HUB_FALLBACK}
                             if trained_for in bundled.BUNDLED_ALIASES else set())
     if trained_for and target not in same:
-        raise BadInput(f"draft {Path(str(draft)).name} was trained for the target {trained_for!r}, not {target!r} "
-                       "(its card says so): pass a draft for this target.")
+        raise BadInput(f"{kind} {Path(str(draft)).name} was trained for the target {trained_for!r}, not {target!r} "
+                       f"(its card says so): {advice}.")
 
 
 def _read(path: Path) -> tuple[dict, dict]:

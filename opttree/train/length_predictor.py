@@ -143,7 +143,12 @@ def main(argv=None) -> dict:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    cache = paths.data_dir() / "length" / f"rows-{args.prompts}-{args.heldout}-{args.tokens}-{args.nodes}.pt"
+    # Rows depend on the prompts drawn (seed), the decoding and the pair that decoded them.
+    draft = Path(str(pair.draft_name))
+    key = f"{args.prompts}-{args.heldout}-{args.tokens}-{args.nodes}-s{args.seed}-{draft.stem}"
+    if draft.is_file():
+        key += f"-{draft.stat().st_size}-{int(draft.stat().st_mtime)}"
+    cache = paths.data_dir() / "length" / f"rows-{key}.pt"
     cached = cache.exists()
     if cached:                         # the decoding is the slow part: refits reuse its rows
         x, y, hx, hy = torch.load(cache).values()

@@ -7,9 +7,11 @@
   posterior and drafts the deepest L ≤ max depth whose last layer is still worth its price:
   under θ̃ the path reaches depth L with probability θ̃^L, so layer L adds θ̃^L expected tokens, and
   drafting stops where that falls to δ or below (the δ rule with the E(A) gains replaced by the
-  posterior's). The tree is then grown to exactly L layers (OPT-Tree's best-n selection inside them,
-  δ no longer consulted). After verification a step that drafted D layers and accepted A tokens
-  adds min(A, D) successes and, when A < D, one failure (the first depth the target refused).
+  posterior's). L is the step's depth limit: the builder grows at most L layers with δ no longer
+  consulted (OPT-Tree still stops early when a layer adds nothing to its best n nodes, and the auto
+  budget may choose fewer layers for this machine). After verification a step that drafted D layers
+  and accepted A tokens adds min(A, D) successes and, when A < D, one failure (the first depth the
+  target refused).
 
   Sampling θ̃ rather than using the posterior mean is what makes it Thompson sampling: while the
   posterior is wide the depth varies and the run keeps learning about depths it would otherwise
@@ -18,8 +20,8 @@
 
 - `predictor` (after AdaEAGLE, Zhang et al. 2024): a small network reading the target's last hidden
   state predicts the coming step's accepted length Â (opttree/models/length_predictor.py, trained by
-  `python -m opttree.train --kind length-predictor`); the step drafts round(Â) + 1 layers, one past
-  the prediction, with no threshold to set. It learns nothing during the run.
+  `python -m opttree.train --kind length-predictor`); the step may draft round(Â) + 1 layers, one
+  past the prediction (its depth limit, as above), with no threshold to set. It learns nothing during the run.
 
 The loop calls `choose(features)` before building a step's tree (features: the target's last hidden
 state, read only by controllers with `needs_features`) and `observe` after verifying it.
@@ -82,7 +84,8 @@ class PredictorLength:
         depth one layer past it."""
         if features is None:
             return {"control": "predictor", "predicted": None, "depth": self.max_depth}
-        predicted = float(self.predict(features))
+        # The network stays on the CPU (one shared copy): the loop's state may live on a GPU.
+        predicted = float(self.predict(features.detach().float().cpu()))
         depth = max(1, min(self.max_depth, round(predicted) + 1))
         return {"control": "predictor", "predicted": round(predicted, 4), "depth": depth}
 
@@ -100,7 +103,8 @@ def controller_for(cfg: DecodeConfig, pair=None) -> ThompsonLength | PredictorLe
     from opttree.models.draft_assets import check_card_target
     from opttree.models.length_predictor import DEFAULT_PREDICTOR, load_length_predictor
 
-    check_card_target(str(DEFAULT_PREDICTOR), pair.target_name)
+    check_card_target(str(DEFAULT_PREDICTOR), pair.target_name, kind="length predictor",
+                      advice="use --length-control delta or thompson with this target")
     model = load_length_predictor(DEFAULT_PREDICTOR, pair.target.config.hidden_size)
     return PredictorLength(model, cfg.max_depth)
 
