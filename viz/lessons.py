@@ -106,52 +106,40 @@ SUMMARY_PROMPT = (
 
 # The summarising lessons (prompt lookup, retrieval fusion): the same prompt and settings, their own pair.
 SUMMARY_RUN = {"prompt": SUMMARY_PROMPT, "method": "opt-tree", "nodes": 20, "max_depth": 10, "threshold": 0.3,
-               "temperature": 0.0, "max_new_tokens": 32, "tree_temperature": 0.0, "recycling_scope": "run"}
+               "max_new_tokens": 32}
 
 PRESETS = [
     {"name": "Confident: deep chain",
      "lesson": "A predictable continuation: p̂ stays high along one path, so OPT-Tree spends its "
                "budget on depth and many tokens are accepted per step.",
      "prompt": "Count from 1 to 30, separated by commas.",
-     "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
-     "recycling_scope": "run"},
+     "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2, "max_new_tokens": 24},
     {"name": "Open-ended: wide tree",
      "lesson": "An open question: the draft is unsure about the next word, p̂ drops fast with depth, "
                "and OPT-Tree spreads the same budget sideways.",
      "prompt": "Write a short poem about autumn.",
-     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
-     "recycling_scope": "run"},
+     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3, "max_new_tokens": 24},
     {"name": "High δ: shallow trees",
      "lesson": "With δ = 0.9 a layer must add almost a whole expected token to be worth drafting: "
                "trees stop after a layer or two.",
      "prompt": "Explain photosynthesis in two sentences.",
-     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.9, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
-     "recycling_scope": "run"},
+     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.9, "max_new_tokens": 24},
     {"name": "Low δ: deep trees",
      "lesson": "With δ = 0.02 almost any gain justifies another layer: the tree keeps deepening until a "
                "new layer adds (almost) nothing to the best n nodes — see the flat end of *Why this shape*.",
      "prompt": "Explain photosynthesis in two sentences.",
-     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.02, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
-     "recycling_scope": "run"},
+     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.02, "max_new_tokens": 24},
     {"name": "Auto: this machine's size",
      "lesson": "The node budget at auto: each step picks the depth and size with the most expected tokens "
                "per second for what a forward costs here. On a CPU that is a handful of nodes; Why this "
                "shape shows the objective by depth and size.",
      "prompt": "Write a short poem about autumn.",
-     "method": "opt-tree", "nodes": 0, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
-     "recycling_scope": "run"},
+     "method": "opt-tree", "nodes": 0, "max_depth": 10, "threshold": 0.3, "max_new_tokens": 24},
     {"name": "Static binary tree",
      "lesson": "The same budget as a fixed binary tree: every step has the same shape whatever the draft "
                "believes. Compare its accepted lengths with OPT-Tree's.",
      "prompt": "Explain photosynthesis in two sentences.",
-     "method": "binary", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.0, "model": None, "retrieval": "off",
-     "recycling_scope": "run"},
+     "method": "binary", "nodes": 60, "max_depth": 10, "threshold": 0.3, "max_new_tokens": 24},
     {"name": "Sharper draft: tree temperature",
      "lesson": "The open-ended poem again, with the draft's probabilities sharpened (tree temperature "
                "0.3): q of the top guess rises, so p̂ falls more slowly with depth and OPT-Tree trades "
@@ -159,22 +147,21 @@ PRESETS = [
                "instead of 5 and 8). The text is the same, but τ drops: the over-confident chains are "
                "refused early. That is why a draft's fitted value is chosen by measured τ.",
      "prompt": "Write a short poem about autumn.",
-     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 24, "tree_temperature": 0.3, "model": None, "retrieval": "off",
-     "recycling_scope": "run"},
+     "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3,
+     "max_new_tokens": 24, "tree_temperature": 0.3},
     {"name": "Token Recycling: no draft",
      "lesson": "The target alone: the tree comes from a table of the target's own earlier candidates "
                "(rejected branches included), filled along Token Recycling's static template. The table "
                "is kept for your session: run it twice and the second run accepts more.",
      "prompt": "List the planets of the solar system in order from the Sun, one per line.",
-     "method": "tr-static", "nodes": 40, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 32, "tree_temperature": 0.0, "model": "smollm2-recycling", "retrieval": "off",
+     "method": "tr-static", "nodes": 40, "max_depth": 10, "threshold": 0.3,
+     "max_new_tokens": 32, "model": "smollm2-recycling",
      "recycling_scope": "session"},
     {"name": "Prompt lookup: copy from the prompt",
      "lesson": "No draft model either: the last tokens are looked up in the prompt and what followed "
                "is proposed. Summarising a given text copies long spans, so whole chains are accepted; "
                "where nothing matches, the step is a single target token.",
-     **SUMMARY_RUN, "model": "smollm2-lookup", "retrieval": "off"},
+     **SUMMARY_RUN, "model": "smollm2-lookup"},
     {"name": "Retrieval fusion: summarise",
      "lesson": "The trained head plus retrieval from the text: copied names the head cannot even propose "
                "(its vocabulary is small) arrive as retrieved branches (triangles), shared prefixes as "
@@ -185,21 +172,21 @@ PRESETS = [
                "p̂: a Beta posterior over per-depth acceptance, a draw from it, and the deepest layer still "
                "worth δ. Scrub from the first step to the last: the posterior narrows and the depth settles.",
      "prompt": "Count from 1 to 30, separated by commas.",
-     "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2, "temperature": 0.0,
-     "max_new_tokens": 48, "tree_temperature": 0.0, "model": None, "retrieval": "off",
-     "recycling_scope": "run", "length_control": "thompson"},
+     "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2,
+     "max_new_tokens": 48, "length_control": "thompson"},
     {"name": "Learned predictor: no threshold",
      "lesson": "The depth of each step predicted from the target's last hidden state by a small trained "
                "network: no δ involved. Why this shape compares the prediction, the layers drafted and what "
                "the step accepted.",
      "prompt": "Explain photosynthesis in two sentences.",
-     "method": "opt-tree", "nodes": 30, "max_depth": 10, "threshold": 0.3, "temperature": 0.0,
-     "max_new_tokens": 32, "tree_temperature": 0.0, "model": None, "retrieval": "off",
-     "recycling_scope": "run", "length_control": "predictor"},
+     "method": "opt-tree", "nodes": 30, "max_depth": 10, "threshold": 0.3,
+     "max_new_tokens": 32, "length_control": "predictor"},
 ]
 
 
-# Every preset sets every key the first one names (ui/explore.apply_preset): the length control is the
-# δ rule unless a lesson is about another controller.
-PRESETS = [{"length_control": "delta", **p} for p in PRESETS]
-
+# What a preset does not name is set to these (ui/explore.apply_preset sets every key): greedy, the
+# draft's fitted tree temperature, the Explore model pair, no retrieval, a fresh recycling table per run
+# and OPT-Tree's δ rule for the depth.
+PRESET_DEFAULTS = {"temperature": 0.0, "tree_temperature": 0.0, "model": None, "retrieval": "off",
+                   "recycling_scope": "run", "length_control": "delta"}
+PRESETS = [{**PRESET_DEFAULTS, **p} for p in PRESETS]

@@ -26,6 +26,7 @@ from pathlib import Path
 from opttree import paths
 from opttree.bench.harness import run_bench
 from opttree.bench.prompts import read_prompts
+from opttree.bench.report import fmt, pct
 from opttree.config import DecodeConfig
 from opttree.errors import BadInput
 
@@ -72,11 +73,8 @@ def report(device: str, date: str, tests: str | None, results: dict, cfg: Decode
              "|---|---|---|---|---|---|---|"]
     for dtype, r in results.items():
         for m, a in r["methods"].items():
-            def f(x, spec=".2f"):
-                return format(x, spec) if isinstance(x, (int, float)) else "–"
-            exact = f"{a['exact_match'] * 100:.0f} %" if a.get("exact_match") is not None else "–"
-            lines.append(f"| {dtype} | {m} | {f(a['tau'])} | {f(a['tokens_per_s'], '.1f')} | {f(a['speedup'])}× | "
-                         f"{exact} | {f(a['mean_nodes'], '.1f')} |")
+            lines.append(f"| {dtype} | {m} | {fmt(a['tau'])} | {fmt(a['tokens_per_s'], '.1f')} | "
+                         f"{fmt(a['speedup'])}× | {pct(a['exact_match'])} | {fmt(a['mean_nodes'], '.1f')} |")
     lines += ["", "Cost curve (target forward ms by tree tokens):", ""]
     for dtype, r in results.items():
         c = r["cost"]

@@ -20,7 +20,8 @@ from opttree.bench.theory_table import markdown_table
 from opttree.trace import by_depth_text
 
 
-def _f(x, spec=".2f", dash="–"):
+def fmt(x, spec=".2f", dash="–"):
+    """A number for a report table, or a dash when there is none."""
     return format(x, spec) if isinstance(x, (int, float)) else dash
 
 
@@ -28,7 +29,8 @@ def _r(x):
     return f"{x:.3f}" if isinstance(x, (int, float)) else "n/a (constant A or E(A))"
 
 
-def _pct(x):
+def pct(x):
+    """A share as a whole percentage, or a dash."""
     return f"{x * 100:.0f} %" if isinstance(x, (int, float)) else "–"
 
 
@@ -63,12 +65,12 @@ def bench_section(b: dict) -> list[str]:
            "accepted draft tokens | draft acceptance rate | acceptance by depth 1, 2, 3, … |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for m, a in b["methods"].items():
-        out.append(f"| {m} | {_f(a['tau'])} | {_f(a['tokens_per_s'], '.1f')} | {_f(a['speedup'])}× | "
-                   f"{_f(a['speedup_median'])}× | {_pct(a['exact_match'])} | {_f(a['mean_draft_ms'], '.1f')} | "
-                   f"{_f(a['mean_build_ms'], '.1f')} | {_f(a['mean_verify_ms'], '.1f')} | "
-                   f"{_pct(a.get('draft_share'))} | "
-                   f"{_f(a['mean_nodes'], '.1f')} | {_f(a['mean_depth'])} | {_f(a['mean_expected_accept'])} | "
-                   f"{_f(a['mean_accepted_draft_tokens'])} | {_pct(a.get('draft_acceptance_rate'))} | "
+        out.append(f"| {m} | {fmt(a['tau'])} | {fmt(a['tokens_per_s'], '.1f')} | {fmt(a['speedup'])}× | "
+                   f"{fmt(a['speedup_median'])}× | {pct(a['exact_match'])} | {fmt(a['mean_draft_ms'], '.1f')} | "
+                   f"{fmt(a['mean_build_ms'], '.1f')} | {fmt(a['mean_verify_ms'], '.1f')} | "
+                   f"{pct(a.get('draft_share'))} | "
+                   f"{fmt(a['mean_nodes'], '.1f')} | {fmt(a['mean_depth'])} | {fmt(a['mean_expected_accept'])} | "
+                   f"{fmt(a['mean_accepted_draft_tokens'])} | {pct(a.get('draft_acceptance_rate'))} | "
                    f"{by_depth_text(a.get('acceptance_by_depth'))} |")
     out += ["", "τ = committed tokens per target forward, bonus token included (Spec-Bench/EAGLE convention, "
             "AR = 1). For hf-assisted every target forward is counted with a forward hook. Speedup = tokens/s "
@@ -93,7 +95,7 @@ def bench_section(b: dict) -> list[str]:
             "| category | " + " | ".join(f"{m} τ / speedup" for m in b["methods"] if m != "ar") + " |",
             "|---|" + "---|" * (len(b["methods"]) - 1)]
     for cat, by_m in b["by_category"].items():
-        out.append(f"| {cat} | " + " | ".join(f"{_f(a['tau'])} / {_f(a['speedup'])}×"
+        out.append(f"| {cat} | " + " | ".join(f"{fmt(a['tau'])} / {fmt(a['speedup'])}×"
                                               for m, a in by_m.items() if m != "ar") + " |")
     out.append("")
     return out
@@ -105,7 +107,7 @@ def sweep_section(s: dict) -> list[str]:
     out = ["## Node-budget sweep (`sweep`)", "",
            f"{meta['prompts']} prompts × {cfg['max_new_tokens']} new tokens, δ={cfg['threshold']}, max depth "
            f"{cfg['max_depth']}, {meta['drafter']} draft; AR measured in the same run (τ 1, "
-           f"{_f(s['ar']['tokens_per_s'], '.1f')} tokens/s). Run took {meta.get('sweep_wall_s')} s. "
+           f"{fmt(s['ar']['tokens_per_s'], '.1f')} tokens/s). Run took {meta.get('sweep_wall_s')} s. "
            "`pred.` = τ · t(1) / (t(nodes+1) + draft + build): the speedup the verify-cost curve predicts. "
            "EAGLE-25 (eagle-static) stops at 25 nodes, so larger budgets repeat its n=25 point."
            + (" Not run above a cap (too slow on this device): " + ", ".join(f"{m} > {n}" for m, n in
@@ -117,8 +119,8 @@ def sweep_section(s: dict) -> list[str]:
            "|---|" + "---|" * (2 * len(budgets))]
     for m, pts in s["nodes"]["curves"].items():
         at = {p["nodes"]: p for p in pts}
-        out.append(f"| {m} | " + " | ".join(_f(at[n]["tau"]) if n in at else "–" for n in budgets) + " | " +
-                   " | ".join(f"{_f(at[n]['speedup'])}× ({_f(at[n].get('predicted_speedup'))}×)" if n in at else "–"
+        out.append(f"| {m} | " + " | ".join(fmt(at[n]["tau"]) if n in at else "–" for n in budgets) + " | " +
+                   " | ".join(f"{fmt(at[n]['speedup'])}× ({fmt(at[n].get('predicted_speedup'))}×)" if n in at else "–"
                               for n in budgets) + " |")
     out += ["", "![τ vs nodes](sweep_tau_vs_nodes.png) ![speedup vs nodes](sweep_speedup_vs_nodes.png)", ""]
     thr = s["threshold"]["points"]
@@ -127,9 +129,9 @@ def sweep_section(s: dict) -> list[str]:
                 "| δ | τ | speedup | mean depth | mean nodes | E(A) | accepted draft tokens |",
                 "|---|---|---|---|---|---|---|"]
         for p in thr:
-            out.append(f"| {p['threshold']:g} | {_f(p['tau'])} | {_f(p['speedup'])}× | {_f(p['mean_depth'])} | "
-                       f"{_f(p['mean_nodes'], '.1f')} | {_f(p['mean_expected_accept'])} | "
-                       f"{_f(p['mean_accepted_draft_tokens'])} |")
+            out.append(f"| {p['threshold']:g} | {fmt(p['tau'])} | {fmt(p['speedup'])}× | {fmt(p['mean_depth'])} | "
+                       f"{fmt(p['mean_nodes'], '.1f')} | {fmt(p['mean_expected_accept'])} | "
+                       f"{fmt(p['mean_accepted_draft_tokens'])} |")
         out += ["", "![δ sweep](sweep_threshold.png)", ""]
     out += ea_section(s.get("ea_a_pooled") or s["ea_a_summary"])
     cost = s.get("verify_cost")
@@ -140,8 +142,8 @@ def sweep_section(s: dict) -> list[str]:
                 f"token KV prefix, median of {cost['meta']['reps']} interleaved repetitions:", "",
                 *_curve_rows("tokens", pts, ".0f")]
         if "plain_median_ms" in pts[0]:
-            out += ["| plain F.linear: ms | " + " | ".join(_f(p["plain_median_ms"], ".0f") for p in pts) + " |",
-                    "| plain: × 1-token | " + " | ".join(_f(p["plain_relative"]) for p in pts) + " |"]
+            out += ["| plain F.linear: ms | " + " | ".join(fmt(p["plain_median_ms"], ".0f") for p in pts) + " |",
+                    "| plain: × 1-token | " + " | ".join(fmt(p["plain_relative"]) for p in pts) + " |"]
             out += ["", "The first two rows use the few-row CPU kernel the engine runs with "
                     "(`opttree/models/few_row_linear.py`: oneDNN's inner product over weights reordered once); the "
                     "last two time the same forwards, in the same repetitions, with plain `F.linear` (MKL's "
@@ -153,9 +155,9 @@ def sweep_section(s: dict) -> list[str]:
     meas = best_budget(s["nodes"]["curves"].get("opt-tree", []), "speedup")
     if pred:
         out += [f"**Best OPT-Tree budget on this machine (by the speedup the verify-cost curve predicts): "
-                f"n = {pred['nodes']}** (predicted {_f(pred['predicted_speedup'])}×, τ {_f(pred['tau'])}).", ""]
+                f"n = {pred['nodes']}** (predicted {fmt(pred['predicted_speedup'])}×, τ {fmt(pred['tau'])}).", ""]
     if meas:
-        out += [f"By the sweep's measured speedup: n = {meas['nodes']} ({_f(meas['speedup'])}×; see the notes "
+        out += [f"By the sweep's measured speedup: n = {meas['nodes']} ({fmt(meas['speedup'])}×; see the notes "
                 "on how far the sweep's own timings can be trusted).", ""]
     return out
 
@@ -179,8 +181,8 @@ def ea_section(ea: dict) -> list[str]:
 def _curve_rows(head: str, pts: list[dict], ms_spec: str) -> list[str]:
     """A cost curve as table rows: tokens, median ms, and × the 1-token forward."""
     return ["| " + head + " | " + " | ".join(str(p["tokens"]) for p in pts) + " |", "|---|" + "---|" * len(pts),
-            "| ms | " + " | ".join(_f(p["median_ms"], ms_spec) for p in pts) + " |",
-            "| × 1-token forward | " + " | ".join(_f(p["relative"]) for p in pts) + " |"]
+            "| ms | " + " | ".join(fmt(p["median_ms"], ms_spec) for p in pts) + " |",
+            "| × 1-token forward | " + " | ".join(fmt(p["relative"]) for p in pts) + " |"]
 
 
 def cost_section(curve: dict) -> list[str]:
@@ -194,9 +196,9 @@ def cost_section(curve: dict) -> list[str]:
     draft = curve.get("draft")
     if draft:
         dp = draft["points"]
-        out += ["", f"Drafting: {_f(draft['base_ms'], '.1f')} ms per step (the head over the newly committed "
+        out += ["", f"Drafting: {fmt(draft['base_ms'], '.1f')} ms per step (the head over the newly committed "
                 f"tokens), then per layer:", "", "| nodes in the layer | " + " | ".join(str(p["width"]) for p in dp)
-                + " |", "|---|" + "---|" * len(dp), "| ms | " + " | ".join(_f(p["median_ms"], ".1f") for p in dp)
+                + " |", "|---|" + "---|" * len(dp), "| ms | " + " | ".join(fmt(p["median_ms"], ".1f") for p in dp)
                 + " |"]
     return out + ["", "![cost curve](cost_curve.png)", ""]
 
@@ -206,8 +208,8 @@ def _ordering_row(vals: dict, n, source: str) -> str | None:
     if any(vals.get(m) is None for m in ("opt-tree", "eagle-static", "binary")):
         return None
     ok = vals["opt-tree"] > vals["eagle-static"] > vals["binary"]
-    return (f"| τ: OPT-Tree > EAGLE-25 > binary at n={n} ({source}) | {_f(vals['opt-tree'])} / "
-            f"{_f(vals['eagle-static'])} / {_f(vals['binary'])} | {'yes' if ok else 'no'} |")
+    return (f"| τ: OPT-Tree > EAGLE-25 > binary at n={n} ({source}) | {fmt(vals['opt-tree'])} / "
+            f"{fmt(vals['eagle-static'])} / {fmt(vals['binary'])} | {'yes' if ok else 'no'} |")
 
 
 def _bench_ordering(b: dict) -> str | None:
@@ -226,25 +228,25 @@ def targets_section(b: dict | None, s: dict | None, also: list[dict] = ()) -> li
         ot, hf = ms.get(best) if best else None, ms.get("hf-assisted")
         auto = ms.get("opt-tree@auto") or (ms.get("opt-tree") if b["meta"]["config"].get("nodes") == 0 else None)
         if auto:
-            out.append(f"| OPT-Tree auto ≥ 1.8× over AR (bench) | {_f(auto['speedup'])}× | "
+            out.append(f"| OPT-Tree auto ≥ 1.8× over AR (bench) | {fmt(auto['speedup'])}× | "
                        f"{_met(auto['speedup'] or 0, 1.8)} |")
             if hf and hf.get("tokens_per_s"):
                 ratio = auto["tokens_per_s"] / hf["tokens_per_s"]
-                out.append(f"| OPT-Tree auto ≥ 1.3× transformers assisted generation (same run) | {_f(ratio)}× | "
+                out.append(f"| OPT-Tree auto ≥ 1.3× transformers assisted generation (same run) | {fmt(ratio)}× | "
                            f"{_met(ratio, 1.3)} |")
         if ot:
             n = best.split("@")[1] if "@" in best else b["meta"]["config"]["nodes"]
-            out.append(f"| fastest OPT-Tree variant (`{best}`, n={n}) over AR | {_f(ot['speedup'])}× | "
+            out.append(f"| fastest OPT-Tree variant (`{best}`, n={n}) over AR | {fmt(ot['speedup'])}× | "
                        f"{'faster' if (ot['speedup'] or 0) > 1 else 'slower'} than AR |")
         for m, a in ms.items():
             if m != "ar" and a.get("draft_share") is not None:
-                out.append(f"| draft + build ≤ 30 % of step time (`{m}`) | {_pct(a['draft_share'])} | "
+                out.append(f"| draft + build ≤ 30 % of step time (`{m}`) | {pct(a['draft_share'])} | "
                            f"{'yes' if a['draft_share'] <= 0.30 else 'no'} |")
         tree = [m for m in ms if m not in ("ar", "hf-assisted")]
         exact = [ms[m]["exact_match"] for m in tree if ms[m]["exact_match"] is not None]
         if exact:
             out.append("| exact match with AR = 100 % for every tree method | "
-                       + ", ".join(f"{m} {_pct(ms[m]['exact_match'])}" for m in tree)
+                       + ", ".join(f"{m} {pct(ms[m]['exact_match'])}" for m in tree)
                        + f" | {'yes' if all(e == 1.0 for e in exact) else 'no'} |")
     out += [row for row in map(_bench_ordering, [x for x in (b, *also) if x]) if row]
     if s:
