@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from opttree.config import TRAINING_FREE, add_decode_args, from_args
+from opttree.config import MODEL_DRAFTERS, TRAINING_FREE, add_decode_args, from_args
 
 __all__ = ["add_decode_args", "add_model_args", "context_from_args", "decode_config", "load_from_args"]
 
@@ -16,12 +16,18 @@ __all__ = ["add_decode_args", "add_model_args", "context_from_args", "decode_con
 def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-model-path", "--target", dest="target", default="smollm2-135m-instruct",
                    help="target model: the bundled 'smollm2-135m-instruct', a hub id or a local path")
-    p.add_argument("--drafter", choices=["classic", "eagle", *TRAINING_FREE], default="eagle",
+    p.add_argument("--drafter", choices=[*MODEL_DRAFTERS, *TRAINING_FREE], default="eagle",
                    help="eagle = feature head on the target's hidden states; classic = independent draft LM; "
+                        "early-exit = the target's own first layers plus a trained exit head (EESD); "
                         "recycling = Token Recycling (a table of the target's own past candidates, no draft "
                         "model); lookup = prompt lookup (what followed the last tokens earlier in the text)")
     p.add_argument("--draft-model-path", default=None, help="classic draft: hub id, local path or .safetensors")
     p.add_argument("--ea-model-path", default=None, help="eagle feature head: .safetensors file or folder")
+    p.add_argument("--exit-head-path", default=None, help="early-exit head: .safetensors file "
+                   "(python -m opttree.train --kind early-exit)")
+    p.add_argument("--exit-layer", type=int, default=None, metavar="N",
+                   help="early-exit: draft with the target's first N layers (default: the layer the head was "
+                        "trained after; another N needs a head trained for it)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
     p.add_argument("--dtype", default="auto", help="auto (fp32 on CPU, bf16/fp16 on GPU), fp32, fp16, bf16")
     p.add_argument("--device-map", default=None, help="e.g. 'auto' to spread a big target over GPUs")
@@ -44,10 +50,13 @@ def decode_config(args, method: str):
 def load_from_args(args, need_draft: bool = True):
     from opttree.models.loading import load_pair  # torch stays out of `--help`
 
-    draft = {"eagle": args.ea_model_path, "classic": args.draft_model_path}.get(args.drafter)
-    return load_pair(args.target, drafter=args.drafter if need_draft else "none", draft=draft,
+    draft = {"eagle": args.ea_model_path, "classic": args.draft_model_path,
+             "early-exit": args.exit_head_path}.get(args.drafter)
+    drafter = args.drafter if need_draft else "none"
+    return load_pair(args.target, drafter=drafter, draft=draft,
                      device=args.device, dtype=args.dtype, device_map=args.device_map,
-                     trust_remote_code=args.trust_remote_code)
+                     trust_remote_code=args.trust_remote_code,
+                     exit_layer=args.exit_layer if need_draft else None)
 
 
 def context_from_args(args, pair):

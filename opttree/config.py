@@ -18,6 +18,8 @@ from opttree.errors import BadInput
 TREE_METHODS = ("opt-tree", "chain", "binary", "eagle-static", "eagle-dynamic", "tr-static")
 METHODS = TREE_METHODS + ("ar",)
 TRAINING_FREE = ("recycling", "lookup")   # drafters without a draft model: Token Recycling, prompt lookup
+# Drafters with a trained draft: EAGLE-style feature head, independent classic LM, early exit (EESD)
+MODEL_DRAFTERS = ("eagle", "classic", "early-exit")
 METHOD_LABELS = {"opt-tree": "OPT-Tree (adaptive)", "chain": "Chain (one guess per depth)",
                  "binary": "Binary tree", "eagle-static": "EAGLE-25 static tree",
                  "eagle-dynamic": "EAGLE-2 dynamic tree", "tr-static": "Token Recycling static tree (80)",

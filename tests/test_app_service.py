@@ -123,7 +123,8 @@ def test_allow_list_declares_training_free_pairs_and_retrieval(tmp_path):
     kinds = {e.drafter for e in reg.entries.values()}
     assert {"recycling", "lookup"} <= kinds
     assert reg.entries["smollm2-eagle"].retrieval and not reg.entries["smollm2-recycling"].retrieval
-    assert {e.drafter for e in reg.training_free_for("smollm2-135m-instruct")} == {"recycling", "lookup"}
+    assert {e.drafter for e in reg.drafting_for("smollm2-135m-instruct")} == {"recycling", "lookup"}
+    assert [e.id for e in reg.drafting_for("smollm2-135m-instruct", ("early-exit",))] == ["smollm2-early-exit"]
     path = tmp_path / "m.json"
     path.write_text(json.dumps({"models": [{"id": "a", "target": "x", "drafter": "lookup", "retrieval": True}]}))
     with pytest.raises(BadInput, match="retrieval fusion needs a draft model"):

@@ -95,6 +95,8 @@ def test_method_names_for_training_free_drafters_and_fusion():
     assert parse_spec("recycling") == Spec("recycling", "tr-static", None, False)
     assert parse_spec("lookup:chain@5") == Spec("lookup", "chain", 5, False)
     assert parse_spec("opt-tree@10+retrieval") == Spec(None, "opt-tree", 10, True)
+    assert parse_spec("early-exit:chain~thompson") == Spec("early-exit", "chain", None, False, "thompson")
+    assert parse_spec("eagle:opt-tree+retrieval") == Spec("eagle", "opt-tree", None, True)
     for bad, needle in [("medusa:opt-tree", "drafter before"), ("opt-tree+magic", "may follow a method"),
                         ("recycling:opt-tree+retrieval", "has none"), ("recycling:ar", "ar has no tree")]:
         with pytest.raises(BadInput, match=needle):
@@ -118,6 +120,10 @@ def test_bench_rows_for_recycling_lookup_fusion_and_hf_lookup(tmp_path):
             assert r["methods"][m]["new_tokens"] == 20, m
         assert ("whole benchmark" in r["meta"]["recycling_table"]) == (scope == "session")
     assert r["meta"]["hf_lookup_config"]["prompt_lookup_num_tokens"] == 10
+    # Each drafter named before ':' is recorded with its draft and the cost curve its auto budget read.
+    others = r["meta"]["other_drafters"]
+    assert set(others) == {"recycling", "lookup"} and others["lookup"]["draft"] == "prompt lookup"
+    assert all(o["cost"]["verify_ms"] for o in others.values())
     assert r["methods"]["hf-lookup"]["steps"] <= r["methods"]["ar"]["steps"]   # target forwards, counted
 
 
@@ -420,3 +426,22 @@ def test_a_method_can_name_its_length_control(pair, monkeypatch):
     plain, _ = runner("opt-tree", "", [5, 6, 7])
     assert row["output_ids"] == plain["output_ids"] and steps
     assert seen == ["thompson", "delta"]                # each run got its own length control
+
+
+def test_the_early_exit_sweep_table_reads_cards_and_runs_and_names_the_fastest(tmp_path):
+    from opttree.bench import exit_sweep
+
+    cost = {"tokens": [1, 8], "verify_ms": [30.0, 40.0], "widths": [1, 4], "layer_ms": [3.5, 4.0], "threads": 1}
+    for n, speedup in ((2, 1.10), (4, 1.04)):
+        card = {"heldout_top1_by_depth": [0.34], "heldout_chain_agreement_by_depth": [0.34, 0.12, 0.06, 0.03, 0.02]}
+        row = {"tau": 1.45, "speedup": speedup, "tokens_per_s": 36.0}
+        bench = {"meta": {"machine": {"cpu": "Test CPU"}, "cost": {**cost, "layer_ms": [n * 1.5, n * 2.0]},
+                          "dtype": "float32", "prompts": 8, "config": {"max_new_tokens": 128}},
+                 "methods": {"ar": {"tau": 1.0, "speedup": 1.0, "tokens_per_s": 33.0}, exit_sweep.PRIMARY: row}}
+        (tmp_path / f"card-{n}.json").write_text(json.dumps(card))
+        (tmp_path / f"exit-{n}.json").write_text(json.dumps(bench))
+    (tmp_path / "exit-6.json").write_text("{}")          # a run without its card is left out
+    text = exit_sweep.main([str(tmp_path), "--out", str(tmp_path / "sweep.md")])
+    assert "| 2 | 34 % | 34 % / 12 % / 6 % | 3.00 / 4.00 | 30.0 / 40.0 | 33.00 | 1.45 / 1.10× |" in text
+    assert "| 4 |" in text and "| 6 |" not in text and "N = 2." in text
+    assert (tmp_path / "sweep.md").read_text() == text

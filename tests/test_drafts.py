@@ -12,7 +12,7 @@ from opttree.config import DecodeConfig
 from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.speculative import run
 from opttree.drafters.tree_temperature import card_temperature
-from opttree.models.draft_assets import BUNDLED_CLASSIC, BUNDLED_HEAD
+from opttree.models.draft_assets import BUNDLED_CLASSIC, BUNDLED_EXIT, BUNDLED_HEAD
 from opttree.train.card import eval_questions
 from opttree.train.prompts import build_prompts
 
@@ -68,13 +68,13 @@ def test_training_prompt_set_is_frozen_diverse_and_keyed_by_id():
 
 @pytest.fixture(scope="module")
 def pairs():
-    from opttree.models.loading import load_pair
+    from opttree.models.loading import load_pair, with_drafter
 
-    if not (BUNDLED_HEAD.exists() and BUNDLED_CLASSIC.exists()):
+    if not (BUNDLED_HEAD.exists() and BUNDLED_CLASSIC.exists() and BUNDLED_EXIT.exists()):
         pytest.skip("bundled draft weights not built")
     eagle = load_pair(TARGET, drafter="eagle", device="cpu")
     classic = load_pair(TARGET, drafter="classic", device="cpu")
-    return eagle, classic
+    return eagle, classic, with_drafter(eagle, "early-exit")   # the early-exit head runs on the same target
 
 
 def _ar(pair, prompt, n):
@@ -88,7 +88,7 @@ def _ar(pair, prompt, n):
 def test_shipped_files_are_small_fp16_with_cards():
     from safetensors import safe_open
 
-    for path in (BUNDLED_HEAD, BUNDLED_CLASSIC):
+    for path in (BUNDLED_HEAD, BUNDLED_CLASSIC, BUNDLED_EXIT):
         assert path.exists(), path
         assert path.stat().st_size <= 25 * 1024 * 1024
         with safe_open(str(path), framework="pt") as f:
@@ -104,7 +104,7 @@ def test_shipped_files_are_small_fp16_with_cards():
 
 
 @needs_target
-@pytest.mark.parametrize("kind", [0, 1], ids=["eagle", "classic"])
+@pytest.mark.parametrize("kind", [0, 1, 2], ids=["eagle", "classic", "early-exit"])
 def test_shipped_drafts_are_lossless_and_useful(pairs, kind):
     pair = pairs[kind]
     cfg = DecodeConfig(method="opt-tree", nodes=60, threshold=0.5, max_depth=10, max_new_tokens=24)
@@ -114,6 +114,19 @@ def test_shipped_drafts_are_lossless_and_useful(pairs, kind):
         assert trace["output_ids"] == _ar(pair, prompt, 24)
         taus.append(trace["summary"]["tau"])
     assert sum(taus) / len(taus) > 1.3  # a trained draft gets more than the bonus token
+
+
+@needs_target
+def test_a_bench_method_can_name_another_bundled_drafter(pairs):
+    """`early-exit:chain~thompson` in a bench of the eagle pair: the bundled exit head on the same target."""
+    from opttree.bench.harness import MethodRunner
+
+    runner = MethodRunner(pairs[0], DecodeConfig(method="ar", nodes=10, max_depth=4, max_new_tokens=12))
+    ids = encode_prompt(pairs[0].tokenizer, PROMPTS[0])
+    row, steps = runner("early-exit:chain~thompson", PROMPTS[0], ids)
+    assert row["output_ids"] == _ar(pairs[0], PROMPTS[0], 12) and steps
+    assert runner.pair_for("early-exit").target is pairs[0].target and runner.pair_for("eagle") is pairs[0]
+    assert runner.pair_for("early-exit").drafter_kind == "early-exit"
 
 
 @needs_target
@@ -143,14 +156,18 @@ def test_tiny_training_run_end_to_end(tmp_path):
                  "--unroll", "2"] + common)
     classic = main(["--kind", "classic", "--out", str(tmp_path / "classic.safetensors"), "--layers", "1",
                     "--no-generate"] + common)
-    assert head["steps"] == 2 and classic["steps"] == 2
+    exit_head = main(["--kind", "early-exit", "--exit-layer", "3", "--out", str(tmp_path / "exit.safetensors"),
+                      "--draft-vocab", "300", "--no-generate"] + common)
+    assert head["steps"] == 2 and classic["steps"] == 2 and exit_head["steps"] == 2
+    assert exit_head["exit_layer"] == 3 and len(exit_head["heldout_chain_agreement_by_depth"]) == 5
     # Train further on a fresh schedule, in bf16 autocast: the step count goes on from the checkpoint.
     more = main(["--kind", "head", "--out", str(tmp_path / "head.safetensors"), "--draft-vocab", "300",
                  "--unroll", "2", "--no-generate", "--resume", "--extend", "--bf16"] + common)
     assert more["steps"] == 4 and [h["step"] for h in more["history"]] == [0, 2, 4]
     assert (tmp_path / "head.json").exists() and (tmp_path / "classic.json").exists()
     cfg = DecodeConfig(method="opt-tree", nodes=10, max_depth=3, max_new_tokens=6)
-    for kind, path in (("eagle", "head.safetensors"), ("classic", "classic.safetensors")):
+    for kind, path in (("eagle", "head.safetensors"), ("classic", "classic.safetensors"),
+                       ("early-exit", "exit.safetensors")):
         pair = load_pair(TARGET, drafter=kind, draft=str(tmp_path / path), device="cpu")
         trace = run(pair, PROMPTS[1], cfg)
         assert trace["output_ids"] == _ar(pair, PROMPTS[1], 6)

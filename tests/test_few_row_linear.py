@@ -120,7 +120,7 @@ def test_loaded_bundled_target_uses_it(smollm):
     assert len(patched) == 30 * 7 + 1  # every projection of the 30 layers and the LM head
 
 
-@pytest.mark.parametrize("drafter", ["classic", "eagle"])
+@pytest.mark.parametrize("drafter", ["classic", "eagle", "early-exit"])
 def test_small_trees_through_the_kernel_stay_exact(drafter):
     """Budgets of 1-5 nodes verify 2-6 tokens: the small trees the kernel exists for."""
     pair = tiny_pair(drafter, eos=9)

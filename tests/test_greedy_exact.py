@@ -18,7 +18,7 @@ def reference(model, prompt, n):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("drafter", ["classic", "eagle"])
+@pytest.mark.parametrize("drafter", ["classic", "eagle", "early-exit"])
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("nodes", [24, 0], ids=["n24", "auto"])
 def test_tiny_models_match_generate(drafter, method, device, nodes):
@@ -103,7 +103,7 @@ def _tokens_left(trace):
     return out
 
 
-@pytest.mark.parametrize("drafter", ["classic", "eagle"])
+@pytest.mark.parametrize("drafter", ["classic", "eagle", "early-exit"])
 @pytest.mark.parametrize("method", [m for m in METHODS if m != "ar"])
 def test_last_steps_draft_no_deeper_than_the_tokens_left(drafter, method):
     """A step that may commit only k more tokens drafts at most k - 1 layers (the bonus takes the

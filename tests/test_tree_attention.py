@@ -38,7 +38,7 @@ def test_tree_logits_equal_sequential_over_steps(attn, device):
     for step in range(4):  # several steps: checks compaction as well as the mask
         tree = random_tree(rng, rng.randint(3, 25), 50)
         prefix = cache.get_seq_length()
-        logits, _ = verify_tree(model, cache, committed[-1], tree, torch.device(device), False)
+        logits, _ = verify_tree(model, cache, committed[-1], tree, torch.device(device))
         assert torch.allclose(logits[0], sequential_logits(model, committed), atol=1e-5)
         for i in range(len(tree)):
             path = [tree.tokens[a] for a in tree.path(i)]

@@ -280,16 +280,17 @@ def test_cost_chart_and_the_sentence_for_a_slower_method(trace):
 
 
 
-def test_compare_names_drafters_without_a_draft_model_and_fusion(trace):
+def test_compare_names_drafters_without_a_draft_model_early_exit_and_fusion(trace):
     """Compare's extra rows run OPT-Tree too: their labels (table rows, chart bars, cost marks) stay apart."""
     def row(**meta):
         return {**trace, "meta": {**trace["meta"], "method": "opt-tree", "nodes": 0, **meta}}
 
     traces = {"opt-tree": row(drafter="eagle"), "opt-tree + retrieval": row(drafter="eagle", retrieval="on"),
-              "recycling (opt-tree)": row(drafter="recycling"), "lookup (opt-tree)": row(drafter="lookup")}
+              "recycling (opt-tree)": row(drafter="recycling"), "lookup (opt-tree)": row(drafter="lookup"),
+              "early-exit (opt-tree)": row(drafter="early-exit")}
     labels = [r[0] for r in compare_rows(traces)]
     assert labels == ["opt-tree (auto)", "opt-tree + retrieval (auto)", "recycling · opt-tree (auto)",
-                      "lookup · opt-tree (auto)"]
+                      "lookup · opt-tree (auto)", "early-exit · opt-tree (auto)"]
     assert list(compare_chart(traces).data[0].x) == labels
 
 

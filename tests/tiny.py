@@ -43,8 +43,8 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, vocab: int = 64,
               eos: int | None = None, draft_is_target: bool = False, scale: float = 4.0,
-              device: str = "cpu") -> ModelPair:
-    target = tiny_llama(seed, vocab, eos=eos, scale=scale)
+              device: str = "cpu", layers: int = 2, exit_layer: int = 1) -> ModelPair:
+    target = tiny_llama(seed, vocab, eos=eos, scale=scale, layers=layers)
     pair = ModelPair(target, ToyTokenizer(), "tiny-target", device=torch.device(device))
     if drafter == "classic":
         pair.drafter_kind = "classic"
@@ -57,6 +57,13 @@ def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, voca
         pair.drafter_kind = "eagle"
         pair.draft_model = FeatureHead(head_config_from_target(target.config)).eval().requires_grad_(False)
         pair.draft_name = "random-head"
+    elif drafter == "early-exit":
+        from opttree.drafters.early_exit import ExitHead, exit_config
+
+        torch.manual_seed(draft_seed)
+        pair.drafter_kind = "early-exit"
+        pair.draft_model = ExitHead(exit_config(target.config, exit_layer)).eval().requires_grad_(False)
+        pair.draft_name = "random-exit-head"
     elif drafter in TRAINING_FREE:   # no draft model: the target alone
         pair.drafter_kind, pair.draft_name = drafter, drafter
     pair.target.to(device)

@@ -18,13 +18,15 @@ from viz.tree_figure import step_title, tree_figure
 # Extra rows: OPT-Tree with retrieval fusion (pairs the allow-list lets fuse), and the allow-list's
 # training-free pairs for the same target (Token Recycling, prompt lookup), all at the same budget.
 EXTRA_CHOICES = [("OPT-Tree + retrieval fusion", "opt-tree + retrieval"),
-                 ("Token Recycling (no draft)", "recycling"), ("Prompt lookup (no draft)", "lookup")]
+                 ("Token Recycling (no draft)", "recycling"), ("Prompt lookup (no draft)", "lookup"),
+                 ("Early exit (the target's first layers)", "early-exit")]
 
 
 def build() -> dict:
     gr.Markdown("Runs the Explore prompt, model and settings with **OPT-Tree**, the static trees you pick and "
                 "plain autoregressive decoding (AR) as the baseline; optionally also OPT-Tree with retrieval "
-                "fusion and the drafters that need no draft model (retrieval is off in the other rows). With the "
+                "fusion, the drafters that need no draft model and the early-exit draft (the target's own first "
+                "layers; retrieval is off in the other rows). With the "
                 "node budget at **auto** (the default) every method sizes its trees per step from what a forward "
                 "costs on this machine (the chart below the table); with a fixed n they all use that budget. "
                 "In the table, τ = tokens per step (bonus included), accepted/step = accepted draft tokens per "
@@ -123,11 +125,11 @@ def extra_rows(registry, model, base: dict, extras) -> tuple[list, list[str]]:
             else:
                 skipped.append(extra)
             continue
-        free = [e for e in registry.training_free_for(entry.target) if e.drafter == extra]
-        if free and free[0].id == model:
+        other = registry.drafting_for(entry.target, (extra,))
+        if other and other[0].id == model:
             continue             # the Explore pair drafts this way already: its OPT-Tree row is this row
-        if free:
-            jobs.append((f"{extra} (opt-tree)", free[0].id, {**base, "method": "opt-tree"}))
+        if other:
+            jobs.append((f"{extra} (opt-tree)", other[0].id, {**base, "method": "opt-tree"}))
         else:
             skipped.append(extra)
     return jobs, skipped

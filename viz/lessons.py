@@ -69,6 +69,17 @@ trained on decoding traces, reads the target's last hidden state and predicts ho
 this step will get accepted; the step drafts one layer past that. It learnt from runs beforehand,
 not from this one.
 
+### A draft that is the target itself, cut short
+The **early-exit** draft (pair *+ early exit*, after EESD) is no second model: it runs the target's
+own first N layers and then a small trained **exit head** (one layer, taught to predict what the
+full target would say: self-distillation) and the target's own output layer. Those first N layers
+need no keys and values of their own for the text so far: the target computed exactly those when it
+verified it, so the draft reads the target's cache and adds only the tree's nodes, removed again
+before the target checks the tree. A deep node therefore sees exactly the hidden state the target
+would have there — the draft never feeds on its own guesses of the target's features, as a feature
+head does — but each draft layer costs N of the target's layers, so N stays small. EESD pairs it
+with the **Thompson sampling** controller above to decide each round's length.
+
 **Read the tree:** depth runs left to right from the root (the last committed token). Red diamonds
 are the accepted path, the grey X is the draft's first guess the target refused, the orange star is
 the target's bonus token. Hover a node for its token, q, p̂, depth, rank and source.
@@ -181,6 +192,13 @@ PRESETS = [
      "prompt": "Explain photosynthesis in two sentences.",
      "method": "opt-tree", "nodes": 30, "max_depth": 10, "threshold": 0.3,
      "max_new_tokens": 32, "length_control": "predictor"},
+    {"name": "Early exit: the target's first layers",
+     "lesson": "The draft is the target's own first layers plus a trained exit head, drafting a chain whose "
+               "length Thompson sampling picks (EESD). Hover the nodes: q is the cut-short target's "
+               "probability. The run summary's draft time is what its layers cost per step.",
+     "prompt": "List the planets of the solar system in order.",
+     "method": "chain", "nodes": 10, "max_depth": 8, "threshold": 0.3,
+     "max_new_tokens": 48, "length_control": "thompson", "model": "smollm2-early-exit"},
 ]
 
 

@@ -78,13 +78,14 @@ COMPARE_COLUMNS = ["method", "τ", "tokens/s", "speedup vs AR", "same output as 
 
 def method_label(trace: dict) -> str:
     """'opt-tree (auto)' or 'binary (n=60)': the method and its node budget; a drafter without a draft
-    model and retrieval fusion are named too ('recycling · opt-tree (auto)', 'opt-tree + retrieval (n=20)')."""
+    model, the early-exit drafter and retrieval fusion are named too ('recycling · opt-tree (auto)',
+    'early-exit · chain (n=10)', 'opt-tree + retrieval (n=20)')."""
     m = trace.get("meta", {})
     if m.get("method") == "ar":
         return "ar"
     nodes = m.get("nodes")
     name = m.get("method", "?")
-    if m.get("drafter") in TRAINING_FREE:
+    if m.get("drafter") in (*TRAINING_FREE, "early-exit"):
         name = f"{m['drafter']} · {name}"
     if m.get("retrieval") == "on":
         name += " + retrieval"

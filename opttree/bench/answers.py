@@ -30,6 +30,7 @@ from opttree import paths
 from opttree.args import add_decode_args, decode_config
 from opttree.bench.env import progress_bar
 from opttree.bench.prompts import read_prompts
+from opttree.config import MODEL_DRAFTERS
 from opttree.decoding.prompts import clean_prompt, encode_prompt
 from opttree.decoding.speculative import run
 from opttree.errors import BadInput, OptTreeError
@@ -119,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-model-path", default="smollm2-135m-instruct")
     p.add_argument("--draft-model-path", default=None, help="classic draft LM (selects the classic drafter)")
     p.add_argument("--ea-model-path", default=None, help="EAGLE-style head (selects the eagle drafter)")
-    p.add_argument("--drafter", choices=["classic", "eagle"], default=None)
+    p.add_argument("--exit-head-path", default=None, help="early-exit head (selects the early-exit drafter)")
+    p.add_argument("--drafter", choices=list(MODEL_DRAFTERS), default=None)
     p.add_argument("--model-id", default=None)
     p.add_argument("--bench-name", default="eval",
                    help="question set: assets/prompts/NAME.jsonl or data/NAME/question.jsonl")
@@ -151,8 +153,9 @@ def main(argv=None) -> int:
         questions = read_questions(qpath)[args.question_begin:args.question_end]
         if not questions:
             raise BadInput("no questions selected (check --question-begin/--question-end).")
-        drafter = args.drafter or ("eagle" if args.ea_model_path else "classic" if args.draft_model_path else "eagle")
-        draft = args.ea_model_path if drafter == "eagle" else args.draft_model_path
+        given = {"eagle": args.ea_model_path, "classic": args.draft_model_path, "early-exit": args.exit_head_path}
+        drafter = args.drafter or next((kind for kind, path in given.items() if path), "eagle")
+        draft = given[drafter]
         model_id = args.model_id or f"{Path(args.base_model_path).name}-{args.method}-{drafter}-n{cfg.nodes or 'auto'}"
         answer_file = args.answer_file or f"{args.bench_name}/model_answer/{model_id}.jsonl"
         pair = load_pair(args.base_model_path, drafter="none" if args.method == "ar" else drafter, draft=draft,

@@ -6,15 +6,17 @@ of every method comes first and is not recorded. `ar` is always run: it is the s
 exact-match reference measured in the same run.
 
 A method is a tree method (`opt-tree`, `binary`, ...) run with the pair's drafter, optionally at its own
-budget (`opt-tree@10`), with retrieval fusion (`opt-tree+retrieval`), or with a drafter that needs no
-draft model on the same target (`recycling:opt-tree`, `lookup:chain`); `recycling` and `lookup` alone
-mean `recycling:tr-static` and `lookup:opt-tree`. `hf-assisted` and `hf-lookup` are transformers'
+budget (`opt-tree@10`), with retrieval fusion (`opt-tree+retrieval`), or with another drafter on the
+same target: one that needs no draft model (`recycling:opt-tree`, `lookup:chain`) or another bundled
+draft (`early-exit:opt-tree~thompson`, `eagle:chain`); `recycling` and `lookup` alone mean
+`recycling:tr-static` and `lookup:opt-tree`. `hf-assisted` and `hf-lookup` are transformers'
 assisted generation and prompt lookup. Token Recycling's table is fresh for every run unless the
 settings say `recycling_scope: session`: then one table serves the whole benchmark, warm-up included.
 
 Result JSON (the documented fields):
   meta        machine (CPU, threads, versions, date, load), models, decode settings, hf config
-  meta        … plus `cost`: the machine's cost curve (compact form, decoding/cost.py) the auto budget used
+  meta        … plus `cost`: the machine's cost curve (compact form, decoding/cost.py) the auto budget used,
+              and `other_drafters`: {drafter: {draft, cost}} for the drafters methods name before ':'
   methods     {method: aggregate}, aggregate = {prompts, new_tokens, steps, tau, tau_mean,
               tokens_per_s, speedup, speedup_median, exact_match, mean_draft_ms, mean_build_ms,
               mean_verify_ms, draft_share, mean_nodes, mean_depth, mean_expected_accept,
@@ -43,14 +45,14 @@ from opttree.bench.hf_assisted import (
     run_hf_assisted,
     run_hf_lookup,
 )
-from opttree.config import AUTO_NODES, LENGTH_CONTROLS, METHODS, TRAINING_FREE, DecodeConfig
+from opttree.config import AUTO_NODES, LENGTH_CONTROLS, METHODS, MODEL_DRAFTERS, TRAINING_FREE, DecodeConfig
 from opttree.decoding import cost
 from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.speculative import run
 from opttree.drafters.context import DraftContext
 from opttree.drafters.recycling import RecyclingTable
 from opttree.errors import BadInput
-from opttree.models.loading import TRAINING_FREE_NAMES
+from opttree.models.loading import with_drafter
 
 HF_METHODS = (HF_METHOD, HF_LOOKUP)
 BENCH_METHODS = ("ar", HF_METHOD, HF_LOOKUP, "chain", "binary", "eagle-static", "eagle-dynamic", "opt-tree",
@@ -97,7 +99,7 @@ def split_method(name: str) -> tuple[str, int | None]:
 class Spec:
     """A benchmark method name, parsed: [drafter:]method[@nodes][~length control][+retrieval]."""
 
-    drafter: str | None      # None: the pair's own drafter; else one of TRAINING_FREE
+    drafter: str | None      # None: the pair's own drafter; else a TRAINING_FREE or MODEL_DRAFTERS kind
     method: str
     nodes: int | None
     retrieval: bool
@@ -111,14 +113,15 @@ def parse_spec(name: str) -> Spec:
     rest, tilde, control = rest.partition("~")
     if tilde and control not in LENGTH_CONTROLS:
         raise BadInput(f"method {name!r}: the length control after '~' must be one of {', '.join(LENGTH_CONTROLS)}.")
-    if drafter and drafter not in TRAINING_FREE:
-        raise BadInput(f"method {name!r}: the drafter before ':' must be one of {', '.join(TRAINING_FREE)}.")
+    if drafter and drafter not in TRAINING_FREE + MODEL_DRAFTERS:
+        raise BadInput(f"method {name!r}: the drafter before ':' must be one of "
+                       f"{', '.join(TRAINING_FREE + MODEL_DRAFTERS)}.")
     if plus and tail != "retrieval":
         raise BadInput(f"method {name!r}: only '+retrieval' may follow a method.")
     method, nodes = split_method(rest)
     if method == "ar" and (drafter or plus):
         raise BadInput(f"method {name!r}: ar has no tree to draft or fuse.")
-    if drafter and plus:
+    if drafter in TRAINING_FREE and plus:
         raise BadInput(f"method {name!r}: retrieval fusion joins a draft model's tree, and {drafter} has none.")
     if tilde and method == "ar":
         raise BadInput(f"method {name!r}: ar drafts nothing, so no length control applies.")
@@ -149,12 +152,11 @@ class MethodRunner:
         self._pairs = {}
 
     def pair_for(self, drafter: str | None):
-        """The pair itself, or the same target drafting with Token Recycling / prompt lookup."""
-        if drafter is None:
+        """The pair itself, or the same target drafting with another drafter (its bundled draft)."""
+        if drafter is None or drafter == self.pair.drafter_kind:
             return self.pair
         if drafter not in self._pairs:
-            self._pairs[drafter] = replace(self.pair, drafter_kind=drafter, draft_model=None,
-                                           draft_name=TRAINING_FREE_NAMES[drafter], tree_temperature=1.0)
+            self._pairs[drafter] = with_drafter(self.pair, drafter)
         return self._pairs[drafter]
 
     def context_for(self, drafter: str | None, cfg: DecodeConfig) -> DraftContext:
@@ -273,15 +275,17 @@ def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=N
     runner = MethodRunner(pair, base, assistant, hf_knobs, chat, corpus)
     # Before any timed run: the machine's cost curve (the auto budget's input) for every pair used.
     curve = cost.load_or_measure(pair, log=log)
+    others = {}   # the other drafters named in methods: their draft and cost curve (an early exit's N layers)
     for drafter in sorted({parse_spec(m).drafter for m in methods if m not in ("ar", *HF_METHODS)} - {None}):
-        cost.load_or_measure(runner.pair_for(drafter), log=log)
+        other = runner.pair_for(drafter)
+        others[drafter] = {"draft": other.draft_name, "cost": cost.compact(cost.load_or_measure(other, log=log))}
     encoded = [(q, encode_prompt(pair.tokenizer, q.prompt, chat=chat)) for q in prompts]
     meta = {"machine": machine_info(pair.device), "target": pair.target_name, "drafter": pair.drafter_kind,
             "draft": pair.draft_name, "dtype": str(pair.dtype).replace("torch.", ""),
             "assistant": getattr(assistant, "name_or_path", None) and str(assistant.name_or_path),
             "config": {k: v for k, v in base.to_dict().items() if k != "method"},
             "methods": methods, "prompts": len(prompts), "warmup_runs": warmup,
-            "hf_assisted_config": runner.hf_config, "cost": cost.compact(curve),
+            "hf_assisted_config": runner.hf_config, "cost": cost.compact(curve), "other_drafters": others,
             "hf_lookup_config": HF_LOOKUP_CONFIG if HF_LOOKUP in methods else None,
             "retrieval_corpus_tokens": None if corpus is None else len(corpus),
             "recycling_table": ("one table for the whole benchmark (warm-up included), in method order"

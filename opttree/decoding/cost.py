@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from opttree import paths
-from opttree.config import DecodeConfig
+from opttree.config import MODEL_DRAFTERS, DecodeConfig
 from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import verify_tree
 from opttree.drafters.factory import make_drafter
@@ -105,7 +105,7 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
                         use_plain_linear(target)
                     _sync(device)
                     t0 = time.perf_counter()
-                    verify_tree(target, cache, 0, trees[n], device, False)
+                    verify_tree(target, cache, 0, trees[n], device)
                     _sync(device)
                     ms = (time.perf_counter() - t0) * 1e3
                     if k == "plain":
@@ -130,9 +130,9 @@ def time_draft(pair, widths=WIDTHS, prefix_tokens: int = PREFIX_TOKENS, reps: in
     device = pair.device
     committed = _prefix(pair, prefix_tokens)
     feats = None
-    if drafter.needs_features:
+    if drafter.feature_layer is not None:
         out = pair.target(input_ids=torch.tensor([committed], device=device), output_hidden_states=True)
-        feats = out.hidden_states[-1][0]
+        feats = out.hidden_states[drafter.feature_layer][0]
     drafter.begin_step(committed, feats)
     vocab = pair.target.config.vocab_size
     trees = {w: synthetic_tree(w, vocab, seed=w) for w in widths}
@@ -186,7 +186,7 @@ def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, lo
     points = [{"tokens": n, **_stats(times[("default", n)]),
                "relative": round(statistics.median(times[("default", n)]) / one, 3), "reps": reps} for n in sizes]
     draft = None
-    if pair.drafter_kind in ("eagle", "classic") and pair.draft_model is not None:
+    if pair.drafter_kind in MODEL_DRAFTERS and pair.draft_model is not None:
         # A draft layer takes milliseconds: three times the repetitions cost little and steady its median.
         base, layer = time_draft(pair, widths, reps=3 * reps, warmup=warmup, log=log)
         draft = {"base_ms": round(statistics.median(base), 3), "new_tokens": NEW_TOKENS, "reps": 3 * reps,

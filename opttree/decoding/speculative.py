@@ -154,19 +154,26 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
     target, device = pair.target, pair.device
     drafter = make_drafter(pair, cfg, context)
     lengths = length_control.controller_for(cfg, pair)   # None: the builder's own δ rule decides the depth
-    want_feats = bool(drafter and drafter.needs_features) or bool(lengths and lengths.needs_features)
+    # Hidden states the forwards return: the drafter's layer (feature head: the last; early exit: N)
+    # and, for a length controller that reads it, the last.
+    feat_layer = drafter.feature_layer if drafter else None
+    state_layer = -1 if lengths and lengths.needs_features else None
+    layers = tuple(dict.fromkeys(x for x in (feat_layer, state_layer) if x is not None))
     cache = new_cache(target)
+    if drafter:
+        drafter.attach(cache)   # an early-exit drafter runs the target's first layers on this cache
     committed = list(prompt_ids)
     # The target's features of the committed tokens the drafter has not read yet (it keeps the
     # ones it has read in its own cache): only new rows are kept, never the whole history.
     feats = None
-    last_state = None   # the target's latest hidden state, for a length controller that reads it
+    last_state = None   # the target's state at the token before the next root, for a length controller
     _check(cancel)   # a run can be stopped before its prefill too (time limit, Stop)
     # The last prompt token is not prefilled: it is the first step's root, verified with the tree.
     if len(committed) > 1:
         out = target(input_ids=torch.tensor([committed[:-1]], device=device), past_key_values=cache,
-                     use_cache=True, output_hidden_states=want_feats)
-        feats = out.hidden_states[-1][0] if want_feats else None
+                     use_cache=True, output_hidden_states=bool(layers))
+        feats = out.hidden_states[feat_layer][0] if feat_layer is not None else None
+        last_state = out.hidden_states[-1][0][-1] if state_layer is not None else None
         if drafter:
             drafter.observe(committed[:-1], out.logits[0])  # the prompt's rows (Token Recycling's first table)
     picker = TokenPicker(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed)
@@ -180,8 +187,6 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
         step_cfg = capped_config(cfg, cfg.max_new_tokens - produced) if drafter else cfg
         # The tokens-left cap, read before a length controller lowers the depth for its own reasons.
         token_cap = step_cfg.max_depth if step_cfg is not None and step_cfg.max_depth < cfg.max_depth else None
-        if feats is not None and lengths and lengths.needs_features:
-            last_state = feats[-1]     # the target's state at the token before this step's root
         decision = lengths.choose(last_state) if lengths and step_cfg is not None else None
         if decision:
             step_cfg = length_control.apply(step_cfg, decision)
@@ -220,17 +225,19 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
                                        f"{cfg.max_new_tokens - produced} tokens left to generate").lstrip("; ")
         t1 = time.perf_counter()
         prefix = cache.get_seq_length()
-        logits, new_feats = verify_tree(target, cache, committed[-1], tree, device, want_feats)
+        logits, states = verify_tree(target, cache, committed[-1], tree, device, layers)
         accepted, bonus, rejected = accept(tree, logits, picker)
         t_obs = time.perf_counter()
         if drafter:
             drafter.observe([committed[-1], *tree.tokens], logits)  # every scored row, rejected ones too
         observe_s = time.perf_counter() - t_obs   # the drafter's work (Token Recycling's table), not verifying
         keep_accepted(cache, prefix, accepted)
-        if want_feats:
-            rows = torch.tensor([0] + [a + 1 for a in accepted], device=new_feats.device)
-            got = new_feats.index_select(0, rows)
+        rows = [0] + [a + 1 for a in accepted]     # the root's and the accepted nodes' rows
+        if feat_layer is not None:
+            got = states[feat_layer].index_select(0, torch.tensor(rows, device=states[feat_layer].device))
             feats = got if feats is None else torch.cat([feats, got])
+        if state_layer is not None:
+            last_state = states[state_layer][rows[-1]]
         if drafter and step_cfg is not None:
             drafter.end_step([tree.origin[a] for a in accepted])
         if decision:

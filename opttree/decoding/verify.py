@@ -27,15 +27,16 @@ def tree_inputs(tree: DraftTree, root_token: int, prefix_len: int, dtype, device
 
 
 @torch.inference_mode()
-def verify_tree(target, cache, root_token: int, tree: DraftTree, device, want_features: bool):
-    """Logits (n+1, vocab) and, for feature-head drafters, last hidden states (n+1, hidden)."""
+def verify_tree(target, cache, root_token: int, tree: DraftTree, device, layers=()):
+    """Logits (n+1, vocab) and {layer: hidden states (n+1, hidden)} for each index in `layers` of the
+    forward's `hidden_states` (-1: the last, what a feature head reads; N: after N layers, what an
+    early-exit head reads)."""
     prefix_len = cache.get_seq_length()
     dtype = target.get_input_embeddings().weight.dtype
     ids, pos, mask = tree_inputs(tree, root_token, prefix_len, dtype, device)
     out = target(input_ids=ids, position_ids=pos, attention_mask=mask, past_key_values=cache,
-                 use_cache=True, output_hidden_states=want_features)
-    feats = out.hidden_states[-1][0] if want_features else None
-    return out.logits[0], feats
+                 use_cache=True, output_hidden_states=bool(layers))
+    return out.logits[0], {layer: out.hidden_states[layer][0] for layer in layers}
 
 
 def keep_accepted(cache, prefix_len: int, accepted: list[int]) -> None:

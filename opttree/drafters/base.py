@@ -1,7 +1,8 @@
 """The drafter interface shared by every drafter: model drafts (classic LM, EAGLE-style feature head)
 and training-free ones (Token Recycling's table, prompt lookup).
 
-A step goes: `begin_step` (consume the tokens committed since last step, compute the root's child
+A run starts with `attach` (the target's KV cache, which an early-exit drafter shares). A step goes:
+`begin_step` (consume the tokens committed since last step, compute the root's child
 distribution) -> `top_children` once per tree layer (the top-k children of each node; model drafters
 answer it from one batched forward over that layer's nodes, each seeing only the committed prefix
 and its own ancestors; `expand` gives the whole distributions instead, when the trace records them)
@@ -19,7 +20,7 @@ from opttree.trees.draft_tree import ROOT, DraftTree
 
 
 class Drafter:
-    needs_features = False  # True when begin_step needs the target's hidden states
+    feature_layer: int | None = None   # which of the target's hidden states begin_step reads (None: none)
     source = "draft"        # what the trace calls this drafter's nodes (trace.SOURCES)
 
     def __init__(self, vocab_size: int, temperature: float = 1.0):
@@ -52,6 +53,10 @@ class Drafter:
         here each node gets its source."""
         tree.source = [self.source] * len(tree)
         return tree, info
+
+    def attach(self, cache) -> None:
+        """The target's KV cache for the run, handed over before the first step: a drafter that runs
+        the target's own first layers (early exit) shares it; others ignore it."""
 
     def observe(self, tokens: list[int], logits: torch.Tensor) -> None:
         """The target's logits after each of `tokens` (row i follows tokens[i]): the prompt's rows at

@@ -6,6 +6,7 @@ from __future__ import annotations
 from opttree.config import TRAINING_FREE, DecodeConfig
 from opttree.drafters.classic import ClassicDrafter
 from opttree.drafters.context import DraftContext
+from opttree.drafters.early_exit import EarlyExitDrafter
 from opttree.drafters.feature_head import FeatureHeadDrafter
 from opttree.drafters.fusion import RetrievalFusion
 from opttree.drafters.lookup import LookupDrafter
@@ -15,7 +16,7 @@ from opttree.errors import BadInput
 
 
 def make_drafter(pair, cfg: DecodeConfig, context: DraftContext | None = None):
-    """None for AR; otherwise the pair's drafter: the classic or feature-head drafter (wrapped in
+    """None for AR; otherwise the pair's drafter: the classic, feature-head or early-exit drafter (wrapped in
     retrieval fusion when `cfg.retrieval` is on), Token Recycling or prompt lookup. BadInput when the
     pair has no draft, or when retrieval fusion is asked of a drafter without a draft model."""
     if cfg.method == "ar":
@@ -27,6 +28,8 @@ def make_drafter(pair, cfg: DecodeConfig, context: DraftContext | None = None):
     temp = for_decoding(pair, cfg)
     if pair.drafter_kind == "eagle":
         drafter = FeatureHeadDrafter(pair.draft_model, pair.target, vocab, temp)
+    elif pair.drafter_kind == "early-exit":
+        drafter = EarlyExitDrafter(pair.draft_model, pair.target, vocab, temp)
     elif pair.drafter_kind == "classic":
         drafter = ClassicDrafter(pair.draft_model, vocab, temp)
     else:

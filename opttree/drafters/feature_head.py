@@ -16,7 +16,7 @@ from opttree.trees.draft_tree import ROOT, DraftTree
 
 
 class FeatureHeadDrafter(Drafter):
-    needs_features = True
+    feature_layer = -1   # the target's last hidden state (the LM head's input)
 
     def __init__(self, head, target, vocab_size: int, temperature: float = 1.0):
         super().__init__(vocab_size, temperature)

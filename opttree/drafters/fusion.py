@@ -29,7 +29,7 @@ class RetrievalFusion(Drafter):
     def __init__(self, inner: Drafter, length: int, corpus: np.ndarray | None = None, matches: int = FUSION_MATCHES):
         super().__init__(inner.vocab_size, inner.temperature)
         self.inner, self.length, self.corpus, self.matches = inner, length, corpus, matches
-        self.needs_features = inner.needs_features
+        self.feature_layer = inner.feature_layer
         self.found = Retrieved()
         self.draft_q: dict[tuple, tuple[float, int]] = {}
         self.expanded: dict[tuple, int] = {}
@@ -67,6 +67,9 @@ class RetrievalFusion(Drafter):
             note = "retrieval: no earlier occurrence of the last token"
         reason = info.get("stop_reason", "")
         return fused, {**info, "stop_reason": f"{reason} · {note}" if reason else note}
+
+    def attach(self, cache) -> None:
+        self.inner.attach(cache)
 
     def observe(self, tokens: list[int], logits: torch.Tensor) -> None:
         self.inner.observe(tokens, logits)

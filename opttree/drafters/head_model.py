@@ -47,7 +47,7 @@ class FeatureHead(nn.Module):
 
         self.config = dict(config)
         h = config["hidden_size"]
-        self.fc = nn.Linear(2 * h, h, bias=True)
+        self.fc = self.input_layer(h)
         llama = LlamaConfig(
             vocab_size=1, hidden_size=h, intermediate_size=config["intermediate_size"],
             num_hidden_layers=config["num_hidden_layers"],
@@ -68,6 +68,10 @@ class FeatureHead(nn.Module):
         # Optional reduced draft vocabulary: rows of the target LM head the head may propose.
         n_vocab = int(config.get("draft_vocab") or 0)
         self.register_buffer("vocab_ids", torch.zeros(n_vocab, dtype=torch.long), persistent=True)
+
+    def input_layer(self, h: int) -> nn.Module | None:
+        """What turns a (previous feature, token embedding) pair into the decoder's input."""
+        return nn.Linear(2 * h, h, bias=True)
 
     def features(self, prev_features, token_embeds, position_ids, attention_mask=None, cache=None):
         """Predicted features for a batch of (previous feature, token) pairs, shape (1, k, h)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from opttree import paths
+from opttree.drafters.early_exit import ExitHead, check_matches_target, exit_config
 from opttree.drafters.head_model import FeatureHead, head_config_from_target
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
@@ -21,14 +22,17 @@ from opttree.models.few_row_linear import use_few_row_linear
 ASSETS = paths.DRAFTS
 BUNDLED_HEAD = ASSETS / "smollm2-eagle-head.safetensors"
 BUNDLED_CLASSIC = ASSETS / "smollm2-classic.safetensors"
+BUNDLED_EXIT = ASSETS / "smollm2-early-exit.safetensors"
+BUNDLED = {"eagle": BUNDLED_HEAD, "classic": BUNDLED_CLASSIC, "early-exit": BUNDLED_EXIT}
+DRAFT_FLAGS = {"eagle": "--ea-model-path", "classic": "--draft-model-path", "early-exit": "--exit-head-path"}
 RANDOM_HEAD = "random"  # an untrained head: for tests and to show what a useless draft looks like
 
 
 def default_draft_for(target: str, drafter: str) -> str:
     if target in bundled.BUNDLED_ALIASES:
-        return str(BUNDLED_HEAD if drafter == "eagle" else BUNDLED_CLASSIC)
-    flag = "--ea-model-path" if drafter == "eagle" else "--draft-model-path"
-    raise BadInput(f"target {target!r} has no bundled {drafter} draft: pass one with {flag}.")
+        return str(BUNDLED[drafter])
+    hint = " (train one: python -m opttree.train --kind early-exit)" if drafter == "early-exit" else ""
+    raise BadInput(f"target {target!r} has no bundled {drafter} draft: pass one with {DRAFT_FLAGS[drafter]}{hint}.")
 
 
 def check_card_target(draft: str, target: str, kind: str = "draft",
@@ -77,6 +81,32 @@ def load_feature_head(spec: str, target):
     emb = target.get_input_embeddings().weight
     head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
     use_few_row_linear(head)  # a tree layer drafts a few nodes at once (few_row_linear.py)
+    return head
+
+
+def load_exit_head(spec: str, target, exit_layer: int | None = None):
+    """An early-exit head (drafters/early_exit.py) for `target`; `exit_layer` (None: the head's own)
+    must be the layer it was trained after. "random" is an untrained head after `exit_layer`."""
+    if spec == RANDOM_HEAD:
+        torch.manual_seed(0)
+        head = ExitHead(exit_config(target.config, exit_layer or 1))
+    else:
+        config, tensors = _read(Path(spec))
+        if config.get("kind") != "early-exit":
+            raise ModelLoadError(f"{spec} is not an early-exit head (its config has no exit layer).")
+        if config.get("hidden_size") != target.config.hidden_size:
+            raise ModelLoadError(f"early-exit head {spec} was trained for hidden size "
+                                 f"{config.get('hidden_size')}, target has {target.config.hidden_size}.")
+        if exit_layer is not None and exit_layer != config["exit_layer"]:
+            raise BadInput(f"early-exit head {Path(spec).name} exits after layer {config['exit_layer']}, not "
+                           f"{exit_layer}: train one for layer {exit_layer} (python -m opttree.train --kind "
+                           f"early-exit --exit-layer {exit_layer} --out FILE) and pass it with --exit-head-path.")
+        head = ExitHead(config)
+        head.load_state_dict(tensors)
+    check_matches_target(target, head.exit_layer)
+    emb = target.get_input_embeddings().weight
+    head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
+    use_few_row_linear(head)
     return head
 
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opttree import paths
-from opttree.config import TRAINING_FREE
+from opttree.config import MODEL_DRAFTERS, TRAINING_FREE
 from opttree.errors import BadInput
 
 DEFAULT_FILE = paths.MODELS_FILE
-DRAFTERS = ("eagle", "classic", "self", *TRAINING_FREE, "none")
-MODEL_DRAFTERS = ("eagle", "classic", "self")   # the ones retrieval fusion can join
+FUSION_DRAFTERS = (*MODEL_DRAFTERS, "self")   # the ones retrieval fusion can join (a draft model)
+DRAFTERS = (*FUSION_DRAFTERS, *TRAINING_FREE, "none")
 
 
 @dataclass(frozen=True)
@@ -27,14 +27,14 @@ class ModelEntry:
     id: str
     label: str
     target: str
-    drafter: str                    # eagle | classic | self (the target drafts for itself) | recycling | lookup | none
+    drafter: str                    # a MODEL_DRAFTERS kind, self (the target drafts itself), recycling, lookup, none
     draft: str = ""                 # file path (resolved) or "random" for an untrained head
     trust_remote_code: bool = False
     retrieval: bool = False         # the app may run this pair with retrieval fusion (model drafters only)
 
     def missing_files(self) -> list[str]:
         """Draft files this entry needs that are not on disk (bundled drafts may not be trained yet)."""
-        if self.drafter in ("eagle", "classic") and self.draft and self.draft != "random":
+        if self.drafter in MODEL_DRAFTERS and self.draft and self.draft != "random":
             return [] if Path(self.draft).exists() else [self.draft]
         return []
 
@@ -55,9 +55,10 @@ class Registry:
         """(label, id) pairs for a dropdown."""
         return [(e.label, e.id) for e in self.entries.values()]
 
-    def training_free_for(self, target: str) -> list[ModelEntry]:
-        """Entries that draft without a draft model (Token Recycling, prompt lookup) for `target`."""
-        return [e for e in self.entries.values() if e.drafter in TRAINING_FREE and e.target == target]
+    def drafting_for(self, target: str, drafters=TRAINING_FREE) -> list[ModelEntry]:
+        """Entries for `target` whose drafter is one of `drafters` (default: those without a draft model,
+        Token Recycling and prompt lookup)."""
+        return [e for e in self.entries.values() if e.drafter in drafters and e.target == target]
 
     def get(self, model_id) -> ModelEntry:
         if not isinstance(model_id, str) or model_id not in self.entries:
@@ -90,9 +91,9 @@ def _entry(raw: dict, base: Path) -> ModelEntry:
             raise BadInput(f"a model in the model list lacks a text field {key!r}.")
     if raw["drafter"] not in DRAFTERS:
         raise BadInput(f"model {raw['id']!r}: drafter must be one of {', '.join(DRAFTERS)}.")
-    if raw.get("retrieval") is True and raw["drafter"] not in MODEL_DRAFTERS:
+    if raw.get("retrieval") is True and raw["drafter"] not in FUSION_DRAFTERS:
         raise BadInput(f"model {raw['id']!r}: retrieval fusion needs a draft model "
-                       f"({', '.join(MODEL_DRAFTERS)}), not {raw['drafter']!r}.")
+                       f"({', '.join(FUSION_DRAFTERS)}), not {raw['drafter']!r}.")
     draft = str(raw.get("draft") or "")
     if draft and draft != "random" and not Path(draft).is_absolute():
         draft = str((base / draft).resolve())

@@ -29,10 +29,8 @@ from opttree.decoding import cost, speculative  # called as speculative.stream_r
 from opttree.decoding.prompts import clean_prompt
 from opttree.drafters.context import DraftContext
 from opttree.drafters.recycling import RecyclingTable
-from opttree.drafters.tree_temperature import card_temperature
 from opttree.errors import BadInput, ModelLoadError, OptTreeError
-from opttree.models.draft_assets import load_feature_head
-from opttree.models.loading import TRAINING_FREE_NAMES, load_classic_draft, load_pair
+from opttree.models.loading import load_pair, with_drafter
 from opttree.models.registry import ModelEntry, Registry, load_registry
 
 log = logging.getLogger("opttree.serve.service")
@@ -203,22 +201,13 @@ class RunService:
             self._targets[key] = load_pair(entry.target, drafter="none", device=self.device,
                                            trust_remote_code=entry.trust_remote_code)
         base = self._targets[key]
-        pair = type(base)(base.target, base.tokenizer, base.target_name, device=base.device, dtype=base.dtype)
         if entry.drafter == "self":
             # The target proposes its own continuations: acceptance is perfect at T=0, speed is not.
+            pair = with_drafter(base, "none")
             pair.drafter_kind, pair.draft_model, pair.draft_name = "classic", base.target, "self"
-        elif entry.drafter == "eagle":
-            pair.drafter_kind, pair.draft_name = "eagle", _public_name(entry.draft)
-            pair.tree_temperature = card_temperature(entry.draft)
-            pair.draft_model = load_feature_head(entry.draft, base.target)
-        elif entry.drafter in TRAINING_FREE_NAMES:
-            pair.drafter_kind, pair.draft_name = entry.drafter, TRAINING_FREE_NAMES[entry.drafter]
-        elif entry.drafter == "classic":
-            pair.drafter_kind, pair.draft_name = "classic", _public_name(entry.draft)
-            pair.tree_temperature = card_temperature(entry.draft)
-            pair.draft_model = load_classic_draft(entry.draft, base.target, base.device, base.dtype,
-                                                  entry.trust_remote_code)
-        return pair
+            return pair
+        return with_drafter(base, entry.drafter, entry.draft or None, trust_remote_code=entry.trust_remote_code,
+                            shown_name=_public_name(entry.draft) if entry.draft else None)
 
     def preload(self, model_id=None) -> str:
         """Load a pair ahead of the first visitor, and its cost curve (cached, or measured in seconds);

@@ -1,4 +1,4 @@
-"""python -m opttree.train --kind head|classic: prompts -> generated data -> training -> assets.
+"""python -m opttree.train --kind head|classic|early-exit: prompts -> generated data -> training -> assets.
 
 `--kind length-predictor` trains the draft-length predictor instead (opttree/train/length_predictor.py,
 its own options).
@@ -6,7 +6,8 @@ its own options).
 Examples (the bundled drafts were made with these):
   python -m opttree.train --kind head --tokens 400000
   python -m opttree.train --kind classic --tokens 400000 --no-generate
-Both kinds share the generated data (data/gen). Every phase resumes (--resume for training).
+  python -m opttree.train --kind early-exit --exit-layer 6 --no-generate
+All kinds share the generated data (data/gen). Every phase resumes (--resume for training).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from opttree.models.loading import load_pair
 from opttree.train import card as C
 from opttree.train import classic as CL
 from opttree.train import data as D
+from opttree.train import early_exit as EE
 from opttree.train import head as H
 from opttree.train.common import CKPT_DIR, load_target
 from opttree.train.generate import DEFAULT_DIR, gen_stats, run_generation
@@ -30,9 +32,9 @@ from opttree.train.generate import DEFAULT_DIR, gen_stats, run_generation
 def parse(argv=None):
     ap = argparse.ArgumentParser(prog="python -m opttree.train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kind", choices=["head", "classic"], required=True)
+    ap.add_argument("--kind", choices=list(C.KINDS), required=True)
     ap.add_argument("--target", default="smollm2-135m-instruct")
-    ap.add_argument("--data", default=str(DEFAULT_DIR), help="generated shards (shared by both kinds)")
+    ap.add_argument("--data", default=str(DEFAULT_DIR), help="generated shards (shared by all kinds)")
     ap.add_argument("--tokens", type=int, default=400_000, help="response tokens to generate / train on")
     ap.add_argument("--no-generate", dest="generate", action="store_false",
                     help="train on whatever data exists")
@@ -49,7 +51,7 @@ def parse(argv=None):
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--batch-tokens", type=int, default=4096)
     ap.add_argument("--max-len", type=int, default=0, help="truncate sequences (0: no)")
-    ap.add_argument("--layers", type=int, default=None, help="head: 1; classic: 3")
+    ap.add_argument("--layers", type=int, default=None, help="decoder layers: head and early-exit 1; classic 3")
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--extend", action="store_true", help="with --resume: train further with a new schedule")
@@ -66,13 +68,14 @@ def parse(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     H.add_args(ap)
     CL.add_args(ap)
+    EE.add_args(ap)
     args = ap.parse_args(argv)
     if args.layers is None:
-        args.layers = 1 if args.kind == "head" else 3
+        args.layers = 3 if args.kind == "classic" else 1
     if args.lr is None:
-        args.lr = 1e-3 if args.kind == "head" else 3e-4
+        args.lr = 3e-4 if args.kind == "classic" else 1e-3
     if args.out is None:
-        args.out = str(H.DEFAULT_OUT if args.kind == "head" else CL.DEFAULT_OUT)
+        args.out = str(C.KINDS[args.kind][1])
     return args
 
 
@@ -97,10 +100,7 @@ def main(argv=None) -> dict:
     print(f"data: {D.response_tokens(train)} train / {D.response_tokens(test)} held-out response tokens "
           f"({len(train)} / {len(test)} sequences)", flush=True)
     target = C_load_target(args.target)
-    if args.kind == "head":
-        result = H.train_head(args, target, train, test)
-    else:
-        result = CL.train_classic(args, target, train, test)
+    result = TRAINERS[args.kind](args, target, train, test)
     card = {"name": Path(args.out).stem, "target": args.target,
             "command": "python -m opttree.train " + " ".join(argv),
             "data": {"train_response_tokens": D.response_tokens(train),
@@ -111,8 +111,7 @@ def main(argv=None) -> dict:
     card_path = Path(args.out).with_suffix(".json")
     C.write_card(card_path, card)
     if args.fit_temperature or args.tau_prompts:
-        pair = load_pair(args.target, drafter="eagle" if args.kind == "head" else "classic",
-                         draft=args.out, device="cpu")
+        pair = load_pair(args.target, drafter=C.KINDS[args.kind][0], draft=args.out, device="cpu")
         if args.fit_temperature:
             fit = C.fit_tree_temperature(pair, args.fit_temperature)
             card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
@@ -125,6 +124,9 @@ def main(argv=None) -> dict:
             C.write_card(card_path, card)
     print(json.dumps({k: card[k] for k in ("heldout_top1_by_depth", "steps", "train_wall_s")}), flush=True)
     return card
+
+
+TRAINERS = {"head": H.train_head, "classic": CL.train_classic, "early-exit": EE.train_exit_head}
 
 
 def C_load_target(name):

@@ -16,9 +16,19 @@ from opttree import paths
 from opttree.config import DecodeConfig
 from opttree.decoding.speculative import run
 from opttree.drafters.tree_temperature import for_decoding
-from opttree.models.draft_assets import BUNDLED_CLASSIC, BUNDLED_HEAD, load_bundled_classic, load_feature_head
+from opttree.models.draft_assets import (
+    BUNDLED_CLASSIC,
+    BUNDLED_EXIT,
+    BUNDLED_HEAD,
+    load_bundled_classic,
+    load_feature_head,
+)
 from opttree.models.loading import load_pair
 from opttree.train.prompts import train_prompts
+
+# A draft kind (`python -m opttree.train --kind`) -> the drafter that decodes with it, its bundled file.
+KINDS = {"head": ("eagle", BUNDLED_HEAD), "classic": ("classic", BUNDLED_CLASSIC),
+         "early-exit": ("early-exit", BUNDLED_EXIT)}
 
 EVAL_SET = paths.EVAL_PROMPTS
 
@@ -133,10 +143,8 @@ def measure_load_seconds(target_name: str = "smollm2-135m-instruct", repeats: in
 def main(argv=None):
     """Re-measure τ for a shipped draft and update its card:
     python -m opttree.train.card --kind head --prompts 10"""
-
-
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kind", choices=["head", "classic"], required=True)
+    ap.add_argument("--kind", choices=list(KINDS), required=True)
     ap.add_argument("--draft", default=None)
     ap.add_argument("--target", default="smollm2-135m-instruct")
     ap.add_argument("--prompts", type=int, default=10, help="eval prompts to measure (round-robin over categories)")
@@ -147,9 +155,9 @@ def main(argv=None):
                     help="first fit the tree temperature on N held-out training prompts")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    draft = Path(args.draft or (BUNDLED_HEAD if args.kind == "head" else BUNDLED_CLASSIC))
-    pair = load_pair(args.target, drafter="eagle" if args.kind == "head" else "classic", draft=str(draft),
-                     device="cpu")
+    drafter, bundled = KINDS[args.kind]
+    draft = Path(args.draft or bundled)
+    pair = load_pair(args.target, drafter=drafter, draft=str(draft), device="cpu")
     card_path = draft.with_suffix(".json")
     card = json.loads(card_path.read_text()) if card_path.exists() else {}
     if args.fit_temperature:

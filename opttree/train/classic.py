@@ -14,7 +14,6 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from opttree.models.draft_assets import BUNDLED_CLASSIC
 from opttree.train import data as D
 from opttree.train.common import export_fp16
 from opttree.train.generate import target_eos
@@ -158,5 +157,3 @@ def export_classic(model, out, cfg) -> int:
 def add_args(ap) -> None:
     ap.add_argument("--source-layers", default="", help="target layers to start from, e.g. 0,1,2")
 
-
-DEFAULT_OUT = BUNDLED_CLASSIC

@@ -17,7 +17,6 @@ import torch
 import torch.nn.functional as F
 
 from opttree.drafters.head_model import FeatureHead, head_config_from_target
-from opttree.models.draft_assets import BUNDLED_HEAD
 from opttree.train import data as D
 from opttree.train.common import export_fp16, load_checkpoint
 from opttree.train.generate import target_eos
@@ -128,12 +127,12 @@ def init_from_target(head, target, layer: bool = False) -> None:
         head.decoder.norm.weight.copy_(target.model.norm.weight)
 
 
-def _resumed_vocab(args, fresh: torch.Tensor) -> torch.Tensor:
+def _resumed_vocab(args, fresh: torch.Tensor, name: str = "head") -> torch.Tensor:
     """A resumed head keeps the draft vocabulary it was trained with: more data can reorder the most
     frequent tokens, and the checkpoint's weights only make sense over their own vocabulary."""
     if not args.resume:
         return fresh
-    ck = load_checkpoint(Path(args.ckpt_dir) / "head.pt")
+    ck = load_checkpoint(Path(args.ckpt_dir) / f"{name}.pt")
     old = (ck or {}).get("model", (ck or {}).get("head", {})).get("vocab_ids")
     return old.clone() if old is not None and old.numel() == fresh.numel() else fresh
 
@@ -195,5 +194,3 @@ def add_args(ap) -> None:
     ap.add_argument("--reg", type=float, default=0.2, help="feature regression weight")
     ap.add_argument("--init-layer", action="store_true", help="start the head's layer from the target's last")
 
-
-DEFAULT_OUT = BUNDLED_HEAD
