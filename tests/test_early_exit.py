@@ -140,3 +140,13 @@ def test_a_head_for_another_layer_is_refused_clearly(tmp_path):
     assert load_exit_head(str(path), target, exit_layer=2).exit_layer == 2
     with pytest.raises(BadInput, match="exits after layer 2, not 3"):
         load_exit_head(str(path), target, exit_layer=3)
+
+
+def test_exit_layer_is_refused_for_other_drafters():
+    from opttree.models.loading import with_drafter
+
+    base = tiny_pair("none")
+    for drafter in ("recycling", "lookup", "eagle", "none"):
+        with pytest.raises(BadInput, match="early-exit drafter only"):
+            with_drafter(base, drafter, exit_layer=1)
+    assert with_drafter(base, "recycling").drafter_kind == "recycling"

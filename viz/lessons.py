@@ -74,8 +74,8 @@ The **early-exit** draft (pair *+ early exit*, after EESD) is no second model: i
 own first N layers and then a small trained **exit head** (one layer, taught to predict what the
 full target would say: self-distillation) and the target's own output layer. Those first N layers
 need no keys and values of their own for the text so far: the target computed exactly those when it
-verified it, so the draft reads the target's cache and adds only the tree's nodes, removed again
-before the target checks the tree. A deep node therefore sees exactly the hidden state the target
+verified it, so the draft reads the target's cache and adds only the root and the tree's nodes,
+removed again before the target checks the tree. A deep node therefore sees exactly the hidden state the target
 would have there — the draft never feeds on its own guesses of the target's features, as a feature
 head does — but each draft layer costs N of the target's layers, so N stays small. EESD pairs it
 with the **Thompson sampling** controller above to decide each round's length.

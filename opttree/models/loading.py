@@ -155,12 +155,13 @@ def load_pair(target: str = bundled.BUNDLED_ID, drafter: str = "eagle", draft: s
 
 
 def with_drafter(base: ModelPair, drafter: str | None, draft: str | None = None, exit_layer: int | None = None,
-                 trust_remote_code: bool = False, shown_name: str | None = None) -> ModelPair:
+                 trust_remote_code: bool = False) -> ModelPair:
     """A pair that shares `base`'s target and tokenizer and drafts with `drafter` (a MODEL_DRAFTERS or
-    TRAINING_FREE kind, or none); `draft=None` picks the bundled draft of that kind for the target.
-    `shown_name` is what traces call the draft (default: the draft argument)."""
+    TRAINING_FREE kind, or none); `draft=None` picks the bundled draft of that kind for the target."""
     pair = ModelPair(base.target, base.tokenizer, base.target_name, device=base.device, dtype=base.dtype,
                      target_spec=base.target_spec)
+    if exit_layer is not None and drafter != "early-exit":
+        raise BadInput("--exit-layer is for the early-exit drafter only.")
     if drafter in (None, "", "none"):
         return pair
     if drafter in TRAINING_FREE:   # Token Recycling / prompt lookup: the target alone
@@ -168,11 +169,9 @@ def with_drafter(base: ModelPair, drafter: str | None, draft: str | None = None,
         return pair
     if drafter not in MODEL_DRAFTERS:
         raise BadInput(f"unknown drafter {drafter!r}: use {', '.join(MODEL_DRAFTERS + TRAINING_FREE)}.")
-    if exit_layer is not None and drafter != "early-exit":
-        raise BadInput("--exit-layer is for the early-exit drafter only.")
     draft = draft or default_draft_for(base.target_spec, drafter)
     check_card_target(draft, base.target_spec)
-    pair.drafter_kind, pair.draft_name = drafter, shown_name or draft
+    pair.drafter_kind, pair.draft_name = drafter, draft
     pair.tree_temperature = card_temperature(draft)
     if drafter == "eagle":
         pair.draft_model = load_feature_head(draft, base.target)

@@ -206,8 +206,10 @@ class RunService:
             pair = with_drafter(base, "none")
             pair.drafter_kind, pair.draft_model, pair.draft_name = "classic", base.target, "self"
             return pair
-        return with_drafter(base, entry.drafter, entry.draft or None, trust_remote_code=entry.trust_remote_code,
-                            shown_name=_public_name(entry.draft) if entry.draft else None)
+        pair = with_drafter(base, entry.drafter, entry.draft or None, trust_remote_code=entry.trust_remote_code)
+        if pair.draft_model is not None:
+            pair.draft_name = _public_name(pair.draft_name)   # traces are shown and exported: no server paths
+        return pair
 
     def preload(self, model_id=None) -> str:
         """Load a pair ahead of the first visitor, and its cost curve (cached, or measured in seconds);

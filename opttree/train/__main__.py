@@ -6,7 +6,7 @@ its own options).
 Examples (the bundled drafts were made with these):
   python -m opttree.train --kind head --tokens 400000
   python -m opttree.train --kind classic --tokens 400000 --no-generate
-  python -m opttree.train --kind early-exit --exit-layer 6 --no-generate
+  python -m opttree.train --kind early-exit --exit-layer 1 --no-generate
 All kinds share the generated data (data/gen). Every phase resumes (--resume for training).
 """
 

@@ -16,19 +16,13 @@ from opttree import paths
 from opttree.config import DecodeConfig
 from opttree.decoding.speculative import run
 from opttree.drafters.tree_temperature import for_decoding
-from opttree.models.draft_assets import (
-    BUNDLED_CLASSIC,
-    BUNDLED_EXIT,
-    BUNDLED_HEAD,
-    load_bundled_classic,
-    load_feature_head,
-)
+from opttree.models.draft_assets import BUNDLED, BUNDLED_CLASSIC, BUNDLED_HEAD, load_bundled_classic, load_feature_head
 from opttree.models.loading import load_pair
 from opttree.train.prompts import train_prompts
 
 # A draft kind (`python -m opttree.train --kind`) -> the drafter that decodes with it, its bundled file.
-KINDS = {"head": ("eagle", BUNDLED_HEAD), "classic": ("classic", BUNDLED_CLASSIC),
-         "early-exit": ("early-exit", BUNDLED_EXIT)}
+KINDS = {kind: (drafter, BUNDLED[drafter])
+         for kind, drafter in (("head", "eagle"), ("classic", "classic"), ("early-exit", "early-exit"))}
 
 EVAL_SET = paths.EVAL_PROMPTS
 

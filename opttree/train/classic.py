@@ -156,4 +156,3 @@ def export_classic(model, out, cfg) -> int:
 
 def add_args(ap) -> None:
     ap.add_argument("--source-layers", default="", help="target layers to start from, e.g. 0,1,2")
-

@@ -87,6 +87,9 @@ def init_from_target(head: ExitHead, target) -> None:
 def train_exit_head(args, target, train, test) -> dict:
     torch.manual_seed(args.seed)
     n = args.exit_layer
+    if n + args.layers > target.config.num_hidden_layers:
+        raise SystemExit(f"--exit-layer {n} with --layers {args.layers}: the exit layers start as the target's "
+                         f"layers {n}..{n + args.layers - 1}, and it has {target.config.num_hidden_layers}.")
     lm_w = target.get_output_embeddings().weight
     vocab_ids, cover = torch.zeros(0, dtype=torch.long), 1.0
     if args.draft_vocab:
@@ -127,6 +130,6 @@ def train_exit_head(args, target, train, test) -> dict:
 
 
 def add_args(ap) -> None:
-    ap.add_argument("--exit-layer", type=int, default=6, metavar="N",
-                    help="early-exit: the head reads the target's hidden state after its first N layers")
-
+    ap.add_argument("--exit-layer", type=int, default=1, metavar="N",
+                    help="early-exit: the head reads the target's hidden state after its first N layers (the "
+                         "shipped head: 1, chosen by benchmarks/early_exit_sweep.sh)")

@@ -193,4 +193,3 @@ def add_args(ap) -> None:
     ap.add_argument("--noise", type=float, default=0.1, help="input feature noise (x feature std)")
     ap.add_argument("--reg", type=float, default=0.2, help="feature regression weight")
     ap.add_argument("--init-layer", action="store_true", help="start the head's layer from the target's last")
-
