@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from opttree.config import MODEL_DRAFTERS, TRAINING_FREE, add_decode_args, from_args
+from opttree.config import DRAFT_FLAGS, MODEL_DRAFTERS, TRAINING_FREE, add_decode_args, from_args
 
-__all__ = ["add_decode_args", "add_model_args", "context_from_args", "decode_config", "load_from_args"]
+__all__ = ["add_decode_args", "add_model_args", "context_from_args", "decode_config", "given_drafts", "load_from_args"]
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -50,13 +50,17 @@ def decode_config(args, method: str):
 def load_from_args(args, need_draft: bool = True):
     from opttree.models.loading import load_pair  # torch stays out of `--help`
 
-    draft = {"eagle": args.ea_model_path, "classic": args.draft_model_path,
-             "early-exit": args.exit_head_path}.get(args.drafter)
+    draft = given_drafts(args).get(args.drafter)
     drafter = args.drafter if need_draft else "none"
     return load_pair(args.target, drafter=drafter, draft=draft,
                      device=args.device, dtype=args.dtype, device_map=args.device_map,
                      trust_remote_code=args.trust_remote_code,
                      exit_layer=args.exit_layer if need_draft else None)
+
+
+def given_drafts(args) -> dict:
+    """{drafter: the draft its flag (DRAFT_FLAGS) names, or None}."""
+    return {kind: getattr(args, flag.lstrip("-").replace("-", "_"), None) for kind, flag in DRAFT_FLAGS.items()}
 
 
 def context_from_args(args, pair):

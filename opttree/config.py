@@ -20,6 +20,8 @@ METHODS = TREE_METHODS + ("ar",)
 TRAINING_FREE = ("recycling", "lookup")   # drafters without a draft model: Token Recycling, prompt lookup
 # Drafters with a trained draft: EAGLE-style feature head, independent classic LM, early exit (EESD)
 MODEL_DRAFTERS = ("eagle", "classic", "early-exit")
+# The command-line flag that names each model drafter's draft (CLI, `opttree eval`, error messages).
+DRAFT_FLAGS = {"eagle": "--ea-model-path", "classic": "--draft-model-path", "early-exit": "--exit-head-path"}
 METHOD_LABELS = {"opt-tree": "OPT-Tree (adaptive)", "chain": "Chain (one guess per depth)",
                  "binary": "Binary tree", "eagle-static": "EAGLE-25 static tree",
                  "eagle-dynamic": "EAGLE-2 dynamic tree", "tr-static": "Token Recycling static tree (80)",

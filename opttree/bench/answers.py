@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 
 from opttree import paths
-from opttree.args import add_decode_args, decode_config
+from opttree.args import add_decode_args, decode_config, given_drafts
 from opttree.bench.env import progress_bar
 from opttree.bench.prompts import read_prompts
 from opttree.config import MODEL_DRAFTERS
@@ -153,7 +153,7 @@ def main(argv=None) -> int:
         questions = read_questions(qpath)[args.question_begin:args.question_end]
         if not questions:
             raise BadInput("no questions selected (check --question-begin/--question-end).")
-        given = {"eagle": args.ea_model_path, "classic": args.draft_model_path, "early-exit": args.exit_head_path}
+        given = given_drafts(args)
         drafter = args.drafter or next((kind for kind, path in given.items() if path), "eagle")
         draft = given[drafter]
         model_id = args.model_id or f"{Path(args.base_model_path).name}-{args.method}-{drafter}-n{cfg.nodes or 'auto'}"

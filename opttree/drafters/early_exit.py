@@ -175,7 +175,7 @@ class EarlyExitDrafter(FeatureHeadDrafter):
         self.root_feature = out[0, -1]
         self.root_probs = None
         self.root_draft = self._draft_probs(self.root_feature[None])
-        self.slot, self.node_feature = {}, {}
+        self.slot = {}
 
     def _forward(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
         """One batched forward of a tree layer: the target's first N layers over the shared cache, then

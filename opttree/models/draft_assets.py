@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from opttree import paths
+from opttree.config import DRAFT_FLAGS
 from opttree.drafters.early_exit import ExitHead, check_matches_target, exit_config
 from opttree.drafters.head_model import FeatureHead, head_config_from_target
 from opttree.errors import BadInput, ModelLoadError
@@ -24,7 +25,6 @@ BUNDLED_HEAD = ASSETS / "smollm2-eagle-head.safetensors"
 BUNDLED_CLASSIC = ASSETS / "smollm2-classic.safetensors"
 BUNDLED_EXIT = ASSETS / "smollm2-early-exit.safetensors"
 BUNDLED = {"eagle": BUNDLED_HEAD, "classic": BUNDLED_CLASSIC, "early-exit": BUNDLED_EXIT}
-DRAFT_FLAGS = {"eagle": "--ea-model-path", "classic": "--draft-model-path", "early-exit": "--exit-head-path"}
 RANDOM_HEAD = "random"  # an untrained head: for tests and to show what a useless draft looks like
 
 
