@@ -79,12 +79,17 @@ def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None 
             "tree_temperature": for_decoding(pair, cfg), "per_prompt": per}
 
 
+# The prompt parts whose held-out prompts the tree temperature is fitted on: the parts every shipped
+# draft's data covers, so that every card's fit uses the same prompts (a new part changes nothing).
+FIT_PARTS = (1, 2, 3, 4)
+
+
 def heldout_questions(n: int) -> list[dict]:
-    """`n` held-out training prompts spread over the whole prompt set, as eval-style questions: the
+    """`n` held-out training prompts spread over the parts in FIT_PARTS, as eval-style questions: the
     tree temperature is fitted on these, never on the eval set."""
 
     prompts = train_prompts()
-    held = [i for i, p in enumerate(prompts) if p.heldout]
+    held = [i for i, p in enumerate(prompts) if p.heldout and p.part in FIT_PARTS]
     picked = [held[round(j * (len(held) - 1) / max(1, n - 1))] for j in range(min(n, len(held)))]
     return [{"question_id": i, "category": "heldout", "turns": [prompts[i].text]} for i in picked]
 
