@@ -18,7 +18,7 @@ def reference(model, prompt, n):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("drafter", ["classic", "eagle", "early-exit"])
+@pytest.mark.parametrize("drafter", ["classic", "eagle", "fused", "early-exit"])
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("nodes", [24, 0], ids=["n24", "auto"])
 def test_tiny_models_match_generate(drafter, method, device, nodes):

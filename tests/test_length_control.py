@@ -72,7 +72,7 @@ def _reference(model, n):
     return model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False)[0, 5:].tolist()
 
 
-@pytest.mark.parametrize("drafter", ["classic", "eagle", "early-exit"])
+@pytest.mark.parametrize("drafter", ["classic", "eagle", "fused", "early-exit"])
 @pytest.mark.parametrize("method,nodes", [("opt-tree", 24), ("opt-tree", 0), ("chain", 24), ("binary", 24),
                                           ("eagle-static", 24), ("eagle-dynamic", 24)])
 def test_thompson_runs_are_lossless_and_record_each_decision(drafter, method, nodes):
@@ -200,7 +200,7 @@ def tiny_predictor(tmp_path, monkeypatch):
     lp.load_length_predictor.cache_clear()
 
 
-@pytest.mark.parametrize("drafter", ["classic", "eagle", "early-exit"])
+@pytest.mark.parametrize("drafter", ["classic", "eagle", "fused", "early-exit"])
 def test_predictor_runs_are_lossless_and_read_the_states_training_reads(drafter, tiny_predictor):
     """Greedy output equals AR; each step's recorded prediction is the model applied to the state
     that training's `collect` pairs with that step (so training and decoding see the same inputs)."""

@@ -142,7 +142,7 @@ def test_same_seed_same_output_and_greedy_ignores_seed():
 SAMPLED = [dict(temperature=0.8), dict(temperature=1.3, top_k=5), dict(temperature=0.6, top_p=0.9)]
 
 
-@pytest.mark.parametrize("drafter", ["classic", "eagle", "early-exit"])
+@pytest.mark.parametrize("drafter", ["classic", "eagle", "fused", "early-exit"])
 @pytest.mark.parametrize("method", [m for m in METHODS if m != "ar"])
 def test_same_seed_gives_the_ar_runs_sample(method, drafter):
     """Each committed token costs exactly one draw from the run's generator, so with the same seed a

@@ -50,12 +50,17 @@ def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, voca
         pair.drafter_kind = "classic"
         pair.draft_model = target if draft_is_target else tiny_llama(draft_seed, vocab, layers=1, scale=scale)
         pair.draft_name = "tiny-draft"
-    elif drafter == "eagle":
-        from opttree.drafters.head_model import FeatureHead, head_config_from_target
+    elif drafter in ("eagle", "fused"):   # "fused": a fused head (EAGLE-3 features), drafter kind eagle
+        from opttree.drafters.head_model import FeatureHead, fused_layers, head_config_from_target
 
         torch.manual_seed(draft_seed)
+        cfg = head_config_from_target(target.config)
+        if drafter == "fused":
+            cfg["fused_layers"] = list(fused_layers(layers))
         pair.drafter_kind = "eagle"
-        pair.draft_model = FeatureHead(head_config_from_target(target.config)).eval().requires_grad_(False)
+        pair.draft_model = FeatureHead(cfg).eval().requires_grad_(False)
+        if drafter == "fused":   # a map that is not zero, so the lower layers change every draft
+            torch.nn.init.normal_(pair.draft_model.fuse.weight, std=0.2)
         pair.draft_name = "random-head"
     elif drafter == "early-exit":
         from opttree.drafters.early_exit import ExitHead, exit_config

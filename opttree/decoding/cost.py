@@ -31,7 +31,7 @@ import torch
 from opttree import paths
 from opttree.config import MODEL_DRAFTERS, DecodeConfig
 from opttree.decoding.kv_cache import new_cache, truncate
-from opttree.decoding.verify import verify_tree
+from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.factory import make_drafter
 from opttree.models.few_row_linear import use_few_row_linear, use_plain_linear, uses_few_row_linear
 from opttree.trees.auto_size import StepCost, monotone
@@ -130,9 +130,10 @@ def time_draft(pair, widths=WIDTHS, prefix_tokens: int = PREFIX_TOKENS, reps: in
     device = pair.device
     committed = _prefix(pair, prefix_tokens)
     feats = None
-    if drafter.feature_layer is not None:
+    if drafter.feature_layers:
         out = pair.target(input_ids=torch.tensor([committed], device=device), output_hidden_states=True)
-        feats = out.hidden_states[drafter.feature_layer][0]
+        layers = drafter.feature_layers
+        feats = drafter_features({layer: out.hidden_states[layer][0] for layer in layers}, layers)
     drafter.begin_step(committed, feats)
     vocab = pair.target.config.vocab_size
     trees = {w: synthetic_tree(w, vocab, seed=w) for w in widths}

@@ -17,7 +17,7 @@ from opttree.decoding import cost
 from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.sampling import TokenPicker, theory_distribution_note
-from opttree.decoding.verify import accept, keep_accepted, target_side, verify_tree
+from opttree.decoding.verify import accept, drafter_features, keep_accepted, target_side, verify_tree
 from opttree.drafters.context import DraftContext
 from opttree.drafters.factory import make_drafter
 from opttree.drafters.tree_temperature import for_decoding
@@ -154,11 +154,11 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
     target, device = pair.target, pair.device
     drafter = make_drafter(pair, cfg, context)
     lengths = length_control.controller_for(cfg, pair)   # None: the builder's own δ rule decides the depth
-    # Hidden states the forwards return: the drafter's layer (feature head: the last; early exit: N)
-    # and, for a length controller that reads it, the last.
-    feat_layer = drafter.feature_layer if drafter else None
+    # Hidden states the forwards return: the drafter's layers (feature head: the last, fused head: a
+    # low, a middle and the last; early exit: N) and, for a length controller that reads it, the last.
+    feat_layers = drafter.feature_layers if drafter else ()
     state_layer = -1 if lengths and lengths.needs_features else None
-    layers = tuple(dict.fromkeys(x for x in (feat_layer, state_layer) if x is not None))
+    layers = tuple(dict.fromkeys((*feat_layers, *(() if state_layer is None else (state_layer,)))))
     cache = new_cache(target)
     if drafter:
         drafter.attach(cache)   # an early-exit drafter runs the target's first layers on this cache
@@ -172,7 +172,7 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
     if len(committed) > 1:
         out = target(input_ids=torch.tensor([committed[:-1]], device=device), past_key_values=cache,
                      use_cache=True, output_hidden_states=bool(layers))
-        feats = out.hidden_states[feat_layer][0] if feat_layer is not None else None
+        feats = drafter_features({layer: out.hidden_states[layer][0] for layer in layers}, feat_layers)
         last_state = out.hidden_states[-1][0][-1] if state_layer is not None else None
         if drafter:
             drafter.observe(committed[:-1], out.logits[0])  # the prompt's rows (Token Recycling's first table)
@@ -233,8 +233,9 @@ def _decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel, record_targe
         observe_s = time.perf_counter() - t_obs   # the drafter's work (Token Recycling's table), not verifying
         keep_accepted(cache, prefix, accepted)
         rows = [0] + [a + 1 for a in accepted]     # the root's and the accepted nodes' rows
-        if feat_layer is not None:
-            got = states[feat_layer].index_select(0, torch.tensor(rows, device=states[feat_layer].device))
+        if feat_layers:
+            got = drafter_features(states, feat_layers)
+            got = got.index_select(0, torch.tensor(rows, device=got.device))
             feats = got if feats is None else torch.cat([feats, got])
         if state_layer is not None:
             last_state = states[state_layer][rows[-1]]

@@ -39,6 +39,17 @@ def verify_tree(target, cache, root_token: int, tree: DraftTree, device, layers=
     return out.logits[0], {layer: out.hidden_states[layer][0] for layer in layers}
 
 
+def drafter_features(states, layers: tuple[int, ...]) -> torch.Tensor | None:
+    """The rows a drafter reads (its `feature_layers`): those layers' hidden states side by side,
+    (k, len(layers) * hidden); one layer's as they are. `states` maps a layer to its (k, hidden) rows."""
+    if not layers:
+        return None
+    if len(layers) == 1:
+        return states[layers[0]]
+    device = states[layers[-1]].device   # with device_map the layers' rows may sit on different GPUs
+    return torch.cat([states[layer].to(device) for layer in layers], -1)
+
+
 def keep_accepted(cache, prefix_len: int, accepted: list[int]) -> None:
     """Compact the target cache to prefix + root + accepted nodes (the bonus is fed next step)."""
     keep = [*range(prefix_len + 1), *(prefix_len + 1 + a for a in accepted)]

@@ -20,7 +20,7 @@ from opttree.trees.draft_tree import ROOT, DraftTree
 
 
 class Drafter:
-    feature_layer: int | None = None   # which of the target's hidden states begin_step reads (None: none)
+    feature_layers: tuple[int, ...] = ()   # the target's hidden states begin_step reads, side by side
     source = "draft"        # what the trace calls this drafter's nodes (trace.SOURCES)
 
     def __init__(self, vocab_size: int, temperature: float = 1.0):

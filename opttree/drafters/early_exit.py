@@ -13,7 +13,7 @@ target's outputs) and the target's own LM head. Nothing of the target is copied:
   the tree cut off at `end_step`, the root kept: nothing else has touched the cache.
 
 The exit layer keeps its own small cache. Its inputs for committed tokens are the target's hidden
-states after layer N, which the verification forward returns (`feature_layer`); for the root and
+states after layer N, which the verification forward returns (`feature_layers`); for the root and
 tree nodes the drafter computes them. Since the first N layers run exactly as in the target, a node
 several layers deep sees the same layer-N states the target would compute for that path: unlike a
 feature head, the draft does not drift on its own predicted features. Its cost is N of the target's
@@ -109,6 +109,11 @@ class ExitHead(FeatureHead):
     def exit_layer(self) -> int:
         return int(self.config["exit_layer"])
 
+    @property
+    def feature_layers(self) -> tuple[int, ...]:
+        """The rows the loop hands to begin_step: the target's states after layer N."""
+        return (self.exit_layer,)
+
     def exit_features(self, hidden, position_ids, attention_mask=None, cache=None):
         """The exit layer's output for the target's layer-N hidden states, shape (1, k, h)."""
         out = self.decoder(inputs_embeds=hidden, position_ids=position_ids, attention_mask=attention_mask,
@@ -120,7 +125,6 @@ class EarlyExitDrafter(FeatureHeadDrafter):
     def __init__(self, head: ExitHead, target, vocab_size: int, temperature: float = 1.0):
         super().__init__(head, target, vocab_size, temperature)
         self.target = target
-        self.feature_layer = head.exit_layer   # the rows the loop hands to begin_step
         self.shared = None     # the target's KV cache (attach); a cache of our own when used alone
         self.keep = 0          # committed tokens (root excluded) in the shared cache: what verification expects
         self.grown = False     # the shared cache holds this step's root and tree (cut them before verifying)

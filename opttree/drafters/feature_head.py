@@ -2,7 +2,8 @@
 
 For the token at position j the head reads the pair (target feature at j-1, embedding of token j)
 and predicts the feature at j, whose LM-head logits give token j+1. Committed pairs use the
-target's true features; tree nodes use the head's own predicted feature of their parent.
+target's true features (a fused head's: its low, middle and last layers', fused by the head);
+tree nodes use the head's own predicted feature of their parent.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from opttree.trees.draft_tree import ROOT, DraftTree
 
 
 class FeatureHeadDrafter(Drafter):
-    feature_layer = -1   # the target's last hidden state (the LM head's input)
-
     def __init__(self, head, target, vocab_size: int, temperature: float = 1.0):
         super().__init__(vocab_size, temperature)
         self.head = head
+        self.feature_layers = head.feature_layers   # (-1,): the last hidden state, the LM head's input
         self.embed = target.get_input_embeddings()
         self.lm_head = target.get_output_embeddings()
         self.cache = new_cache(head.decoder)
@@ -64,7 +64,8 @@ class FeatureHeadDrafter(Drafter):
         if offset > first - 1:
             raise ValueError(f"features start at position {offset}; the drafter needs them from {first - 1}")
         toks = torch.tensor([committed[first:stop]], device=self.device)
-        feats = features[first - 1 - offset: stop - 1 - offset].to(self.device, self.dtype)[None]
+        rows = features[first - 1 - offset: stop - 1 - offset].to(self.device, self.dtype)
+        feats = self.head.input_features(rows)[None]
         pos = torch.arange(first, stop, device=self.device)[None]
         out = self.head.features(feats, self.embed(toks).to(self.dtype), pos, None, self.cache)
         self.n_pairs = stop - 1

@@ -5,6 +5,12 @@ Input at a token position: [target feature of the previous position ; embedding 
 (frozen) LM head. Beyond the first tree layer it feeds on its own predicted features, which is why
 it stays cheap: one small layer per tree layer, batched over that layer's nodes.
 
+The fused head (config `fused_layers`, EAGLE-3's idea) reads more of the target than its last layer:
+its target feature is the last hidden state plus a learned linear map of a low and a middle layer's
+states (each RMS-normed first: the residual stream there is not normalised). The map starts at zero,
+so a fused head warm-started from a plain one computes exactly what that head did, and training
+decides how much the lower layers add. Tree nodes still feed on the head's own predicted features.
+
 The decoder is transformers' own `LlamaModel` with one layer (no copied model code); its token
 embedding is unused (we pass `inputs_embeds`), so it is created with a one-row vocabulary.
 """
@@ -15,6 +21,15 @@ import torch
 from torch import nn
 
 from opttree.models.few_row_linear import PackedWeight, few_row_matmul
+
+
+def fused_layers(num_layers: int) -> tuple[int, int]:
+    """The low and middle target layers a fused head reads besides the last one: the hidden states
+    entering layer 2 and layer L/2 (transformers' `hidden_states[2]`, `hidden_states[L // 2]`; a
+    target of fewer than 8 layers reads layer L/4 as its low one).
+    EAGLE-3 reads layers 2, L/2 and L-3; the fused head here reads the final normed state as its
+    high feature instead, the first-generation head's only input, so that head is its exact start."""
+    return (min(2, num_layers // 4), num_layers // 2)
 
 
 def head_config_from_target(cfg, layers: int = 1, draft_vocab: int = 0) -> dict:
@@ -48,6 +63,11 @@ class FeatureHead(nn.Module):
         self.config = dict(config)
         h = config["hidden_size"]
         self.fc = self.input_layer(h)
+        fused = list(config.get("fused_layers") or [])
+        if fused:   # the fused head's extra inputs (see the module docstring)
+            self.fused_norms = nn.ModuleList(nn.RMSNorm(h, eps=config["rms_norm_eps"]) for _ in fused)
+            self.fuse = nn.Linear(len(fused) * h, h, bias=False)
+            nn.init.zeros_(self.fuse.weight)
         llama = LlamaConfig(
             vocab_size=1, hidden_size=h, intermediate_size=config["intermediate_size"],
             num_hidden_layers=config["num_hidden_layers"],
@@ -72,6 +92,21 @@ class FeatureHead(nn.Module):
     def input_layer(self, h: int) -> nn.Module | None:
         """What turns a (previous feature, token embedding) pair into the decoder's input."""
         return nn.Linear(2 * h, h, bias=True)
+
+    @property
+    def feature_layers(self) -> tuple[int, ...]:
+        """The target's hidden states this head reads, in the order `input_features` takes them side
+        by side: the fused layers (transformers' `hidden_states` numbering), then the last (-1)."""
+        return (*[int(i) for i in self.config.get("fused_layers") or []], -1)
+
+    def input_features(self, target_features: torch.Tensor) -> torch.Tensor:
+        """The first-depth feature from the target's rows (..., len(feature_layers) * h): the last
+        hidden state, plus for a fused head the fused map of the lower layers' normed states."""
+        if not hasattr(self, "fuse"):
+            return target_features
+        *lower, last = target_features.split(self.config["hidden_size"], dim=-1)
+        normed = [norm(x) for norm, x in zip(self.fused_norms, lower)]
+        return last + self.fuse(torch.cat(normed, dim=-1))
 
     def features(self, prev_features, token_embeds, position_ids, attention_mask=None, cache=None):
         """Predicted features for a batch of (previous feature, token) pairs, shape (1, k, h)."""

@@ -94,7 +94,7 @@ def main(argv=None) -> dict:
             max_prompts=args.max_prompts, first_prompt=args.first_prompt, batch=args.gen_batch,
             max_new=args.max_new, topk=args.topk,
             threads=args.threads))
-    train, test = D.load_split(args.data, args.tokens)
+    train, test = D.load_split(args.data, args.tokens, layer_feats=getattr(args, "fused", False))
     if not train:
         raise SystemExit(f"no generated data in {args.data}: run without --no-generate.")
     print(f"data: {D.response_tokens(train)} train / {D.response_tokens(test)} held-out response tokens "

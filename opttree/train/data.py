@@ -19,8 +19,13 @@ def split(seqs: list[dict]) -> tuple[list[dict], list[dict]]:
     return train, test
 
 
-def load_split(data_dir, max_tokens: int = 0):
+def load_split(data_dir, max_tokens: int = 0, layer_feats: bool = False):
+    """Train / held-out sequences; `layer_feats`: keep the lower layers' features (only a fused head
+    reads them, and they take twice the memory of the rest)."""
     seqs = load_shards(data_dir)
+    if not layer_feats:
+        for s in seqs:
+            s.pop("layer_feats", None)
     if max_tokens:
         kept, n = [], 0
         for s in seqs:
@@ -34,6 +39,18 @@ def load_split(data_dir, max_tokens: int = 0):
         test = train[-1:]
         train = train[:-1]
     return train, test
+
+
+def fuse_layer_feats(seqs: list[dict], layers: tuple[int, ...]) -> None:
+    """Give each sequence the fused head's input rows in place: `feats` becomes the lower layers'
+    states and the last layer's side by side, (L-1, (len(layers) + 1) * h), as decoding hands them."""
+    for s in seqs:
+        have = s.get("feat_layers")
+        if have is None or tuple(have.tolist()) != tuple(layers):
+            raise SystemExit(f"the data has no layer {list(layers)} features: run python -m opttree.train.generate "
+                             "(it adds them to existing shards) before training a fused head.")
+        low = s.pop("layer_feats")
+        s["feats"] = torch.cat([low.flatten(1), s["feats"]], -1).contiguous()
 
 
 def response_tokens(seqs: list[dict]) -> int:

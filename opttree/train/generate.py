@@ -5,6 +5,9 @@ cache, in batches (left padding; finished rows are dropped from the batch as it 
 same loop we keep, per sequence of L tokens:
   ids        (L,)      int32   prompt + response tokens
   feats      (L-1, h)  fp16    target last hidden state (post final norm) at positions 0..L-2
+  layer_feats (L-1, m, h) fp16   the hidden states entering the target's layers `feat_layers` (m of
+                                 them; the fused head's low and middle features) at the same positions
+  feat_layers (m,)      int32   those layer indices (transformers' hidden_states numbering)
   topk_ids   (R, k)    int32   target top-k tokens at positions P-1..L-2 (R = L-P response tokens)
   topk_p     (R, k)    fp16    their probabilities (softmax at T=1)
   plen       int               prompt length P
@@ -24,6 +27,7 @@ from tqdm import tqdm
 
 from opttree import paths
 from opttree.decoding.prompts import encode_prompt
+from opttree.drafters.head_model import fused_layers
 from opttree.models.loading import load_causal_lm, load_tokenizer
 from opttree.train.common import ThreadTuner
 from opttree.train.prompts import read_prompts, write_prompts
@@ -59,7 +63,7 @@ def _keep_rows(cache, rows: torch.Tensor) -> None:
 
 @torch.inference_mode()
 def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int, eos: set[int],
-                   tuner=None) -> list[dict]:
+                   tuner=None, layers: tuple[int, ...] = ()) -> list[dict]:
     from transformers import DynamicCache  # transformers is heavy: imported when a model is built
 
     body, lm_head = model.model, model.lm_head
@@ -72,11 +76,17 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
         mask[i, L - len(p):] = 1
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     cache = DynamicCache(config=model.config)
-    h = body(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
-             use_cache=True).last_hidden_state
+
+    def run(**kw):
+        out = body(past_key_values=cache, use_cache=True, output_hidden_states=bool(layers), **kw)
+        extra = torch.stack([out.hidden_states[i] for i in layers], 2) if layers else None
+        return out.last_hidden_state, extra
+
+    h, extra = run(input_ids=ids, attention_mask=mask, position_ids=pos)
     rows = list(range(B))  # original index of each live row
     toks = [list(p) for p in prompts_ids]
     feats = [[h[i, L - len(p):].to(torch.float16)] for i, p in enumerate(prompts_ids)]
+    lfeats = [[extra[i, L - len(p):].to(torch.float16)] if layers else [] for i, p in enumerate(prompts_ids)]
     tk_ids = [[] for _ in range(B)]
     tk_p = [[] for _ in range(B)]
     done = [False] * B
@@ -105,11 +115,12 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
             mask, nxt, next_pos = mask[live], nxt[live], next_pos[live]
             rows = [rows[r] for r in live.tolist()]
         mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=torch.long)], 1)
-        h = body(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos[:, None],
-                 past_key_values=cache, use_cache=True).last_hidden_state
+        h, extra = run(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos[:, None])
         for r, i in enumerate(rows):
             if not done[i]:
                 feats[i].append(h[r].to(torch.float16))
+                if layers:
+                    lfeats[i].append(extra[r].to(torch.float16))
         last_h = h[:, -1]
         next_pos = next_pos + 1
         if tuner is not None:
@@ -120,7 +131,33 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
         out.append({"ids": torch.tensor(toks[i], dtype=torch.int32), "plen": len(p),
                     "feats": f.contiguous(), "topk_ids": torch.stack(tk_ids[i]),
                     "topk_p": torch.stack(tk_p[i])})
+        if layers:
+            out[-1]["layer_feats"] = torch.cat(lfeats[i])[: len(toks[i]) - 1].contiguous()
+            out[-1]["feat_layers"] = torch.tensor(layers, dtype=torch.int32)
     return out
+
+
+@torch.inference_mode()
+def fill_layer_feats(model, data_dir, layers: tuple[int, ...], tokens_per_batch: int = 8192) -> int:
+    """Add `layer_feats` to shards generated without them (or with other layers): one teacher-forced
+    forward over each stored sequence, which gives the states the generation loop would have kept.
+    Shards are rewritten one at a time, so a killed run resumes. Returns the shards filled."""
+    filled = 0
+    for path in shard_paths(data_dir):
+        seqs = torch.load(path, weights_only=True)
+        if all(s.get("feat_layers") is not None and tuple(s["feat_layers"].tolist()) == tuple(layers)
+               for s in seqs):
+            continue
+        for s in sorted(seqs, key=lambda s: -int(s["ids"].numel())):
+            ids = s["ids"][None, :-1].long()
+            out = model.model(input_ids=ids, output_hidden_states=True)
+            s["layer_feats"] = torch.stack([out.hidden_states[i][0] for i in layers], 1).to(torch.float16)
+            s["feat_layers"] = torch.tensor(layers, dtype=torch.int32)
+        tmp = path.with_suffix(".tmp")
+        torch.save(seqs, tmp)
+        os.replace(tmp, path)
+        filled += 1
+    return filled
 
 
 def target_eos(model, tok=None) -> set[int]:
@@ -158,6 +195,8 @@ def main(argv=None):
     ap.add_argument("--max-new", type=int, default=256)
     ap.add_argument("--topk", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--no-layer-feats", action="store_true",
+                    help="keep only the last hidden state (the fused head also needs a low and a middle layer's)")
     args = ap.parse_args(argv)
     run_generation(args)
 
@@ -178,6 +217,9 @@ def run_generation(args):
     tok = load_tokenizer(args.target)
     model = load_causal_lm(args.target, torch.device("cpu"), torch.float32)
     eos = target_eos(model, tok)
+    layers = () if getattr(args, "no_layer_feats", False) else fused_layers(model.config.num_hidden_layers)
+    if layers and (n := fill_layer_feats(model, out, layers)):
+        print(f"added the layer {list(layers)} features to {n} existing shards", flush=True)
     have = count_tokens(out)
     bar = tqdm(total=args.tokens, initial=min(have, args.tokens), unit="tok", desc="generate",
                mininterval=5)
@@ -191,7 +233,7 @@ def run_generation(args):
             continue
         t_shard = time.time()
         batch = [encode_prompt(tok, p) for p in prompts[start: start + args.batch]]
-        seqs = generate_batch(model, batch, args.max_new, args.topk, eos, tuner)
+        seqs = generate_batch(model, batch, args.max_new, args.topk, eos, tuner, layers)
         for s, i in zip(seqs, range(start, start + len(seqs))):
             s["prompt_index"] = i
         tmp = path.with_suffix(".tmp")

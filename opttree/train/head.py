@@ -1,7 +1,8 @@
 """Training the EAGLE-style feature head on the self-distillation data.
 
 Pairs (target feature at j-1, embedding of token j) -> predicted feature at j -> LM-head logits for
-token j+1. Besides the usual one-step loss, the head is unrolled on its own predictions for
+token j+1 (`--fused`: the target feature is the fused head's, from a low, a middle and the last
+layer). Besides the usual one-step loss, the head is unrolled on its own predictions for
 `--unroll` depths in parallel ("training-time test"): at depth k the chain rooted at pair a feeds its
 own depth-(k-1) feature with the true token a+k, attending to the true prefix (pairs <= a) and to its
 own earlier depths only, exactly what a tree node sees at decode time. Losses: soft cross-entropy
@@ -16,7 +17,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from opttree.drafters.head_model import FeatureHead, head_config_from_target
+from opttree.drafters.head_model import FeatureHead, fused_layers, head_config_from_target
 from opttree.train import data as D
 from opttree.train.common import export_fp16, load_checkpoint
 from opttree.train.generate import target_eos
@@ -39,7 +40,7 @@ def unrolled(head, embed, batch: dict, depth: int, noise: float = 0.0):
     ids, feats = batch["ids"], batch["feats"]
     B, L = ids.shape
     n = L - 1
-    prev = feats[:, :n]
+    prev = head.input_features(feats[:, :n])
     if noise > 0:
         prev = prev + noise * torch.randn_like(prev)
     cache = DynamicCache(config=head.decoder.config)
@@ -88,7 +89,7 @@ def head_losses(head, W, full_to_draft, outs, batch, weights, feat_scale, reg_w)
         stats.append((right, valid))
     if reg_w > 0:
         feats, lens = batch["feats"], batch["lens"]
-        tgt = feats[:, 1: n + 1]
+        tgt = feats[:, 1: n + 1, -outs[0].shape[-1]:]   # the next last-layer feature
         ok = (torch.arange(n)[None] + 1) <= (lens[:, None] - 2)
         reg = F.smooth_l1_loss(outs[0].float() / feat_scale, tgt / feat_scale, reduction="none").mean(-1)
         total = total + reg_w * (reg * ok).sum() / ok.sum().clamp(min=1)
@@ -137,6 +138,11 @@ def _resumed_vocab(args, fresh: torch.Tensor, name: str = "head") -> torch.Tenso
     return old.clone() if old is not None and old.numel() == fresh.numel() else fresh
 
 
+def run_name(args) -> str:
+    """The run's checkpoint and progress name: a fused and a plain head can train side by side."""
+    return "fused-head" if getattr(args, "fused", False) else "head"
+
+
 def train_head(args, target, train, test) -> dict:
     torch.manual_seed(args.seed)
     embed = target.get_input_embeddings()
@@ -144,9 +150,12 @@ def train_head(args, target, train, test) -> dict:
     vocab_ids, cover = (torch.zeros(0, dtype=torch.long), 1.0)
     if args.draft_vocab:
         vocab_ids, cover = D.draft_vocab(train, args.draft_vocab, always=target_eos(target))
-        if (kept := _resumed_vocab(args, vocab_ids)) is not vocab_ids:
+        if (kept := _resumed_vocab(args, vocab_ids, run_name(args))) is not vocab_ids:
             vocab_ids, cover = kept, D.vocab_coverage(train, kept)
     cfg = head_config_from_target(target.config, layers=args.layers, draft_vocab=int(vocab_ids.numel()))
+    if getattr(args, "fused", False):
+        cfg["fused_layers"] = list(fused_layers(target.config.num_hidden_layers))
+        D.fuse_layer_feats(train + test, tuple(cfg["fused_layers"]))
     head = FeatureHead(cfg)
     if vocab_ids.numel():
         head.vocab_ids.copy_(vocab_ids)
@@ -159,7 +168,8 @@ def train_head(args, target, train, test) -> dict:
         full_to_draft = torch.full((lm_w.shape[0],), -1, dtype=torch.long)
         full_to_draft[vocab_ids] = torch.arange(vocab_ids.numel())
         W = lm_w[vocab_ids].detach().clone()
-    feat_scale = float(torch.cat([s["feats"][:64].float() for s in train[:64]]).std())
+    h = cfg["hidden_size"]
+    feat_scale = float(torch.cat([s["feats"][:64, -h:].float() for s in train[:64]]).std())
     weights = [args.depth_decay ** i for i in range(args.unroll)]
     noise = args.noise * feat_scale
 
@@ -173,13 +183,13 @@ def train_head(args, target, train, test) -> dict:
         return ({"heldout_top1": [round(a, 4) for a in accs], "chain": [round(a, 4) for a in chain]},
                 f"held-out top-1 by depth {[round(a, 3) for a in accs]}")
 
-    res = train_loop(args, "head", head, cfg, train, forward, heldout, lambda: export_head(head, args.out, cfg))
+    res = train_loop(args, run_name(args), head, cfg, train, forward, heldout, lambda: export_head(head, args.out, cfg))
     last = res["history"][-1]
     return {"kind": "head", **res, "heldout_top1_by_depth": last["heldout_top1"],
             "heldout_chain_agreement_by_depth": last["chain"],
             "draft_vocab": int(vocab_ids.numel()), "draft_vocab_coverage": round(cover, 4), "config": cfg,
             "hparams": {k: getattr(args, k) for k in ("lr", "batch_tokens", "unroll", "noise", "reg",
-                                                      "depth_decay", "layers", "seed", "max_len", "bf16")}}
+                                                      "depth_decay", "layers", "seed", "max_len", "bf16", "fused")}}
 
 
 def export_head(head, out, cfg) -> int:
@@ -193,3 +203,6 @@ def add_args(ap) -> None:
     ap.add_argument("--noise", type=float, default=0.1, help="input feature noise (x feature std)")
     ap.add_argument("--reg", type=float, default=0.2, help="feature regression weight")
     ap.add_argument("--init-layer", action="store_true", help="start the head's layer from the target's last")
+    ap.add_argument("--fused", action="store_true",
+                    help="a fused head (EAGLE-3): reads a low and a middle layer besides the last; "
+                         "--init-from a plain head starts it as that head")
