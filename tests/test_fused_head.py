@@ -13,7 +13,8 @@ from tiny import tiny_llama, tiny_pair
 
 from opttree.config import DecodeConfig
 from opttree.decoding.speculative import make_drafter, run
-from opttree.drafters.head_model import FeatureHead, fused_layers
+from opttree.drafters.head_model import FeatureHead, fused_layers, head_config_from_target
+from opttree.errors import ModelLoadError
 from opttree.train import data as D
 from opttree.train.generate import fill_layer_feats, generate_batch
 
@@ -114,3 +115,38 @@ def test_a_fused_head_saves_and_loads(tmp_path):
     assert loaded.feature_layers == (1, 2, -1)
     x = torch.randn(5, 3 * 32)
     torch.testing.assert_close(loaded.input_features(x), head.input_features(x), atol=2e-2, rtol=2e-2)
+    # A target too shallow for the layers the head reads is refused with a clear message.
+    with pytest.raises(ModelLoadError, match="reads the target's layers"):
+        load_feature_head(str(tmp_path / "fused.safetensors"), tiny_llama(layers=1))
+
+
+def test_training_a_fused_head_warm_started_from_a_plain_one_starts_from_its_predictions(tmp_path):
+    """The training path (init_from, the fused rows of fuse_layer_feats, the unrolled training-time
+    test) gives a warm-started fused head the plain head's predictions at every depth, and the
+    loss reaches the fusion map, so training can move it."""
+    import copy
+
+    from opttree.train.common import export_fp16
+    from opttree.train.head import head_losses, unrolled
+    from opttree.train.loop import init_from
+
+    model = tiny_llama(seed=3, vocab=64, layers=4)
+    prompts = [[1, 2, 3], [4, 5, 6, 7, 8], [9, 10], [11, 12, 13, 14]]
+    seqs = generate_batch(model, prompts, max_new=10, topk=4, eos=set(), layers=(1, 2))
+    torch.manual_seed(0)
+    cfg = head_config_from_target(model.config)
+    trained = FeatureHead(cfg)
+    export_fp16(tmp_path / "plain.safetensors", trained.state_dict(), cfg)
+    plain, fused = FeatureHead(cfg), FeatureHead({**cfg, "fused_layers": [1, 2]})
+    init_from(plain, tmp_path / "plain.safetensors")
+    init_from(fused, tmp_path / "plain.safetensors")
+    rows = copy.deepcopy(seqs)
+    D.fuse_layer_feats(rows, (1, 2))
+    embed = model.get_input_embeddings()
+    outs_plain = unrolled(plain, embed, D.collate([{**s, "layer_feats": None} for s in seqs]), 3)
+    outs_fused = unrolled(fused, embed, D.collate(rows), 3)
+    for a, b in zip(outs_plain, outs_fused):
+        torch.testing.assert_close(a, b)
+    loss, _ = head_losses(fused, model.lm_head.weight, None, outs_fused, D.collate(rows), [1.0, 0.7, 0.5], 1.0, 0.2)
+    loss.backward()
+    assert fused.fuse.weight.grad is not None and float(fused.fuse.weight.grad.abs().sum()) > 0

@@ -61,6 +61,8 @@ def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, voca
         pair.draft_model = FeatureHead(cfg).eval().requires_grad_(False)
         if drafter == "fused":   # a map that is not zero, so the lower layers change every draft
             torch.nn.init.normal_(pair.draft_model.fuse.weight, std=0.2)
+            for norm in pair.draft_model.fused_norms:
+                torch.nn.init.uniform_(norm.weight, 0.5, 1.5)
         pair.draft_name = "random-head"
     elif drafter == "early-exit":
         from opttree.drafters.early_exit import ExitHead, exit_config

@@ -228,7 +228,7 @@ CODE_TASKS = [
     "a function that validates a simple email address",
     "a function that merges two sorted lists into one sorted list",
     "a function that returns all the dates of Mondays in a given month",
-    "a small class representing a bank account with deposit and withdraw methods",
+    "a small bank account type with deposit and withdraw operations",
     "a function that flattens a nested list",
     "a function that rotates a list by k positions",
     "a function that computes the median of a list",
@@ -244,21 +244,26 @@ CODE_FORMS = [
     "Show me {task} in {lang} and explain its time complexity.",
     "I'm new to {lang}. How would I write {task}?",
 ]
-SCHEMAS = [
-    "employees(id, name, department, salary, hire_date)",
-    "orders(id, customer_id, order_date, total) and customers(id, name, city)",
-    "books(id, title, author, year, genre) and loans(id, book_id, member_id, loan_date, return_date)",
-    "products(id, name, category, price, stock)",
-    "students(id, name, class) and grades(student_id, subject, score)",
-    "trips(id, driver_id, start_time, end_time, distance_km) and drivers(id, name, city)",
-]
-SQL_TASKS = [
-    "find the five highest values of the main numeric column",
-    "count the rows per group in the most natural grouping column",
-    "find the rows added in the last 30 days",
-    "compute an average per group and keep only the groups above the overall average",
-    "list the rows that have no matching row in the second table (or, with one table, that have a missing value)",
-    "rank the rows within each group",
+SQL = [
+    ("employees(id, name, department, salary, hire_date)",
+     ["list the five highest-paid employees", "count the employees in each department",
+      "find the employees hired in the last 30 days",
+      "find the departments whose average salary is above the company average"]),
+    ("orders(id, customer_id, order_date, total) and customers(id, name, city)",
+     ["find the total spent by each customer", "list the customers who have never placed an order",
+      "find the city with the most orders", "show each customer's most recent order date"]),
+    ("books(id, title, author, year, genre) and loans(id, book_id, member_id, loan_date, return_date)",
+     ["list the books that are on loan now (not yet returned)", "find the five most borrowed books",
+      "count the books of each genre", "find the members who have borrowed more than three books"]),
+    ("products(id, name, category, price, stock)",
+     ["list the products that are out of stock", "find the most expensive product in each category",
+      "compute the total value of the stock in each category", "rank the products by price within each category"]),
+    ("students(id, name, class) and grades(student_id, subject, score)",
+     ["find each student's average score", "list the three students with the best average score in each class",
+      "find the subjects where the average score is below 50", "list the students who have no grades recorded"]),
+    ("trips(id, driver_id, start_time, end_time, distance_km) and drivers(id, name, city)",
+     ["find the total distance each driver has driven", "find the longest trip of each driver",
+      "count the trips started on each day", "find the drivers who made no trip last week"]),
 ]
 SHELL = [
     "find all files larger than 100 MB in my home folder",
@@ -313,15 +318,15 @@ LONG_FORMS = [
     "Write a detailed step-by-step guide to {t}.",
     "Give me a complete beginner's guide to {t}, with headings for each stage.",
     "Write a long, friendly blog post about {t}.",
-    "What are the most common mistakes people make when {t2}, and how can they avoid them? Give at least six.",
+    "What mistakes do people often make when it comes to {t}, and how can they avoid them? Give at least six.",
     "Make a checklist for {t}.",
-    "Explain {t} in exactly three short paragraphs.",
+    "In exactly three short paragraphs, explain how to go about {t}.",
     "Give me five tips for {t}, each in one sentence.",
-    "Write a table with three columns (step, what to do, how long it takes) for {t}.",
+    "Make a plan for {t} as a table with three columns: step, what to do, how long it takes.",
 ]
 
 SHAPES = [
-    "In one sentence, what is {x}?",
+    "Sum up {x} in one sentence.",
     "Explain {x} in exactly three bullet points.",
     "Describe {x} in no more than 30 words.",
     "Give a two-column table comparing the advantages and disadvantages of {x}.",
@@ -332,7 +337,7 @@ SHAPES = [
     "Write a short dialogue between two friends discussing {x}.",
     "Describe {x} using only words of one syllable where you can.",
     "List ten words related to {x}.",
-    "Answer yes or no, then explain: is {x} a good idea for a beginner?",
+    "Answer yes or no, then explain: would you recommend {x} to a beginner?",
 ]
 SHAPE_SUBJECTS = [
     "working from home", "electric scooters", "a four-day school week", "keeping chickens in a garden",
@@ -393,9 +398,10 @@ def build(rng: random.Random) -> list[str]:
     combos = [(t, lang) for t in CODE_TASKS for lang in LANGS]
     for task, lang in rng.sample(combos, 200):
         out.append(rng.choice(CODE_FORMS).format(task=task, lang=lang))
-    for schema in SCHEMAS:
-        for task in SQL_TASKS:
-            out.append(f"Given the tables {schema}, write an SQL query to {task}. Explain the query.")
+    for schema, tasks in SQL:
+        tables = "tables" if " and " in schema else "table"
+        for task in tasks:
+            out.append(f"Given the {tables} {schema}, write an SQL query to {task}. Explain the query.")
     for task in SHELL:
         out.append(f"Give me a shell command to {task}, and explain each part.")
         out.append(f"How can I {task} on Windows PowerShell?")
@@ -407,7 +413,7 @@ def build(rng: random.Random) -> list[str]:
             out.append(t.format(lang=lang, code=code, other=other))
     for topic in LONG_TOPICS:
         for form in rng.sample(LONG_FORMS, 5):
-            out.append(form.format(t=topic, t2=topic))
+            out.append(form.format(t=topic))
     combos = [(s, x) for s in SHAPES for x in SHAPE_SUBJECTS]
     out += [s.format(x=x) for s, x in rng.sample(combos, 150)]
     out += SHORT

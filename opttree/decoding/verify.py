@@ -29,8 +29,8 @@ def tree_inputs(tree: DraftTree, root_token: int, prefix_len: int, dtype, device
 @torch.inference_mode()
 def verify_tree(target, cache, root_token: int, tree: DraftTree, device, layers=()):
     """Logits (n+1, vocab) and {layer: hidden states (n+1, hidden)} for each index in `layers` of the
-    forward's `hidden_states` (-1: the last, what a feature head reads; N: after N layers, what an
-    early-exit head reads)."""
+    forward's `hidden_states` (-1: the last, what a feature head reads; a fused head also reads a low
+    and a middle one; N: after N layers, what an early-exit head reads)."""
     prefix_len = cache.get_seq_length()
     dtype = target.get_input_embeddings().weight.dtype
     ids, pos, mask = tree_inputs(tree, root_token, prefix_len, dtype, device)

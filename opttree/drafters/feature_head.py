@@ -54,9 +54,10 @@ class FeatureHeadDrafter(Drafter):
 
     @torch.inference_mode()
     def begin_step(self, committed: list[int], features: torch.Tensor) -> None:
-        """`features`: the target's last hidden states of the latest committed tokens, the last row
-        being the token before the root (the whole history, or only the rows not read yet: the
-        drafter reads the rows from the first token it has not consumed)."""
+        """`features`: the target's hidden states of the latest committed tokens (its `feature_layers`
+        side by side; the last layer's alone for a plain head), the last row being the token before
+        the root (the whole history, or only the rows not read yet: the drafter reads the rows from
+        the first token it has not consumed)."""
         first, stop = self.n_pairs + 1, len(committed)
         if stop <= first:
             raise BadInput("the feature-head drafter needs a prompt of at least two tokens.")

@@ -76,6 +76,10 @@ def load_feature_head(spec: str, target):
         if config.get("hidden_size") != target.config.hidden_size:
             raise ModelLoadError(f"feature head {spec} was trained for hidden size "
                                  f"{config.get('hidden_size')}, target has {target.config.hidden_size}.")
+        layers = int(target.config.num_hidden_layers)
+        if any(not 0 <= int(i) <= layers for i in config.get("fused_layers") or []):
+            raise ModelLoadError(f"fused head {spec} reads the target's layers {config['fused_layers']}; "
+                                 f"the target has {layers}.")
         head = FeatureHead(config)
         head.load_state_dict(tensors)
     emb = target.get_input_embeddings().weight

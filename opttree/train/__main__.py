@@ -70,6 +70,8 @@ def parse(argv=None):
     CL.add_args(ap)
     EE.add_args(ap)
     args = ap.parse_args(argv)
+    if args.fused and args.kind != "head":
+        ap.error("--fused trains a fused feature head: use it with --kind head.")
     if args.layers is None:
         args.layers = 3 if args.kind == "classic" else 1
     if args.lr is None:
@@ -94,7 +96,7 @@ def main(argv=None) -> dict:
             max_prompts=args.max_prompts, first_prompt=args.first_prompt, batch=args.gen_batch,
             max_new=args.max_new, topk=args.topk,
             threads=args.threads))
-    train, test = D.load_split(args.data, args.tokens, layer_feats=getattr(args, "fused", False))
+    train, test = D.load_split(args.data, args.tokens, layer_feats=args.fused)
     if not train:
         raise SystemExit(f"no generated data in {args.data}: run without --no-generate.")
     print(f"data: {D.response_tokens(train)} train / {D.response_tokens(test)} held-out response tokens "

@@ -18,7 +18,7 @@ from opttree.decoding.speculative import run
 from opttree.drafters.tree_temperature import for_decoding
 from opttree.models.draft_assets import BUNDLED, BUNDLED_CLASSIC, BUNDLED_HEAD, load_bundled_classic, load_feature_head
 from opttree.models.loading import load_pair
-from opttree.train.prompts import train_prompts
+from opttree.train.prompts import FIT_PARTS, train_prompts
 
 # A draft kind (`python -m opttree.train --kind`) -> the drafter that decodes with it, its bundled file.
 KINDS = {kind: (drafter, BUNDLED[drafter])
@@ -77,11 +77,6 @@ def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None 
             "mean_accepted_draft_tokens": round(acc / max(1, steps), 3),   # A per step, what happened
             "wall_s": round(time.time() - t0, 1), "decode": cfg.to_dict(),
             "tree_temperature": for_decoding(pair, cfg), "per_prompt": per}
-
-
-# The prompt parts whose held-out prompts the tree temperature is fitted on: the parts every shipped
-# draft's data covers, so that every card's fit uses the same prompts (a new part changes nothing).
-FIT_PARTS = (1, 2, 3, 4)
 
 
 def heldout_questions(n: int) -> list[dict]:

@@ -22,10 +22,7 @@ def split(seqs: list[dict]) -> tuple[list[dict], list[dict]]:
 def load_split(data_dir, max_tokens: int = 0, layer_feats: bool = False):
     """Train / held-out sequences; `layer_feats`: keep the lower layers' features (only a fused head
     reads them, and they take twice the memory of the rest)."""
-    seqs = load_shards(data_dir)
-    if not layer_feats:
-        for s in seqs:
-            s.pop("layer_feats", None)
+    seqs = load_shards(data_dir, layer_feats)
     if max_tokens:
         kept, n = [], 0
         for s in seqs:

@@ -39,10 +39,16 @@ def shard_paths(data_dir: str | Path) -> list[Path]:
     return sorted(Path(data_dir).glob("shard_*.pt"))
 
 
-def load_shards(data_dir: str | Path) -> list[dict]:
+def load_shards(data_dir: str | Path, layer_feats: bool = True) -> list[dict]:
+    """Every stored sequence; `layer_feats=False` drops the lower layers' states shard by shard
+    (only a fused head reads them, and they are two thirds of the data)."""
     seqs = []
     for p in shard_paths(data_dir):
-        seqs += torch.load(p, weights_only=True)
+        shard = torch.load(p, weights_only=True)
+        if not layer_feats:
+            for s in shard:
+                s.pop("layer_feats", None)
+        seqs += shard
     return seqs
 
 
@@ -138,7 +144,7 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
 
 
 @torch.inference_mode()
-def fill_layer_feats(model, data_dir, layers: tuple[int, ...], tokens_per_batch: int = 8192) -> int:
+def fill_layer_feats(model, data_dir, layers: tuple[int, ...]) -> int:
     """Add `layer_feats` to shards generated without them (or with other layers): one teacher-forced
     forward over each stored sequence, which gives the states the generation loop would have kept.
     Shards are rewritten one at a time, so a killed run resumes. Returns the shards filled."""
@@ -148,7 +154,7 @@ def fill_layer_feats(model, data_dir, layers: tuple[int, ...], tokens_per_batch:
         if all(s.get("feat_layers") is not None and tuple(s["feat_layers"].tolist()) == tuple(layers)
                for s in seqs):
             continue
-        for s in sorted(seqs, key=lambda s: -int(s["ids"].numel())):
+        for s in seqs:
             ids = s["ids"][None, :-1].long()
             out = model.model(input_ids=ids, output_hidden_states=True)
             s["layer_feats"] = torch.stack([out.hidden_states[i][0] for i in layers], 1).to(torch.float16)

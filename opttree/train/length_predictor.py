@@ -37,7 +37,7 @@ from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.speculative import run
 from opttree.models.length_predictor import DEFAULT_PREDICTOR, HIDDEN, LengthPredictor
 from opttree.models.loading import load_pair
-from opttree.train.prompts import train_prompts
+from opttree.train.prompts import FIT_PARTS, train_prompts
 
 
 def fit(x: torch.Tensor, y: torch.Tensor, epochs: int = 400, lr: float = 1e-2, weight_decay: float = 1e-3,
@@ -132,7 +132,7 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     rng = random.Random(args.seed)
-    every = list(train_prompts())
+    every = [p for p in train_prompts() if p.part in FIT_PARTS]
     train = rng.sample([p.text for p in every if not p.heldout], args.prompts)
     held = rng.sample([p.text for p in every if p.heldout], args.heldout)
     pair = load_pair(drafter="eagle", device="cpu")

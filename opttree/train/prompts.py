@@ -17,6 +17,11 @@ from pathlib import Path
 
 from opttree import paths
 
+# The parts every shipped draft's data covers. The prompts that fit a draft's tree temperature
+# (card.heldout_questions) and the length predictor's are drawn from these only, so a newly
+# appended part changes neither until it is added here.
+FIT_PARTS = (1, 2, 3, 4)
+
 
 @dataclass(frozen=True)
 class TrainPrompt:
