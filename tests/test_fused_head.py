@@ -150,3 +150,21 @@ def test_training_a_fused_head_warm_started_from_a_plain_one_starts_from_its_pre
     loss, _ = head_losses(fused, model.lm_head.weight, None, outs_fused, D.collate(rows), [1.0, 0.7, 0.5], 1.0, 0.2)
     loss.backward()
     assert fused.fuse.weight.grad is not None and float(fused.fuse.weight.grad.abs().sum()) > 0
+
+
+def test_a_draft_file_of_another_shape_gets_its_own_cost_curve(tmp_path):
+    """Machines cache their measured cost curves by draft path; a file retrained into another shape (a
+    plain head replaced by a fused one) is a new key, so its curve is measured again, not reused."""
+    from opttree.decoding.cost import cache_key, cache_path
+    from opttree.train.common import export_fp16
+
+    pair = tiny_pair("fused", layers=4)
+    path = tmp_path / "head.safetensors"
+    plain = FeatureHead(head_config_from_target(pair.target.config))
+    export_fp16(path, plain.state_dict(), plain.config)
+    pair.draft_name = str(path)
+    before = cache_key(pair)
+    export_fp16(path, pair.draft_model.state_dict(), pair.draft_model.config)
+    after = cache_key(pair)
+    assert after["draft"] == before["draft"] and after["draft_bytes"] > before["draft_bytes"]
+    assert cache_path(after) != cache_path(before)

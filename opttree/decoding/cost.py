@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import platform
 import re
 import statistics
@@ -171,12 +172,21 @@ def _stats(ts: list[float]) -> dict:
 
 
 def cache_key(pair) -> dict:
-    """What the curve depends on: the device, dtype, threads, kernel, target and draft."""
+    """What the curve depends on: the device, dtype, threads, kernel, target and draft (and the draft
+    file's size: a draft retrained into another shape, e.g. a fused head, is measured again)."""
+    draft = str(pair.draft_name or "") if pair.drafter_kind != "none" else ""
     return {"device": str(pair.device), "device_name": device_name(pair.device),
             "dtype": str(pair.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
             "kernel": "few-row" if uses_few_row_linear(pair.target) else "default",
-            "target": str(pair.target_name), "drafter": pair.drafter_kind,
-            "draft": str(pair.draft_name or "") if pair.drafter_kind != "none" else ""}
+            "target": str(pair.target_name), "drafter": pair.drafter_kind, "draft": draft,
+            "draft_bytes": _file_size(draft)}
+
+
+def _file_size(path: str) -> int | None:
+    try:
+        return os.path.getsize(path) if path and os.path.isfile(path) else None
+    except OSError:
+        return None
 
 
 def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, log=None) -> dict:
