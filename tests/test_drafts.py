@@ -168,11 +168,13 @@ def test_tiny_training_run_end_to_end(tmp_path):
     more = main(["--kind", "head", "--out", str(tmp_path / "head.safetensors"), "--draft-vocab", "300",
                  "--unroll", "2", "--no-generate", "--resume", "--extend", "--bf16"] + common)
     assert more["steps"] == 4 and [h["step"] for h in more["history"]] == [0, 2, 4]
-    # A fused head (EAGLE-3 features) warm-started from the plain head: the generated data carries layers 2 and 15.
+    # A fused head (EAGLE-3 features) warm-started from the plain head: its run adds the states of
+    # layers 2 and 15 to the shards generated without them, then trains.
     fused = main(["--kind", "head", "--fused", "--init-from", str(tmp_path / "head.safetensors"), "--out",
-                  str(tmp_path / "fused.safetensors"), "--draft-vocab", "300", "--unroll", "2", "--no-generate"]
-                 + common)
+                  str(tmp_path / "fused.safetensors"), "--draft-vocab", "300", "--unroll", "2"] + common)
     assert fused["config"]["fused_layers"] == [2, 15] and fused["hparams"]["fused"] and fused["steps"] == 2
+    shard = torch.load(next((tmp_path / "gen").glob("shard_*.pt")), weights_only=True)[0]
+    assert shard["feat_layers"].tolist() == [2, 15] and shard["layer_feats"].shape[1:] == (2, 576)
     assert (tmp_path / "head.json").exists() and (tmp_path / "classic.json").exists()
     cfg = DecodeConfig(method="opt-tree", nodes=10, max_depth=3, max_new_tokens=6)
     for kind, path in (("eagle", "head.safetensors"), ("eagle", "fused.safetensors"),

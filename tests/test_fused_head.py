@@ -81,7 +81,7 @@ def test_a_zero_fusion_map_is_the_plain_head_it_starts_from():
 
 def test_generated_and_filled_in_layer_features_are_the_same_rows(tmp_path):
     """Data generated with the lower layers' states, and old data given them later by one teacher-forced
-    forward (python -m opttree.train.generate fills shards that lack them) hold the same rows."""
+    forward (python -m opttree.train.generate --layer-feats fills shards that lack them) hold the same rows."""
     model = tiny_llama(seed=3, vocab=64, layers=4)
     prompts = [[1, 2, 3], [4, 5, 6, 7, 8], [9, 10], [11, 12, 13, 14], [15, 16], [17, 18, 19]]
     seqs = generate_batch(model, prompts, max_new=12, topk=4, eos={5}, layers=(1, 2))
@@ -100,7 +100,7 @@ def test_generated_and_filled_in_layer_features_are_the_same_rows(tmp_path):
     assert "layer_feats" not in s and s["feats"].shape == (s["ids"].numel() - 1, 3 * 32)
     torch.testing.assert_close(s["feats"][:, -32:], seqs[0]["feats"])
     torch.testing.assert_close(s["feats"][:, 32:64], seqs[0]["layer_feats"][:, 1])
-    with pytest.raises(SystemExit, match="opttree.train.generate"):
+    with pytest.raises(SystemExit, match="opttree.train.generate --layer-feats"):
         D.fuse_layer_feats(old, (1, 2))
 
 

@@ -94,7 +94,7 @@ def main(argv=None) -> dict:
         run_generation(argparse.Namespace(
             target=args.target, out=args.data, prompts=args.prompts, tokens=args.tokens,
             max_prompts=args.max_prompts, first_prompt=args.first_prompt, batch=args.gen_batch,
-            max_new=args.max_new, topk=args.topk,
+            max_new=args.max_new, topk=args.topk, layer_feats=args.fused,
             threads=args.threads))
     train, test = D.load_split(args.data, args.tokens, layer_feats=args.fused)
     if not train:

@@ -45,7 +45,7 @@ def fuse_layer_feats(seqs: list[dict], layers: tuple[int, ...]) -> None:
         have = s.get("feat_layers")
         if have is None or tuple(have.tolist()) != tuple(layers):
             raise SystemExit(f"the data has no layer {list(layers)} features: run python -m opttree.train.generate "
-                             "(it adds them to existing shards) before training a fused head.")
+                             "--layer-feats (it adds them to existing shards) before training a fused head.")
         low = s.pop("layer_feats")
         s["feats"] = torch.cat([low.flatten(1), s["feats"]], -1).contiguous()
 

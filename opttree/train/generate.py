@@ -5,8 +5,8 @@ cache, in batches (left padding; finished rows are dropped from the batch as it 
 same loop we keep, per sequence of L tokens:
   ids        (L,)      int32   prompt + response tokens
   feats      (L-1, h)  fp16    target last hidden state (post final norm) at positions 0..L-2
-  layer_feats (L-1, m, h) fp16   the hidden states entering the target's layers `feat_layers` (m of
-                                 them; the fused head's low and middle features) at the same positions
+  layer_feats (L-1, m, h) fp16   with --layer-feats: the hidden states entering the target's layers
+                                 `feat_layers` (the fused head's low and middle ones), same positions
   feat_layers (m,)      int32   those layer indices (transformers' hidden_states numbering)
   topk_ids   (R, k)    int32   target top-k tokens at positions P-1..L-2 (R = L-P response tokens)
   topk_p     (R, k)    fp16    their probabilities (softmax at T=1)
@@ -201,8 +201,9 @@ def main(argv=None):
     ap.add_argument("--max-new", type=int, default=256)
     ap.add_argument("--topk", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--no-layer-feats", action="store_true",
-                    help="keep only the last hidden state (the fused head also needs a low and a middle layer's)")
+    ap.add_argument("--layer-feats", action="store_true",
+                    help="also keep the states a fused head reads (a low and a middle layer's; triples the "
+                         "data) and add them to shards made without them")
     args = ap.parse_args(argv)
     run_generation(args)
 
@@ -223,7 +224,7 @@ def run_generation(args):
     tok = load_tokenizer(args.target)
     model = load_causal_lm(args.target, torch.device("cpu"), torch.float32)
     eos = target_eos(model, tok)
-    layers = () if getattr(args, "no_layer_feats", False) else fused_layers(model.config.num_hidden_layers)
+    layers = fused_layers(model.config.num_hidden_layers) if getattr(args, "layer_feats", False) else ()
     if layers and (n := fill_layer_feats(model, out, layers)):
         print(f"added the layer {list(layers)} features to {n} existing shards", flush=True)
     have = count_tokens(out)
