@@ -7,7 +7,7 @@ from collections import Counter
 
 import torch
 
-from opttree.train.generate import load_shards
+from opttree.train.generate import has_layer_feats, load_shards
 from opttree.train.prompts import is_heldout
 
 
@@ -42,8 +42,7 @@ def fuse_layer_feats(seqs: list[dict], layers: tuple[int, ...]) -> None:
     """Give each sequence the fused head's input rows in place: `feats` becomes the lower layers'
     states and the last layer's side by side, (L-1, (len(layers) + 1) * h), as decoding hands them."""
     for s in seqs:
-        have = s.get("feat_layers")
-        if have is None or tuple(have.tolist()) != tuple(layers):
+        if not has_layer_feats(s, layers):
             raise SystemExit(f"the data has no layer {list(layers)} features: run python -m opttree.train.generate "
                              "--layer-feats (it adds them to existing shards) before training a fused head.")
         low = s.pop("layer_feats")

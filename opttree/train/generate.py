@@ -143,6 +143,12 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
     return out
 
 
+def has_layer_feats(seq: dict, layers: tuple[int, ...]) -> bool:
+    """Whether a stored sequence carries the states of exactly these layers."""
+    have = seq.get("feat_layers")
+    return have is not None and tuple(have.tolist()) == tuple(layers)
+
+
 @torch.inference_mode()
 def fill_layer_feats(model, data_dir, layers: tuple[int, ...]) -> int:
     """Add `layer_feats` to shards generated without them (or with other layers): one teacher-forced
@@ -151,8 +157,7 @@ def fill_layer_feats(model, data_dir, layers: tuple[int, ...]) -> int:
     filled = 0
     for path in shard_paths(data_dir):
         seqs = torch.load(path, weights_only=True)
-        if all(s.get("feat_layers") is not None and tuple(s["feat_layers"].tolist()) == tuple(layers)
-               for s in seqs):
+        if all(has_layer_feats(s, layers) for s in seqs):
             continue
         for s in seqs:
             ids = s["ids"][None, :-1].long()
