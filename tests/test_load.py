@@ -138,9 +138,10 @@ def wait_for_log(log, needle: str, count: int, limit_s: float = 120.0) -> bool:
 
 
 def test_api_clients_that_go_away_free_their_lane_slots(app):
-    """Both lane slots taken by long /generate runs: one client drops its connection, the other
+    """Both lane slots taken by long /generate runs: one client drops its connection, then the other
     cancels its job. Each run is closed at its next step (not after the 180 s time limit) and a
-    new visitor's run goes through."""
+    new visitor's run goes through. The two departures are checked one after the other, so a
+    failure names the one whose run stayed open."""
     url, log = app
     closed = "run closed by its reader before it finished"
     before = log.read_text().count(closed)
@@ -154,14 +155,17 @@ def test_api_clients_that_go_away_free_their_lane_slots(app):
                         json={"data": data, "fn_index": fn, "session_hash": session, "event_data": None,
                               "trigger_id": None})
     assert joined.status_code == 200, joined.text
+    end = time.monotonic() + 120
+    while not job.outputs() and time.monotonic() < end:   # both runs stream before either leaves
+        time.sleep(0.2)
+    assert job.outputs(), "the gradio_client run never streamed an update"
     with httpx.stream("GET", url + "gradio_api/queue/data", params={"session_hash": session}, timeout=300) as sse:
         for line in sse.iter_lines():   # read until the run streams its first step, then hang up
             if line.startswith("data:") and json.loads(line[5:]).get("msg") == "process_generating":
                 break
-    while not job.outputs():            # the gradio_client job is running too: cancel it
-        time.sleep(0.2)
+    assert wait_for_log(log, closed, before + 1), "dropped connection: run not closed\n" + log.read_text()[-3000:]
     job.cancel()
-    assert wait_for_log(log, closed, before + 2), log.read_text()[-3000:]
+    assert wait_for_log(log, closed, before + 2), "cancelled job: run not closed\n" + log.read_text()[-3000:]
     trace, _ = call(url, "Say hi.", "opt-tree", 0.0, 4)
     assert trace["summary"]["new_tokens"] >= 1
 
