@@ -215,3 +215,19 @@ def test_cost_interpolation_and_monotone_fit():
     assert interpolate(xs, ys, 24) == 42.0                      # the last slope beyond the last point
     assert monotone([5.0, 3.0, 4.0, 8.0]) == [4.0, 4.0, 4.0, 8.0]
     assert monotone([1.0, 2.0]) == [1.0, 2.0]
+
+
+def test_cost_model_reads_each_points_fastest_repetition():
+    """Interference only adds time: the measured point whose median two slow repetitions pulled up (a
+    1-token forward timed at 48 ms beside 2 tokens at 32 ms) costs its fastest repetition, so small
+    trees keep their real advantage; reports keep the median."""
+    from opttree.decoding.cost import _stats, compact, step_cost
+
+    one, two = _stats([28.0, 48.0, 80.0]), _stats([30.0, 32.0, 64.0])
+    assert one["median_ms"] == 48.0 and one["best_ms"] == 28.0
+    curve = {"key": {"device_name": "cpu", "dtype": "float32", "threads": 1, "kernel": "default"},
+             "points": [{"tokens": 1, **one}, {"tokens": 2, **two}],
+             "draft": {"base_ms": 2.0, "points": [{"width": 1, **_stats([2.0, 9.0, 9.0])}]}}
+    cost = step_cost(curve)
+    assert cost.verify_ms == (28.0, 30.0) and cost.layer_ms == (2.0,)
+    assert step_cost(compact(curve)) == cost            # a trace's meta gives the same model

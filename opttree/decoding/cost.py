@@ -5,7 +5,12 @@ tree tokens (root included; a complete binary tree of that size, with tree atten
 back), and one draft layer over w tree nodes (the drafter's batched forward plus its top-k, exactly
 what a tree builder's `expand` calls), plus the drafting every step pays whatever the tree
 (`begin_step` over a couple of newly committed tokens). Sizes are interleaved across repetitions so
-noise hits them alike; the medians are kept. A measurement takes a few seconds and is cached as JSON under
+noise hits them alike. Each point keeps its median and quartiles for the reports and its fastest
+repetition (`best_ms`) for the cost model: a forward's work is fixed and interference (another
+process, a cold cache) only ever adds time, so the fastest of a few repetitions is the steadiest
+estimate — a median is pulled off by two slow repetitions of three, and one such point (a 1-token
+forward timed at 48 ms beside 2- and 4-token ones at 32 ms) made the auto budget think small trees
+cost as much as large ones. A measurement takes a few seconds and is cached as JSON under
 `opttree.paths.costs_dir()`, keyed by device, dtype, torch threads, kernel, target and draft;
 `load_or_measure(pair, refresh=True)` (the `opttree cost --refresh` command, the app's button)
 measures again.
@@ -38,7 +43,7 @@ from opttree.models.few_row_linear import use_few_row_linear, use_plain_linear, 
 from opttree.trees.auto_size import StepCost, monotone
 from opttree.trees.draft_tree import ROOT, DraftTree
 
-VERSION = 1
+VERSION = 2                           # 2: points carry best_ms, which the cost model reads
 SIZES = (1, 2, 4, 8, 16, 32, 64)      # tokens per verification forward (AUTO_MAX_NODES + 1 lies inside)
 WIDTHS = (1, 2, 4, 8, 16, 32, 64)     # nodes per draft layer
 PREFIX_TOKENS = 128
@@ -168,7 +173,8 @@ def time_draft(pair, widths=WIDTHS, prefix_tokens: int = PREFIX_TOKENS, reps: in
 def _stats(ts: list[float]) -> dict:
     ts = sorted(ts)
     q = statistics.quantiles(ts, n=4) if len(ts) >= 2 else [ts[0]] * 3
-    return {"median_ms": round(statistics.median(ts), 3), "p25_ms": round(q[0], 3), "p75_ms": round(q[2], 3)}
+    return {"median_ms": round(statistics.median(ts), 3), "p25_ms": round(q[0], 3), "p75_ms": round(q[2], 3),
+            "best_ms": round(ts[0], 3)}
 
 
 def cache_key(pair) -> dict:
@@ -200,7 +206,7 @@ def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, lo
     if pair.drafter_kind in MODEL_DRAFTERS and pair.draft_model is not None:
         # A draft layer takes milliseconds: three times the repetitions cost little and steady its median.
         base, layer = time_draft(pair, widths, reps=3 * reps, warmup=warmup, log=log)
-        draft = {"base_ms": round(statistics.median(base), 3), "new_tokens": NEW_TOKENS, "reps": 3 * reps,
+        draft = {"base_ms": round(min(base), 3), "new_tokens": NEW_TOKENS, "reps": 3 * reps,
                  "points": [{"width": w, **_stats(layer[w])} for w in widths]}
     return {"version": VERSION, "key": cache_key(pair),
             "measured_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -246,6 +252,11 @@ def load_or_measure(pair, refresh: bool = False, log=None) -> dict:
     return curve
 
 
+def cost_ms(point: dict) -> float:
+    """What the cost model takes from a measured point: its fastest repetition (module docstring)."""
+    return point["best_ms"] if "best_ms" in point else point["median_ms"]
+
+
 def step_cost(curve: dict) -> StepCost:
     """The plain numbers a tree builder needs (from a full or a compact curve), each cost made
     non-decreasing in size (a measured dip is noise: more tokens never cost less)."""
@@ -254,19 +265,20 @@ def step_cost(curve: dict) -> StepCost:
         widths, layer, base = curve.get("widths") or [1], curve.get("layer_ms") or [0.0], curve.get("base_ms")
     else:
         draft = curve.get("draft") or {}
-        points = draft.get("points") or [{"width": 1, "median_ms": 0.0}]
-        tokens, verify = [p["tokens"] for p in curve["points"]], [p["median_ms"] for p in curve["points"]]
-        widths, layer, base = [p["width"] for p in points], [p["median_ms"] for p in points], draft.get("base_ms")
+        points = draft.get("points") or [{"width": 1, "best_ms": 0.0}]
+        tokens, verify = [p["tokens"] for p in curve["points"]], [cost_ms(p) for p in curve["points"]]
+        widths, layer, base = [p["width"] for p in points], [cost_ms(p) for p in points], draft.get("base_ms")
     return StepCost(tuple(tokens), tuple(monotone(verify)), tuple(widths), tuple(monotone(layer)), float(base or 0.0))
 
 
 def compact(curve: dict) -> dict:
-    """The curve as a trace's meta records it: medians only, plus where and when it was measured."""
+    """The curve as a trace's meta records it: the cost model's numbers only (`cost_ms`), plus where and
+    when it was measured."""
     key, draft = curve["key"], curve.get("draft") or {}
     return {"tokens": [p["tokens"] for p in curve["points"]],
-            "verify_ms": [round(p["median_ms"], 2) for p in curve["points"]],
+            "verify_ms": [round(cost_ms(p), 2) for p in curve["points"]],
             "widths": [p["width"] for p in draft.get("points", [])],
-            "layer_ms": [round(p["median_ms"], 2) for p in draft.get("points", [])],
+            "layer_ms": [round(cost_ms(p), 2) for p in draft.get("points", [])],
             "base_ms": round(draft.get("base_ms", 0.0), 2),
             "device": key["device_name"], "dtype": key["dtype"], "threads": key["threads"],
             "kernel": key["kernel"], "prefix_tokens": curve.get("prefix_tokens"),
