@@ -173,6 +173,16 @@ def test_tiny_training_run_end_to_end(tmp_path):
     fused = main(["--kind", "head", "--fused", "--init-from", str(tmp_path / "head.safetensors"), "--out",
                   str(tmp_path / "fused.safetensors"), "--draft-vocab", "300", "--unroll", "2"] + common)
     assert fused["config"]["fused_layers"] == [2, 15] and fused["hparams"]["fused"] and fused["steps"] == 2
+    # --epochs 0: the fused head over another draft vocabulary (the tiny data has fewer distinct tokens
+    # than 300, so here a narrower one), evaluated and exported, no step taken.
+    other = main(["--kind", "head", "--fused", "--init-from", str(tmp_path / "fused.safetensors"), "--out",
+                  str(tmp_path / "other.safetensors"), "--draft-vocab", "40", "--unroll", "2", "--no-generate"]
+                 + common + ["--steps", "0", "--epochs", "0"])
+    assert other["steps"] == 0 and [h["step"] for h in other["history"]] == [0] and other["draft_vocab"] == 40
+    from safetensors.torch import load_file
+    was, now = load_file(str(tmp_path / "fused.safetensors")), load_file(str(tmp_path / "other.safetensors"))
+    assert fused["draft_vocab"] > 40 and set(now["vocab_ids"].tolist()) < set(was["vocab_ids"].tolist())
+    assert all(torch.equal(v, now[k]) for k, v in was.items() if k != "vocab_ids")
     shard = torch.load(next((tmp_path / "gen").glob("shard_*.pt")), weights_only=True)[0]
     assert shard["feat_layers"].tolist() == [2, 15] and shard["layer_feats"].shape[1:] == (2, 576)
     assert (tmp_path / "head.json").exists() and (tmp_path / "classic.json").exists()

@@ -45,7 +45,9 @@ def parse(argv=None):
     ap.add_argument("--max-new", type=int, default=256)
     ap.add_argument("--topk", type=int, default=20)
     ap.add_argument("--steps", type=int, default=0, help="training steps (0: use --epochs)")
-    ap.add_argument("--epochs", type=float, default=2.0)
+    ap.add_argument("--epochs", type=float, default=2.0,
+                    help="passes over the training data (0, without --steps: no training: evaluate and export "
+                         "the --init-from draft as it is, e.g. over a wider --draft-vocab)")
     ap.add_argument("--minutes", type=float, default=0, help="wall-clock budget for training (0: none)")
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--warmup", type=int, default=50)

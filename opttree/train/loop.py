@@ -32,7 +32,9 @@ def train_loop(args, name: str, module, config: dict, train: list[dict], forward
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.95))
     ckpt_path = Path(args.ckpt_dir) / f"{name}.pt"
     epoch_batches = len(D.batches(train, args.batch_tokens, max_len=args.max_len))
-    planned = args.steps or max(1, int(args.epochs * epoch_batches))
+    # --epochs 0 (and no --steps): no training step; the draft (e.g. an --init-from one over another
+    # --draft-vocab) is evaluated and exported as it is.
+    planned = args.steps or (max(1, int(args.epochs * epoch_batches)) if args.epochs > 0 else 0)
     step, epoch, history, in_epoch, sched0, total, timer = 0, 0, [], 0, 0, planned, Timer()
     resumed = False
     if args.resume and (ck := load_checkpoint(ckpt_path)) is not None and ck["config"] == config:
