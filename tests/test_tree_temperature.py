@@ -31,7 +31,7 @@ def test_card_temperature_reads_the_card_and_defaults_to_one(tmp_path):
 def test_drafter_probabilities_are_the_softmax_at_the_tree_temperature():
     pair = tiny_pair("classic")
     pair.tree_temperature = 0.5
-    greedy = make_drafter(pair, DecodeConfig(temperature=0.0))
+    greedy = make_drafter(pair, DecodeConfig(nodes=60, temperature=0.0))
     sampled = make_drafter(pair, DecodeConfig(temperature=0.8))
     logits = torch.randn(3, pair.target.config.vocab_size)
     assert torch.allclose(greedy.probs(logits), torch.softmax(logits / 0.5, -1))
@@ -77,6 +77,12 @@ def test_a_runs_own_tree_temperature_overrides_the_drafts_at_t0_only():
         assert tr["output_ids"] == reference(pair.target, PROMPTS[0], 16)
     sampled = DecodeConfig(**{**cfg.to_dict(), "temperature": 0.7, "tree_temperature": 0.4})
     assert run(pair, "", sampled, prompt_ids=PROMPTS[0])["meta"]["tree_temperature"] == 1.0
+    # Under the auto budget, whose speed model reads p̂ as acceptance chances, 0 means 1; a run's
+    # own setting still wins.
+    for setting, used in ((0.0, 1.0), (0.4, 0.4)):
+        c = DecodeConfig(**{**cfg.to_dict(), "nodes": 0, "tree_temperature": setting})
+        tr = run(pair, "", c, prompt_ids=PROMPTS[0])
+        assert tr["meta"]["tree_temperature"] == used and tr["output_ids"] == reference(pair.target, PROMPTS[0], 16)
 
 
 @pytest.mark.parametrize("bad,needle", [(0.01, "0 (the draft's fitted value) or between 0.05 and 5"),

@@ -13,6 +13,12 @@ below the accepted length (2.22 vs 2.51 for the head), and the τ-best temperatu
 it (3.67 vs 2.67), so the gain comes from the tree's shape rather than from E(A) matching A.
 Sampling (T > 0) keeps the draft's own distribution. Only the tree changes: the verifier keeps
 output exact.
+
+The fitted value is for a fixed node budget (it is fitted at the card's n = 60). The auto budget
+(trees/auto_size.py) sizes each tree by expected tokens per second and reads p̂ as the chance of
+acceptance, which a temperature below 1 overstates, so it grows trees whose extra nodes do not pay
+(measured in docs/drafts.md, "The tree temperature"). Under the auto budget the default is
+therefore 1; a run's own setting still wins.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from opttree.config import TRAINING_FREE
+from opttree.config import AUTO_NODES, TRAINING_FREE
 from opttree.config import check_tree_temperature as checked
 
 CARD_KEY = "tree_temperature"
@@ -38,9 +44,12 @@ def card_temperature(draft: str | None) -> float:
 
 
 def for_decoding(pair, cfg) -> float:
-    """The temperature the drafter uses in this run: at T = 0 the run's own setting, or the draft's
-    fitted one when that is 0; sampling (T > 0) always drafts from the draft's own distribution.
-    Token Recycling and prompt lookup have no draft logits to rescale: always 1 (what meta records)."""
+    """The temperature the drafter uses in this run: at T = 0 the run's own setting, or when that is
+    0 the draft's fitted one at a fixed budget and 1 under the auto budget (module docstring);
+    sampling (T > 0) always drafts from the draft's own distribution. Token Recycling and prompt
+    lookup have no draft logits to rescale: always 1 (what meta records)."""
     if not cfg.greedy or getattr(pair, "drafter_kind", "") in TRAINING_FREE:
         return 1.0
-    return cfg.tree_temperature or getattr(pair, "tree_temperature", 1.0)
+    if cfg.tree_temperature:
+        return cfg.tree_temperature
+    return 1.0 if cfg.nodes == AUTO_NODES else getattr(pair, "tree_temperature", 1.0)
