@@ -253,8 +253,9 @@ def load_or_measure(pair, refresh: bool = False, log=None) -> dict:
 
 
 def cost_ms(point: dict) -> float:
-    """What the cost model takes from a measured point: its fastest repetition (module docstring)."""
-    return point["best_ms"] if "best_ms" in point else point["median_ms"]
+    """What the cost model takes from a measured point: its fastest repetition (module docstring;
+    every cached curve has it: `VERSION` 2 re-measures older ones)."""
+    return point["best_ms"]
 
 
 def step_cost(curve: dict) -> StepCost:

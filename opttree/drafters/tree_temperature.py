@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from opttree.config import AUTO_NODES, TRAINING_FREE
+from opttree.config import TRAINING_FREE
 from opttree.config import check_tree_temperature as checked
 
 CARD_KEY = "tree_temperature"
@@ -52,4 +52,4 @@ def for_decoding(pair, cfg) -> float:
         return 1.0
     if cfg.tree_temperature:
         return cfg.tree_temperature
-    return 1.0 if cfg.nodes == AUTO_NODES else getattr(pair, "tree_temperature", 1.0)
+    return 1.0 if cfg.auto_nodes else getattr(pair, "tree_temperature", 1.0)
