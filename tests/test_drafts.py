@@ -55,19 +55,47 @@ def test_training_prompt_set_is_frozen_diverse_and_keyed_by_id():
     # The file is data: editing, reordering or re-generating a line would silently re-label every
     # stored shard (a shard stores its prompt's line number). New prompts are appended as a new part.
     data = paths.TRAIN_PROMPTS.read_bytes()
-    assert hashlib.sha256(data).hexdigest() == "6b6a81a2a4ebd7918ec69482f529352238eb081f0beff934742f3f6d396a1cf7"
-    # The first four parts are byte for byte the lines the shipped drafts' data was generated from.
-    first_four = b"".join(data.splitlines(keepends=True)[:6302])
-    assert hashlib.sha256(first_four).hexdigest() == "7f6d6b60abdd41a598e7d446eb60295d515bf60b5c1fa4a3128c90c18f6a558d"
+    assert hashlib.sha256(data).hexdigest() == "071ec97e69c3fe452bee7b2310c67e74b80864715f114f215fe909b43280ac5f"
+    # Appending a part leaves every earlier line byte for byte as the earlier drafts' data was generated from.
+    lines = data.splitlines(keepends=True)
+    for n, digest in ((6302, "7f6d6b60abdd41a598e7d446eb60295d515bf60b5c1fa4a3128c90c18f6a558d"),    # parts 1-4
+                      (7625, "6b6a81a2a4ebd7918ec69482f529352238eb081f0beff934742f3f6d396a1cf7")):   # parts 1-5
+        assert hashlib.sha256(b"".join(lines[:n])).hexdigest() == digest
     prompts = train_prompts()
     texts = [p.text for p in prompts]
-    assert len(texts) == 7625 and len(set(texts)) == len(texts) and all(t.strip() for t in texts)
+    assert len(texts) == 8762 and len(set(texts)) == len(texts) and all(t.strip() for t in texts)
     assert len({p.id for p in prompts}) == len(prompts)
-    assert [sum(p.part == k for p in prompts) for k in (1, 2, 3, 4, 5)] == [2252, 1043, 1482, 1525, 1323]
+    assert [sum(p.part == k for p in prompts) for k in (1, 2, 3, 4, 5, 6)] == [2252, 1043, 1482, 1525, 1323, 1137]
     assert [p.part for p in prompts] == sorted(p.part for p in prompts)   # parts are appended, never interleaved
     held = [p for p in prompts if p.heldout]
-    assert 0.03 < len(held) / len(prompts) < 0.05 and {p.part for p in held} == {1, 2, 3, 4, 5}
+    assert 0.03 < len(held) / len(prompts) < 0.05 and {p.part for p in held} == {1, 2, 3, 4, 5, 6}
     assert build_prompts() == texts
+
+
+def test_prompt_part_scripts_reproduce_their_frozen_lines():
+    # tools/prompt_part5.py and prompt_part6.py document how parts 5 and 6 were written: run against
+    # the lines before them, each reproduces its part exactly (texts, order, held-out flags, ids).
+    import importlib
+    import json
+    import sys
+    from pathlib import Path
+
+    from opttree import paths
+
+    tools = str(Path(__file__).resolve().parents[1] / "tools")
+    sys.path.insert(0, tools)
+    try:
+        rows = [json.loads(line) for line in paths.TRAIN_PROMPTS.read_text(encoding="utf-8").splitlines()]
+        part_rows = importlib.import_module("prompt_part5").part_rows
+        for name in ("prompt_part5", "prompt_part6"):
+            mod = importlib.import_module(name)
+            before = [r for r in rows if r["part"] < mod.PART]
+            made = part_rows(mod.PART, mod.build, mod.SEED, before)
+            assert made == [r for r in rows if r["part"] == mod.PART], name
+        # part 6 dropped, unread, every prompt sharing a run of five words with the eval or final set
+        assert not any(mod.shares_five_words(r["text"]) for r in rows if r["part"] == 6)
+    finally:
+        sys.path.remove(tools)
 
 
 @pytest.fixture(scope="module")

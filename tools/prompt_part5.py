@@ -430,20 +430,34 @@ def build(rng: random.Random) -> list[str]:
     return unique
 
 
-def main() -> None:
-    rows = [json.loads(line) for line in TRAIN.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if any(r["part"] == PART for r in rows):
-        sys.exit(f"part {PART} is already in {TRAIN}: the file is frozen data, written once.")
+def part_rows(part: int, build_texts, seed: int, rows: list[dict]) -> list[dict]:
+    """The lines a new part adds after `rows`: texts already there are dropped, a seeded
+    HELDOUT_SHARE of the rest is held out, ids continue the file's numbering."""
     have = {r["text"].strip().lower() for r in rows}
-    rng = random.Random(5)
-    texts = [t for t in build(rng) if t.strip().lower() not in have]
-    n_held = round(HELDOUT_SHARE * len(texts))
-    held = set(rng.sample(range(len(texts)), n_held))
+    rng = random.Random(seed)
+    texts = [t for t in build_texts(rng) if t.strip().lower() not in have]
+    held = set(rng.sample(range(len(texts)), round(HELDOUT_SHARE * len(texts))))
+    return [{"id": f"tr{len(rows) + i:05d}", "part": part, "heldout": i in held, "text": text}
+            for i, text in enumerate(texts)]
+
+
+def append_part(part: int, build_texts, seed: int) -> None:
+    """Append a new part to the frozen training prompts, once."""
+    rows = [json.loads(line) for line in TRAIN.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if any(r["part"] == part for r in rows):
+        sys.exit(f"part {part} is already in {TRAIN}: the file is frozen data, written once.")
+    new = part_rows(part, build_texts, seed, rows)
     with TRAIN.open("a", encoding="utf-8") as f:
-        for i, text in enumerate(texts):
-            row = {"id": f"tr{len(rows) + i:05d}", "part": PART, "heldout": i in held, "text": text}
+        for row in new:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"appended {len(texts)} prompts ({n_held} held out) as part {PART}")
+    print(f"appended {len(new)} prompts ({sum(r['heldout'] for r in new)} held out) as part {part}")
+
+
+SEED = 5
+
+
+def main() -> None:
+    append_part(PART, build, SEED)
 
 
 if __name__ == "__main__":
