@@ -384,6 +384,17 @@ WRITE_VARIANTS = ["{w}", "{w} Keep it under 100 words.", "{w} Make it funny.", "
                   "{w} Then give a shorter version."]
 
 
+def distinct(texts: list[str]) -> list[str]:
+    """The texts in order, each once (compared case- and space-insensitively at the ends)."""
+    seen, unique = set(), []
+    for text in texts:
+        key = text.strip().lower()
+        if key not in seen:
+            seen.add(key)
+            unique.append(text)
+    return unique
+
+
 def build(rng: random.Random) -> list[str]:
     out = []
     for p in PASSAGES:
@@ -420,12 +431,7 @@ def build(rng: random.Random) -> list[str]:
     for w in WRITE_FROM:
         for v in rng.sample(WRITE_VARIANTS, 3):
             out.append(v.format(w=w))
-    seen, unique = set(), []
-    for text in out:
-        key = text.strip().lower()
-        if key not in seen:
-            seen.add(key)
-            unique.append(text)
+    unique = distinct(out)
     rng.shuffle(unique)
     return unique
 

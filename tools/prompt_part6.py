@@ -20,7 +20,7 @@ import json
 import random
 import re
 
-from prompt_part5 import ROOT, append_part
+from prompt_part5 import ROOT, append_part, distinct
 
 PART = 6
 
@@ -482,12 +482,7 @@ def build(rng: random.Random) -> list[str]:
     for template in NUMBER_PROBLEMS:
         for _ in range(SEVEN):
             out.append(number_problem(rng, template))
-    seen, unique = set(), []
-    for text in out:
-        key = text.strip().lower()
-        if key not in seen:
-            seen.add(key)
-            unique.append(text)
+    unique = distinct(out)
     unique = [t for t in unique if not shares_five_words(t)]
     rng.shuffle(unique)
     return unique
