@@ -76,17 +76,14 @@ def test_prompt_part_scripts_reproduce_their_frozen_lines():
     # tools/prompt_part5.py and prompt_part6.py document how parts 5 and 6 were written: run against
     # the lines before them, each reproduces its part exactly (texts, order, held-out flags, ids).
     import importlib
-    import json
     import sys
     from pathlib import Path
-
-    from opttree import paths
 
     tools = str(Path(__file__).resolve().parents[1] / "tools")
     sys.path.insert(0, tools)
     try:
-        rows = [json.loads(line) for line in paths.TRAIN_PROMPTS.read_text(encoding="utf-8").splitlines()]
-        part_rows = importlib.import_module("prompt_part5").part_rows
+        part5 = importlib.import_module("prompt_part5")
+        rows, part_rows = part5.frozen_rows(), part5.part_rows
         for name in ("prompt_part5", "prompt_part6"):
             mod = importlib.import_module(name)
             before = [r for r in rows if r["part"] < mod.PART]

@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "opttree" / "assets" / "prompts" / "train.jsonl"
 PART = 5
+SEED = 5
 HELDOUT_SHARE = 0.04
 
 PASSAGES = [
@@ -447,9 +448,14 @@ def part_rows(part: int, build_texts, seed: int, rows: list[dict]) -> list[dict]
             for i, text in enumerate(texts)]
 
 
+def frozen_rows() -> list[dict]:
+    """The training prompt file's lines as they are now."""
+    return [json.loads(line) for line in TRAIN.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def append_part(part: int, build_texts, seed: int) -> None:
     """Append a new part to the frozen training prompts, once."""
-    rows = [json.loads(line) for line in TRAIN.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = frozen_rows()
     if any(r["part"] == part for r in rows):
         sys.exit(f"part {part} is already in {TRAIN}: the file is frozen data, written once.")
     new = part_rows(part, build_texts, seed, rows)
@@ -457,9 +463,6 @@ def append_part(part: int, build_texts, seed: int) -> None:
         for row in new:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     print(f"appended {len(new)} prompts ({sum(r['heldout'] for r in new)} held out) as part {part}")
-
-
-SEED = 5
 
 
 def main() -> None:

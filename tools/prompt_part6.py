@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 import random
 import re
+from functools import lru_cache
 
 from prompt_part5 import ROOT, append_part, distinct
 
 PART = 6
+SEED = 6
 
 PEOPLE = ["Amara", "Bence", "Chiara", "Dmitri", "Esi", "Farid", "Greta", "Hiro", "Ines", "Jonas", "Kavya",
           "Liam", "Mei", "Nuno", "Olu", "Pia", "Quentin", "Rosa", "Sami", "Tove"]
@@ -418,7 +420,7 @@ NUMBER_PROBLEMS = [
     "A phone battery loses {q} percent per hour. Starting full, how much is left after {h} hours?",
 ]
 
-SEVEN = 7  # the number of prompts drawn per number-problem template
+PER_NUMBER_TEMPLATE = 7  # prompts drawn from each number-problem template
 
 
 def table_text(rng: random.Random, title: str, row: str, cols: list[str], lo_hi: tuple[int, int]) -> str:
@@ -480,7 +482,7 @@ def build(rng: random.Random) -> list[str]:
         for o in rng.sample(OBJECTS, 6):
             out.append(template.format(w=rng.choice(WORD_SETS), o=o, o2=rng.choice([x for x in OBJECTS if x != o])))
     for template in NUMBER_PROBLEMS:
-        for _ in range(SEVEN):
+        for _ in range(PER_NUMBER_TEMPLATE):
             out.append(number_problem(rng, template))
     unique = distinct(out)
     unique = [t for t in unique if not shares_five_words(t)]
@@ -493,24 +495,20 @@ def _five_grams(text: str) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + 5]) for i in range(len(words) - 4)}
 
 
-_MEASURED: set | None = None
+@lru_cache(maxsize=1)
+def _measured_five_grams() -> frozenset:
+    grams = set()
+    for name in ("eval.jsonl", "final.jsonl"):
+        for line in (ROOT / "opttree" / "assets" / "prompts" / name).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                for turn in json.loads(line)["turns"]:
+                    grams |= _five_grams(turn)
+    return frozenset(grams)
 
 
 def shares_five_words(text: str) -> bool:
     """Whether the prompt shares a run of five words with the eval or final set (checked, never read)."""
-    global _MEASURED
-    if _MEASURED is None:
-        _MEASURED = set()
-        for name in ("eval.jsonl", "final.jsonl"):
-            for line in (ROOT / "opttree" / "assets" / "prompts" / name).read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    for turn in row.get("turns", [row.get("text", "")]):
-                        _MEASURED |= _five_grams(turn)
-    return bool(_five_grams(text) & _MEASURED)
-
-
-SEED = 6
+    return bool(_five_grams(text) & _measured_five_grams())
 
 
 def main() -> None:
