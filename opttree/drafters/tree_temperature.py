@@ -8,9 +8,10 @@ Dividing the draft logits by a temperature below 1 moves mass to the top candida
 spends its budget on deeper chains of likely tokens instead of on siblings that are rarely the argmax.
 The value is chosen per draft for τ on held-out *training* prompts (never the eval set:
 `python -m opttree.train.card --fit-temperature N`, or `--fit-temperature` at the end of training)
-and stored in the draft's card. Measured on the bundled drafts' held-out prompts: at 1.0 E(A) is
-below the accepted length (2.22 vs 2.51 for the head), and the τ-best temperature (0.7) overshoots
-it (3.67 vs 2.67), so the gain comes from the tree's shape rather than from E(A) matching A.
+and stored in the draft's card. Measured on the shipped head's fit prompts (its card's
+`tree_temperature_fit`): at 1.0 E(A) is below the accepted length (2.32 vs 2.56), and the τ-best
+temperature (0.6) overshoots it (4.31 vs 2.85), so the gain comes from the tree's shape rather than
+from E(A) matching A.
 Sampling (T > 0) keeps the draft's own distribution. Only the tree changes: the verifier keeps
 output exact.
 

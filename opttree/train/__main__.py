@@ -3,7 +3,7 @@
 `--kind length-predictor` trains the draft-length predictor instead (opttree/train/length_predictor.py,
 its own options).
 
-Examples (the bundled drafts were made with these):
+Examples (a bundled draft's exact commands are in its card: `command` and `lineage`; docs/drafts.md):
   python -m opttree.train --kind head --tokens 400000
   python -m opttree.train --kind classic --tokens 400000 --no-generate
   python -m opttree.train --kind early-exit --exit-layer 1 --no-generate

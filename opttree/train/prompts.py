@@ -17,9 +17,9 @@ from pathlib import Path
 
 from opttree import paths
 
-# The parts every shipped draft's data covers. The prompts that fit a draft's tree temperature
-# (card.heldout_questions) and the length predictor's are drawn from these only, so a newly
-# appended part changes neither until it is added here.
+# The parts the held-out fit prompts come from: the prompts that fit a draft's tree temperature
+# (card.heldout_questions) and the length predictor's are drawn from these only, so every card's
+# fit reads the same prompts and a newly appended part changes neither until it is added here.
 FIT_PARTS = (1, 2, 3, 4)
 
 

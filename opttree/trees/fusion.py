@@ -6,7 +6,7 @@ model's probabilities of the retrieved tokens in, the fused tree out. Four steps
 1. Prune. A retrieved node whose parent the draft model expanded has a draft probability q_d for
    its token. Below PRUNE_Q the node and everything retrieved under it are dropped: the draft
    model finds that continuation very unlikely here. A q_d of exactly 0 is no opinion, not a veto:
-   a draft with a reduced vocabulary (the bundled head proposes 6,144 of 49,152 tokens) cannot
+   a draft with a reduced vocabulary (the bundled head proposes 12,288 of 49,152 tokens) cannot
    propose rare words at all, and copying those from the text is where retrieval helps most.
 2. Score. A kept retrieved node scores q = max(q_d where known, RETRIEVED_Q x its share of the
    matches): retrieval evidence may raise a draft's doubt but the draft model can veto (step 1).
