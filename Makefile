@@ -1,11 +1,12 @@
 # Two commands on a fresh machine (each does its own setup):
 #   make run    serve the app on http://127.0.0.1:7860
 #   make test   run the whole test suite (installs Chromium for the browser tests)
+#   make test-fast   unit and engine tests on tiny models only (a quick loop while editing)
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup run test lint browser
+.PHONY: setup run test test-fast lint browser
 
 setup: $(VENV)/.installed
 
@@ -29,6 +30,10 @@ run: setup
 
 test: setup browser
 	PYTHONPATH=. $(BIN)/python -m pytest -q tests
+
+# The quick loop while editing: unit and engine tests on tiny models (no page, no bundled model).
+test-fast: setup
+	PYTHONPATH=. $(BIN)/python -m pytest -q -m "not app and not model" tests
 
 lint: setup
 	$(BIN)/ruff check opttree viz ui tests tools app.py

@@ -12,6 +12,8 @@
 #   SWEEP_NICE=0..19 (run the sweep at low priority beside other jobs: τ is unaffected, timings are noisier)
 #   DRAFTER=eagle  EA=<head file>  CLASSIC=<classic draft file>  OUT=benchmarks  LABEL=<banner line>
 #   THEORY_LIMIT=8 THEORY_TOKENS=64 (STEP=theory: the multi-draft acceptance table at temperature 0.7, budget NODES)
+#   STEP=compare (only when asked): the app's Compare tab at its defaults for COMPARE_PROMPT (default: the page's
+#     Explore prompt), the command opttree/bench/compare.py writes: same prompts, methods, harness and verdict
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -60,6 +62,11 @@ if step theory; then
     --max-new-tokens "${THEORY_TOKENS:-64}" --nodes "$NODES" --device "$DEVICE" --threads "$THREADS" \
     --drafter "$DRAFTER" "${EA_ARGS[@]}" --out "$OUT/theory_table.json" --md "$OUT/theory_table.md" \
     2>&1 | tee "$OUT/theory_table.log"
+fi
+if [ "$STEP" = compare ]; then
+  PROMPT=${COMPARE_PROMPT:-$("$PY" -c 'from viz.lessons import PRESETS; print(PRESETS[1]["prompt"])')}
+  CMD=$("$PY" -m opttree.bench.compare "$PROMPT")
+  eval "\"\$PY\" ${CMD#python }" --out "$OUT/compare.json" 2>&1 | tee "$OUT/compare.log"
 fi
 if step report; then
   # E(A) vs A: pool the bench's verification steps with the sweep's (≥ 1000 steps).

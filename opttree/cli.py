@@ -1,22 +1,36 @@
-"""`opttree` / `python -m opttree`: `generate`, plus the benchmark commands (`bench`, `sweep`, `eval`)."""
+"""`opttree` / `python -m opttree`: `generate`, the benchmark commands (`bench`, `sweep`, `eval`) and the
+serving commands (`export-tree`, `serving`: docs/serving.md)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import traceback
+from pathlib import Path
+
+import torch
 
 from opttree.args import add_decode_args, add_model_args, context_from_args, decode_config, load_from_args
+from opttree.bench import serving, serving_report, tree_export
 from opttree.bench.answers import main as eval_main
 from opttree.bench.cli import register as register_bench
+from opttree.bench.prompts import read_prompts
+from opttree.config import DecodeConfig, models_from_args
 from opttree.decoding.prompts import clean_prompt
+from opttree.drafters.registry import KINDS
+from opttree.engine import cost
 from opttree.errors import OptTreeError
+from opttree.models.draft_assets import card_acceptance
 from opttree.trace import by_depth_text, dumps
+from opttree.train.card import heldout_questions
+from opttree.trees.export import VLLM_METHODS, sglang_flags, sglang_note, uniform_per_level, vllm_json
+from opttree.trees.sequoia import DEFAULT_ACCEPTANCE
 
 
 def cmd_generate(args) -> int:
-    from opttree.decoding.speculative import run  # torch stays out of `--help`
+    from opttree.engine.speculative import run  # torch stays out of `--help`
 
     cfg = decode_config(args, args.method)  # validate settings before loading anything
     clean_prompt(args.prompt)
@@ -39,6 +53,124 @@ def cmd_generate(args) -> int:
     return 0
 
 
+def _questions(prompts) -> list[dict]:
+    """Benchmark prompts (bench/prompts.py) as the eval-style dicts the measuring code reads."""
+    return [{"question_id": p.id, "category": p.category, "turns": [p.prompt]} for p in prompts]
+
+
+def _vector(models) -> tuple[tuple[float, ...], str]:
+    """The drafter's acceptance vector from its draft's card, without loading any weights."""
+    kind = KINDS[models.kind()]
+    draft = models.drafts().get(kind.name) or (kind.default_draft(models.target) if kind.load else None)
+    card = card_acceptance(draft)
+    return (card, "card") if card else (DEFAULT_ACCEPTANCE, "default")
+
+
+def _adaptive_static(args, log) -> tuple[list, dict]:
+    """OPT-Tree's static stand-in fitted on held-out training prompts, and OPT-Tree against it on the
+    compare prompts (the other held-out ones, or --compare-prompts)."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    cfg = DecodeConfig(method="opt-tree", nodes=args.nodes, threshold=args.threshold, max_depth=args.max_depth,
+                       max_new_tokens=args.max_new_tokens, temperature=0.0)
+    held = heldout_questions(2 * args.fit_prompts)
+    fit, others = held[0::2], held[1::2]
+    compare_on = _questions(read_prompts(args.compare_prompts, args.limit)) if args.compare_prompts else others
+    pair = load_from_args(args)
+    paths, fitted = tree_export.fit_static(pair, fit, cfg, log)
+    compared = tree_export.compare(pair, compare_on, cfg, paths, log)
+    return paths, {"fit": fitted, "compare": compared, "compare_prompts": args.compare_prompts or "held-out training",
+                   "decode": cfg.to_dict(), "draft": str(pair.draft_name)}
+
+
+def cmd_export_tree(args) -> int:
+    """Print a serving engine's config for a method's static tree (stdout), with notes on stderr."""
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    models = models_from_args(args)
+    report: dict = {"method": args.method, "nodes": args.nodes, "drafter": models.kind()}
+    if args.method == "opt-tree":
+        paths, report["adaptivity"] = _adaptive_static(args, log)
+        c = report["adaptivity"]["compare"]
+        log(f"OPT-Tree τ {c['tau_opt_tree']} vs its static stand-in τ {c['tau_static']} at n = {args.nodes} "
+            f"(+{c['tau_gain']}); OPT-Tree's speed / the static tree's: ×{c['speed_ratio_opt_tree_over_static']}")
+    else:
+        vector, source = _vector(models) if args.method == "sequoia" else (None, None)
+        paths = tree_export.static_paths(args.method, args.nodes, args.max_depth, vector)
+        if vector is not None:
+            report["acceptance_by_rank"], report["acceptance_source"] = list(vector), source
+    method = VLLM_METHODS.get(models.kind())
+    if args.format == "vllm":
+        text = vllm_json(paths, method)
+        notes = [] if method else [f"vLLM has no speculative method for the {models.kind()} drafter: set 'method'."]
+        if not uniform_per_level(paths):
+            notes.append("this tree's nodes on one level have different numbers of children; vLLM's EAGLE tree "
+                         "proposer drafts one child count per level (docs/serving.md)")
+    else:
+        text, notes = sglang_flags(paths).args(), [sglang_note(paths)]
+    print(text)
+    for note in notes:
+        log("note: " + note)
+    if args.report:
+        report.update(paths=[list(p) for p in paths], text=text, notes=notes)
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    return 0
+
+
+def cmd_serving(args) -> int:
+    """Measure the verify cost surface, model batched speculation, check it, write the dated page."""
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    pair = load_from_args(args)
+    surface = dict(serving.load_or_measure_surface(pair, refresh=args.refresh, log=log))
+    surface["draft"] = cost.compact(cost.load_or_measure(pair, log=log))   # the per-sequence drafting
+    data = serving_report.serving_data(pair, surface, heldout_questions(args.check_prompts), args.tree_prompts,
+                                       log=log)
+    prog = "python -m opttree" if sys.argv[0].endswith("__main__.py") else "opttree"
+    text = serving_report.serving_markdown(data, f"{prog} {shlex.join(sys.argv[1:])}")
+    for path, body in ((args.out, text), (args.json, json.dumps(data, indent=1, ensure_ascii=False))):
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(body, encoding="utf-8")
+    print(text)
+    return 0
+
+
+def register_serving(sub) -> None:
+    """`export-tree` and `serving` (docs/serving.md)."""
+    e = sub.add_parser("export-tree", help="print a vLLM speculative_config or SGLang flags for a method's tree")
+    e.add_argument("--format", choices=("vllm", "sglang"), required=True)
+    e.add_argument("--method", choices=tree_export.EXPORT_METHODS, required=True)
+    e.add_argument("--nodes", type=int, default=25, help="tree size n (default 25)")
+    e.add_argument("--max-depth", type=int, default=10, dest="max_depth")
+    e.add_argument("--threshold", type=float, default=0.5, help="opt-tree: δ of the runs it is fitted on")
+    e.add_argument("--max-new-tokens", type=int, default=96, dest="max_new_tokens", help="opt-tree: per run")
+    e.add_argument("--fit-prompts", type=int, default=12, help="opt-tree: held-out training prompts to fit on "
+                                                               "(as many others are compared on)")
+    e.add_argument("--compare-prompts", default=None, help="opt-tree: compare on this prompt file instead")
+    e.add_argument("--limit", type=int, default=12, help="opt-tree: prompts of --compare-prompts to use")
+    e.add_argument("--threads", type=int, default=None)
+    e.add_argument("--report", default=None, help="also write the tree, the text, the notes and (opt-tree) the "
+                                                  "measured fit and comparison as JSON here")
+    add_model_args(e)
+    e.set_defaults(func=cmd_export_tree)
+    s = sub.add_parser("serving", help="verify cost surface (B sequences × T tokens), batched throughput model, "
+                                       "checks against real runs; writes a dated page")
+    add_model_args(s)
+    s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--refresh", action="store_true", help="measure the surface again even when one is cached")
+    s.add_argument("--check-prompts", type=int, default=16, help="held-out training prompts for the batched AR check")
+    s.add_argument("--tree-prompts", type=int, default=4, help="of those, the ones the Sequoia runs decode")
+    s.add_argument("--out", default=None, help="write the page (markdown) here, e.g. benchmarks/serving.md")
+    s.add_argument("--json", default=None, help="write the data (JSON) here")
+    s.set_defaults(func=cmd_serving)
+
+
 VERBOSE_HELP = "on an unexpected failure, print the traceback (otherwise one error line)"
 
 
@@ -55,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
     g.set_defaults(func=cmd_generate)
     register_bench(sub)
+    register_serving(sub)
     for command in sub.choices.values():   # `opttree generate ... --verbose` as well as `opttree --verbose ...`
         command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     return parser

@@ -1,4 +1,7 @@
-"""Decoding settings: each one declared once, here, with its range, help text and UI label.
+"""Settings: each one declared once, here, with its range, help text and UI label.
+
+`DecodeConfig` holds how a run decodes; `ModelConfig` which models it loads (its fields generate the
+model flags of `generate`, `bench`, `sweep` and `eval`).
 
 `DecodeConfig` is validated on construction, so every entry point (CLI, app, HTTP API, benchmarks)
 gets the same checks; the UI's slider ranges are never trusted. Everything else is derived from the
@@ -11,20 +14,20 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 
 from opttree.errors import BadInput
 
-TREE_METHODS = ("opt-tree", "chain", "binary", "eagle-static", "eagle-dynamic", "tr-static")
+BUNDLED_ID = "smollm2-135m-instruct"   # the bundled offline target (models/bundled.py finds its GGUF)
+TREE_METHODS = ("opt-tree", "chain", "binary", "eagle-static", "eagle-dynamic", "tr-static", "sequoia")
 METHODS = TREE_METHODS + ("ar",)
 TRAINING_FREE = ("recycling", "lookup")   # drafters without a draft model: Token Recycling, prompt lookup
 # Drafters with a trained draft: EAGLE-style feature head, independent classic LM, early exit (EESD)
-MODEL_DRAFTERS = ("eagle", "classic", "early-exit")
-# The command-line flag that names each model drafter's draft (CLI, `opttree eval`, error messages).
-DRAFT_FLAGS = {"eagle": "--ea-model-path", "classic": "--draft-model-path", "early-exit": "--exit-head-path"}
+MODEL_DRAFTERS = ("eagle", "classic", "early-exit")   # each kind's flag, draft and loader: drafters/registry.py
 METHOD_LABELS = {"opt-tree": "OPT-Tree (adaptive)", "chain": "Chain (one guess per depth)",
                  "binary": "Binary tree", "eagle-static": "EAGLE-25 static tree",
                  "eagle-dynamic": "EAGLE-2 dynamic tree", "tr-static": "Token Recycling static tree (80)",
+                 "sequoia": "Sequoia tree (static, optimal for the draft's acceptance by rank)",
                  "ar": "Autoregressive (no draft)"}
 LENGTH_CONTROLS = ("delta", "thompson", "predictor")     # opttree/trees/length_control.py
 LENGTH_CONTROL_LABELS = {"delta": "δ rule (OPT-Tree)", "thompson": "Thompson sampling (EESD)",
@@ -32,7 +35,7 @@ LENGTH_CONTROL_LABELS = {"delta": "δ rule (OPT-Tree)", "thompson": "Thompson sa
 TREE_TEMPERATURE_RANGE = (0.05, 5.0)   # a real tree temperature; 0 stands for "the draft's fitted value"
 
 # nodes = 0 is the auto budget: each step's size is chosen from this machine's measured costs
-# (opttree/decoding/cost.py, opttree/trees/auto_size.py), up to the paper's n = 60. On a GPU a
+# (opttree/engine/cost.py, opttree/trees/auto_size.py), up to the paper's n = 60. On a GPU a
 # forward over 60 tree tokens costs about what one token costs, so it grows big trees; on a CPU a
 # forward is flat only up to ~8 tokens, so it verifies a handful of nodes.
 AUTO_NODES = 0
@@ -189,11 +192,6 @@ def python_type(name: str) -> type:
     return {"int": int, "float": float, "str": str}.get(t, t)
 
 
-def default_of(name: str):
-    f = SETTINGS[name]
-    return f.default if f.default is not MISSING else None
-
-
 # ---- the command line ------------------------------------------------------------------------------
 
 def node_budget(text: str) -> int:
@@ -236,3 +234,77 @@ def from_args(args, method: str | None = None) -> DecodeConfig:
     tree_t = values.get("tree_temperature")
     values["tree_temperature"] = 0.0 if tree_t is None else check_tree_temperature(tree_t)
     return DecodeConfig(**values)
+
+
+# ---- the models a run loads ------------------------------------------------------------------------
+
+def model_setting(default, *, help: str, flags: tuple[str, ...] = (), choices=None, kind: type = str,
+                  drafter: str | None = None):
+    """A model setting's single declaration: flags (the first is the main one; default `--name`),
+    kind (the argparse type, bool for a switch), drafter (the kind whose draft this flag names)."""
+    return field(default=default, metadata=dict(help=help, flags=flags, choices=choices, kind=kind, drafter=drafter))
+
+
+@dataclass
+class ModelConfig:
+    target: str = model_setting(BUNDLED_ID, flags=("--base-model-path", "--target"),
+                                help=f"target model: the bundled {BUNDLED_ID!r}, a hub id or a local path")
+    drafter: str | None = model_setting(
+        None, choices=(*MODEL_DRAFTERS, *TRAINING_FREE),
+        help="eagle = feature head on the target's hidden states; classic = independent draft LM; early-exit = "
+             "the target's own first layers plus a trained exit head (EESD); recycling = Token Recycling (a table "
+             "of the target's own past candidates, no draft model); lookup = prompt lookup (what followed the last "
+             "tokens earlier in the text). Default: the kind whose draft flag is given, else eagle")
+    draft_model_path: str | None = model_setting(None, drafter="classic",
+                                                 help="classic draft: hub id, local path or .safetensors")
+    ea_model_path: str | None = model_setting(None, drafter="eagle",
+                                              help="eagle feature head: .safetensors file, folder or EAGLE checkpoint")
+    exit_head_path: str | None = model_setting(None, drafter="early-exit",
+                                               help="early-exit head: .safetensors file "
+                                                    "(python -m opttree.train --kind early-exit)")
+    exit_layer: int | None = model_setting(
+        None, kind=int, help="early-exit: draft with the target's first N layers (default: the layer the head was "
+                             "trained after; another N needs a head trained for it)")
+    device: str = model_setting("auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
+    dtype: str = model_setting("auto", help="auto (fp32 on CPU, bf16/fp16 on GPU), fp32, fp16, bf16")
+    device_map: str | None = model_setting(None, help="e.g. 'auto' to spread a big target over GPUs")
+    trust_remote_code: bool = model_setting(False, kind=bool, help="allow model repos' own code (off by default)")
+    retrieval_corpus: str | None = model_setting(
+        None, help="a UTF-8 text file that retrieval (--retrieval on, and the lookup drafter) searches besides "
+                   "the prompt and the output")
+
+    def drafts(self) -> dict[str, str | None]:
+        """{drafter kind: the draft its flag names, or None}."""
+        return {f.metadata["drafter"]: getattr(self, f.name) for f in fields(self) if f.metadata["drafter"]}
+
+    def kind(self) -> str:
+        """The drafter: the one asked for, else the kind whose draft is given, else eagle."""
+        return self.drafter or next((k for k, path in self.drafts().items() if path), "eagle")
+
+
+MODEL_SETTINGS = {f.name: f for f in fields(ModelConfig)}
+# The command-line flag that names each model drafter's draft (drafters/registry.py, error messages).
+DRAFT_FLAGS = {f.metadata["drafter"]: "--" + f.name.replace("_", "-")
+               for f in MODEL_SETTINGS.values() if f.metadata["drafter"]}
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    """One flag per model setting, help and default from its declaration."""
+    for name, f in MODEL_SETTINGS.items():
+        meta = f.metadata
+        flags = meta["flags"] or ("--" + name.replace("_", "-"),)
+        kwargs = dict(dest=name, default=f.default, help=meta["help"])
+        if meta["kind"] is bool:
+            kwargs["action"] = "store_true"
+        elif meta["choices"] is not None:
+            kwargs["choices"] = meta["choices"]
+        else:
+            kwargs["type"] = meta["kind"]
+        if name in ("target",):
+            kwargs["metavar"] = "MODEL"
+        p.add_argument(*flags, **kwargs)
+
+
+def models_from_args(args) -> ModelConfig:
+    """The ModelConfig of parsed CLI arguments."""
+    return ModelConfig(**{name: getattr(args, name) for name in MODEL_SETTINGS if hasattr(args, name)})

@@ -2,7 +2,9 @@
 environment variables the engine reads.
 
 Assets (the model allow-list, the bundled drafts and their cards, the prompt sets) ship inside the
-package, so an installed wheel finds them as a source checkout does. Working folders (generated
+package, so an installed wheel finds them as a source checkout does. The page's own files (its
+stylesheet, keyboard script and lesson texts) sit in the top-level `assets/` folder beside the
+packages (`PAGE_ASSETS`; a wheel installs it there too). Working folders (generated
 training data, checkpoints) belong to a source checkout and are resolved against the current
 directory when the package is installed elsewhere.
 
@@ -11,10 +13,10 @@ Environment variables, each read when it is needed (never at import time):
 | variable | meaning | default |
 | --- | --- | --- |
 | OPTTREE_CACHE | the cache of converted weights and measured costs | `$XDG_CACHE_HOME/opttree` or `~/.cache/opttree` |
-| OPTTREE_COSTS | the measured cost curves (`decoding/cost.py`) | `$OPTTREE_CACHE/costs` |
+| OPTTREE_COSTS | the measured cost curves (`engine/cost.py`) | `$OPTTREE_CACHE/costs` |
 | OPTTREE_MODELS | the model allow-list the app serves | `assets/models.json` |
 | OPTTREE_ATTN | attention kernel for targets and drafts (`sdpa` or `eager`; tree masks need one of them) | `sdpa` |
-| OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`models/few_row_linear.py`) | off |
+| OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`nets/few_row_linear.py`) | off |
 
 The app's server settings (lane size, time limit, port…) are read once at start-up by
 `opttree.serve.settings.ServerSettings.from_env`.
@@ -32,7 +34,9 @@ MODELS_FILE = ASSETS / "models.json"
 PROMPTS = ASSETS / "prompts"
 EVAL_PROMPTS = PROMPTS / "eval.jsonl"
 FINAL_PROMPTS = PROMPTS / "final.jsonl"   # held out from all design work: measured once per released draft
+COMPARE_PROMPTS = PROMPTS / "compare.jsonl"   # the Compare tab's built-in set: chat, maths, code, a given passage
 TRAIN_PROMPTS = PROMPTS / "train.jsonl"
+PAGE_ASSETS = PACKAGE.parent / "assets"   # the page's app.css, app.js, lessons.json, learn.md
 
 
 def checkout() -> Path:

@@ -10,7 +10,7 @@ tree's depth, plus timings. A trace whose `accept_length` is the whole accepted 
 engines wrote that) loads too; `committed_draft(step)` reads either kind. A step sized by the auto
 budget also records its objective table (`auto`: expected tokens/s per depth and size, the modelled
 draft time per depth, the frontier widths and the chosen depth and size), and `meta["cost"]` holds
-the machine's measured cost curve in compact form (decoding/cost.py). A step whose depth a length
+the machine's measured cost curve in compact form (engine/cost.py). A step whose depth a length
 controller chose records the decision (`length`: for Thompson sampling the posterior's alpha and beta,
 the sampled theta and the price δ; for the predictor its predicted accepted length; and the chosen
 depth; trees/length_control.py). All of these are optional: traces
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from opttree.errors import BadInput
 
@@ -51,11 +51,25 @@ ROWS_PER_RUN = 4096       # recorded rows per run (~3 MB of JSON at most)
 
 
 @dataclass
+class BuildInfo:
+    """What the tree builders and the loop say about a step's tree, as its record keeps it."""
+
+    ea_by_depth: list[float] = field(default_factory=lambda: [0.0])   # E(A) after each layer, 0 first
+    stop_reason: str = ""            # why the tree stopped growing (the δ rule, max depth, the budget…)
+    auto: dict | None = None         # the auto budget's objective table (trees/auto_size.Objective.record)
+    length: dict | None = None       # the length controller's decision (trees/length_control.py)
+
+    def note(self, text: str, sep: str = "; ") -> None:
+        """Add a note to the stop reason."""
+        self.stop_reason = f"{self.stop_reason}{sep}{text}" if self.stop_reason else text
+
+
+@dataclass
 class StepData:
     """What one decoding step produced, as the loop hands it to the trace."""
 
     tree: object                 # the verified DraftTree
-    info: dict                   # the builder's notes: ea_by_depth, stop_reason
+    info: BuildInfo              # the builder's notes: ea_by_depth, stop_reason, auto, length
     accepted: list[int]          # accepted node indices, root to leaf
     bonus: int                   # the target's own token after the accepted path
     rejected: int | None         # the draft's first-choice node the target refused (None when none)
@@ -80,15 +94,15 @@ def step_record(index: int, step: StepData, text_of, decode) -> dict:
         "bonus_token": step.bonus, "bonus_text": text_of(step.bonus), "rejected": step.rejected,
         "committed": step.committed, "committed_text": decode(step.committed),
         "expected_accept": round(sum(tree.p_hat), 6),
-        "ea_by_depth": [round(x, 6) for x in step.info.get("ea_by_depth", [])],
-        "stop_reason": step.info.get("stop_reason", ""),
+        "ea_by_depth": [round(x, 6) for x in step.info.ea_by_depth],
+        "stop_reason": step.info.stop_reason,
         "draft_ms": round(step.draft_ms, 3), "build_ms": round(step.build_ms, 3),
         "verify_ms": round(step.verify_ms, 3),
         **_target_side(step, text_of),
         # the auto budget's objective table (trees/auto_size.py), for "Why this shape"
-        **({"auto": step.info["auto"]} if "auto" in step.info else {}),
+        **({"auto": step.info.auto} if step.info.auto is not None else {}),
         # the length controller's decision and its inputs (trees/length_control.py)
-        **({"length": step.info["length"]} if "length" in step.info else {}),
+        **({"length": step.info.length} if step.info.length is not None else {}),
     }
 
 

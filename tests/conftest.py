@@ -1,24 +1,35 @@
 import os
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no hub in CI: unknown ids must fail fast
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 # Cost curves measured by the tests (tiny models, this session's threads) stay out of the user's cache.
 os.environ.setdefault("OPTTREE_COSTS", tempfile.mkdtemp(prefix="opttree-costs-"))
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
+# Tests live in folders by what they need (pyproject.toml declares the markers): unit/ (no model),
+# engine/ (tiny random models, or the bundled target: marked `model`), app/ (the page, the browser,
+# load, packaging); a test file outside them counts as app. `model` marks what asks for the bundled target.
+FOLDERS = ("unit", "engine", "app")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        folder = Path(str(item.fspath)).parent.name
+        # A test file not yet in a folder counts as app: make test-fast never runs what it cannot vouch for.
+        item.add_marker(folder if folder in FOLDERS else "app")
+        if "smollm" in getattr(item, "fixturenames", ()):
+            item.add_marker("model")
+
 
 @pytest.fixture(scope="session")
 def smollm():
     """The real bundled model (target only), loaded once per test session."""
-    from opttree.models.loading import load_pair
+    from opttree.config import BUNDLED_ID
+    from opttree.drafters.registry import load_pair
 
-    return load_pair("smollm2-135m-instruct", drafter="none", device="cpu")
+    return load_pair(BUNDLED_ID, drafter="none", device="cpu")

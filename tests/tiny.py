@@ -51,7 +51,7 @@ def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, voca
         pair.draft_model = target if draft_is_target else tiny_llama(draft_seed, vocab, layers=1, scale=scale)
         pair.draft_name = "tiny-draft"
     elif drafter in ("eagle", "fused"):   # "fused": a fused head (EAGLE-3 features), drafter kind eagle
-        from opttree.drafters.head_model import FeatureHead, fused_layers, head_config_from_target
+        from opttree.nets.feature_head import FeatureHead, fused_layers, head_config_from_target
 
         torch.manual_seed(draft_seed)
         cfg = head_config_from_target(target.config)
@@ -65,7 +65,7 @@ def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, voca
                 torch.nn.init.uniform_(norm.weight, 0.5, 1.5)
         pair.draft_name = "random-head"
     elif drafter == "early-exit":
-        from opttree.drafters.early_exit import ExitHead, exit_config
+        from opttree.nets.exit_head import ExitHead, exit_config
 
         torch.manual_seed(draft_seed)
         pair.drafter_kind = "early-exit"

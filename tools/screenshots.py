@@ -1,8 +1,10 @@
 """Regenerate the screenshots in docs/screenshots/ from the current app (`make screenshots`).
 
 Launches the real app on a free loopback port (tests/app_server.py, the launcher the browser tests
-use), drives it in headless Chromium like a visitor (a lesson preset, a Compare run, each tab) and
-writes one PNG per view. Needs Chromium (`make browser`) and takes a few minutes on a CPU.
+use), drives it in headless Chromium like a visitor (a lesson, a Compare run, each tab, presenter
+mode at a projector's 1280 × 720) and writes one PNG per view. Needs Chromium (`make browser`) and
+takes a few minutes on a CPU. `python tools/screenshots.py explore presenter` shoots only those views
+(names: explore, presenter, compare, ea-vs-a, theory, learn, explore-dark).
 """
 
 from __future__ import annotations
@@ -20,61 +22,94 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-STATUS = ("(sel) => (document.querySelector(sel + ' [data-testid=\"markdown\"]') "
-          "|| document.querySelector(sel)).innerText")
+STATUS = ("(sel) => { const e = document.querySelector(sel + ' [data-testid=\"markdown\"]') "
+          "|| document.querySelector(sel); return e ? e.innerText : ''; }")
 RUN_MS = 600_000
+WIDE = {"width": 1400, "height": 1000}
+PROJECTOR = {"width": 1280, "height": 720}
+TABS = {"ea-vs-a": "E(A) vs A", "theory": "Theory", "learn": "Learn"}
 
 
 def wait_status(pg, sel: str, pattern: str) -> None:
     pg.wait_for_function(f"() => /{pattern}/.test(({STATUS})('{sel}'))", timeout=RUN_MS)
 
 
-def main() -> int:
+def opened(browser, url: str, viewport: dict = WIDE):
+    pg = browser.new_page(viewport=viewport)
+    pg.set_default_timeout(120_000)
+    pg.goto(url)
+    pg.wait_for_selector("#tree-plot .js-plotly-plot")
+    return pg
+
+
+def explore(browser, url: str, wanted=()) -> None:
+    """The open-ended lesson (a wide 60-node tree) at step 3, opened by its deep link; then the wanted
+    tabs after this run."""
+    pg = opened(browser, url + "?preset=1&step=3")
+    wait_status(pg, "#status", "Done")
+    pg.wait_for_timeout(1500)
+    pg.evaluate("() => window.scrollTo(0, 0)")
+    pg.screenshot(path=str(OUT / "explore.png"), full_page=True)
+    for name, tab in TABS.items():
+        if name not in wanted:
+            continue
+        pg.get_by_role("tab", name=tab).click()
+        pg.wait_for_timeout(2000)
+        pg.screenshot(path=str(OUT / f"{name}.png"), full_page=True)
+    pg.close()
+
+
+def presenter(browser, url: str, wanted=()) -> None:
+    """Presenter mode at a projector's 1280 × 720: the screen as the class sees it."""
+    pg = opened(browser, url + "?preset=1&step=3&present=1", PROJECTOR)
+    wait_status(pg, "#status", "Done")
+    pg.wait_for_timeout(2000)
+    pg.screenshot(path=str(OUT / "presenter.png"))
+    pg.close()
+
+
+def compare(browser, url: str, wanted=()) -> None:
+    """Compare at the page's own settings (the auto budget)."""
+    pg = opened(browser, url)
+    pg.get_by_role("tab", name="Compare").click()
+    pg.click("#compare-run")
+    wait_status(pg, "#compare-status", "Done")
+    pg.wait_for_timeout(1500)
+    pg.screenshot(path=str(OUT / "compare.png"), full_page=True)
+    pg.close()
+
+
+def explore_dark(browser, url: str, wanted=()) -> None:
+    """Dark mode (Gradio's ?__theme=dark), a short run of the page's defaults."""
+    pg = opened(browser, url + "?__theme=dark&step=3&run=1")
+    wait_status(pg, "#status", "Done")
+    pg.wait_for_timeout(1500)
+    pg.evaluate("() => window.scrollTo(0, 0)")
+    pg.screenshot(path=str(OUT / "explore-dark.png"), full_page=True)
+    pg.close()
+
+
+VIEWS = {"explore": explore, "presenter": presenter, "compare": compare, "explore-dark": explore_dark}
+
+
+def main(names: list[str]) -> int:
+    wanted = names or [*VIEWS, *TABS]
+    unknown = set(wanted) - set(VIEWS) - set(TABS)
+    if unknown:
+        raise SystemExit(f"unknown view(s) {sorted(unknown)}: choose from {[*VIEWS, *TABS]}")
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, launched_app(Path(tmp), default="smollm2-eagle") as (url, _):
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-            pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-            pg.set_default_timeout(120_000)
-            pg.goto(url)
-            pg.wait_for_selector("#tree-plot .js-plotly-plot")
-            pg.click("#preset-1")                       # the open-ended poem: a wide tree
-            wait_status(pg, "#status", "Done")
-            pg.locator("#step input[type=number]").fill("3")
-            pg.locator("#step input[type=number]").press("Enter")
-            pg.wait_for_timeout(1500)
-            pg.screenshot(path=str(OUT / "explore.png"), full_page=True)
-            # Compare at the page's own settings (the lesson above set a fixed n = 60): a fresh page.
-            pg.goto(url)
-            pg.wait_for_selector("#tree-plot .js-plotly-plot")
-            pg.get_by_role("tab", name="Compare").click()
-            pg.click("#compare-run")
-            wait_status(pg, "#compare-status", "Done")
-            pg.wait_for_timeout(1500)
-            pg.screenshot(path=str(OUT / "compare.png"), full_page=True)
-            for tab, name in (("E(A) vs A", "ea-vs-a.png"), ("Theory", "theory.png"), ("Learn", "learn.png")):
-                tab_button = pg.get_by_role("tab", name=tab)
-                if tab_button.count() == 0:
-                    continue
-                tab_button.click()
-                pg.wait_for_timeout(2000)
-                pg.screenshot(path=str(OUT / name), full_page=True)
-            # Dark mode (Gradio's ?__theme=dark), a short run of the page's defaults.
-            dark = browser.new_page(viewport={"width": 1400, "height": 1000})
-            dark.set_default_timeout(120_000)
-            dark.goto(url + "?__theme=dark")
-            dark.wait_for_selector("#tree-plot .js-plotly-plot")
-            dark.click("#run")
-            wait_status(dark, "#status", "Done")
-            dark.locator("#step input[type=number]").fill("3")
-            dark.locator("#step input[type=number]").press("Enter")
-            dark.wait_for_timeout(1500)
-            dark.screenshot(path=str(OUT / "explore-dark.png"), full_page=True)
+            for name, shoot in VIEWS.items():
+                # The E(A)-vs-A, Theory and Learn tabs are shot after Explore's run.
+                if name in wanted or (name == "explore" and set(TABS) & set(wanted)):
+                    shoot(browser, url, wanted)
             browser.close()
     print(f"wrote {', '.join(sorted(f.name for f in OUT.glob('*.png')))} in {OUT}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -3,6 +3,8 @@
 Model work goes through `opttree.serve.RunService` (allow-listed models, one bounded lane, limits,
 cancellation, clean errors); figures come from `viz/` (never a model). View updates (scrubbing,
 playing, clicking a token, importing a trace) run with `queue=False`: they never wait behind a run.
+The page's stylesheet and keyboard script are files in the top-level `assets/` folder
+(`opttree.paths.PAGE_ASSETS`), read when the page starts: `viz.style.PAGE_CSS` and `page_js`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402 (the analytics switch must be set before gradio is imported)
 
+from opttree import paths  # noqa: E402
 from opttree.config import SETTING_NAMES, SETTINGS, python_type  # noqa: E402
 from opttree.errors import OptTreeError  # noqa: E402
 from opttree.serve.service import RunError, RunService  # noqa: E402
@@ -27,31 +30,13 @@ from viz.style import PAGE_CSS  # noqa: E402
 
 log = logging.getLogger("opttree.app")
 
-# ← / → step and Space play / pause in Explore, unless a text field has the focus.
-KEYS_JS = """
-() => {
-  let playing = false;
-  document.addEventListener('keydown', (e) => {
-    const t = e.target;
-    if (e.altKey || e.ctrlKey || e.metaKey) return;
-    if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT', 'BUTTON'].includes(t.tagName))) return;
-    const press = (id) => {
-      const b = document.getElementById(id);
-      if (!b || b.offsetParent === null) return false;   // only while Explore is the visible tab
-      b.click();
-      return true;
-    };
-    let done = false;
-    if (e.key === 'ArrowLeft') done = press('prev');
-    else if (e.key === 'ArrowRight') done = press('next');
-    else if (e.key === ' ') { playing = !playing; done = press(playing ? 'play' : 'pause'); }
-    if (done) e.preventDefault();
-  });
-}
-"""
+
+def page_js() -> str:
+    """The page's keyboard script (assets/app.js: ← / → step and Space play / pause in Explore)."""
+    return (paths.PAGE_ASSETS / "app.js").read_text(encoding="utf-8")
 
 
-def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
+def build_app(service: RunService, waiting_runs: int = ServerSettings.max_waiting) -> gr.Blocks:
     registry = service.registry
     try:
         _, startup_notice = registry.resolve(registry.default)
@@ -64,13 +49,15 @@ def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
     page = Page()
 
     with gr.Blocks(title="OPT-Tree Explorer") as demo:
-        page.trace, page.history = gr.State(None), gr.State([])
+        page.trace, page.history, page.ran = gr.State(None), gr.State([]), gr.State({})
         gr.Markdown("# OPT-Tree Explorer\nWatch a small draft model guess a **tree** of next tokens and a "
-                    "target model check them all in one pass. Press **Run**, then scrub through the steps.")
+                    "target model check them all in one pass. Press **Run**, then scrub through the steps.",
+                    elem_id="page-head")
         gr.Markdown(f"⚠️ {md_safe(startup_notice)}" if startup_notice else "", elem_classes=["notice"],
                     visible=bool(startup_notice), elem_id="startup-notice")
         page.link = gr.State({})
-        with gr.Tabs(elem_id="tabs") as tabs:
+        # Tabs that do not fit a narrow screen wrap onto a second line (never behind an overflow menu).
+        with gr.Tabs(elem_id="tabs", overflow_behavior="wrap") as tabs:
             with gr.Tab("Explore", id="explore"):
                 explore_parts = explore.build(page, registry)
             with gr.Tab("Compare", id="compare"):
@@ -91,7 +78,7 @@ def build_app(service: RunService, waiting_runs: int = 32) -> gr.Blocks:
         theory.wire(page, theory_parts, theory_tab)
         wire_links(demo, page, explore_parts, tabs)
         learn.wire(page, learn_tab)
-        files.wire(page, file_parts)
+        files.wire(page, file_parts, registry)
         # A closed tab cancels its runs (so the lane is free for the next visitor) and drops its tables.
         demo.unload(bind(on_unload, service))
         gr.api(bind(generate, service), api_name="generate", concurrency_id=lane["concurrency_id"],
@@ -103,10 +90,12 @@ def wire_links(demo, page: Page, parts: dict, tabs) -> None:
     """Deep links (ui/links.py): read on load, then run and show the step they name; Copy link."""
     settings = list(page.settings.values())
     run_flag = gr.Checkbox(False, visible=False, elem_id="link-run")
-    targets = [page.link, run_flag, tabs, page.prompt, page.model, page.colour, *settings]
+    targets = [page.link, run_flag, tabs, page.prompt, page.model, page.colour, page.present, page.caption,
+               *settings]
     demo.load(bind(links.apply_link, page, tabs, page.link, run_flag), None, targets, **PRIVATE).then(
         None, run_flag, None, js=links.RUN_IF_LINKED_JS)
-    parts["link"].click(links.copy_link, [page.prompt, page.model, page.colour, page.step, *settings],
+    parts["link"].click(bind(links.copy_link, page),
+                        [page.ran, page.prompt, page.model, page.colour, page.step, page.present, *settings],
                         parts["link_box"], **PRIVATE).then(
         lambda: gr.Textbox(visible=True), None, parts["link_box"], **PRIVATE).then(
         None, parts["link_box"], None, js="(link) => { navigator.clipboard?.writeText(link).catch(() => {}); }")
@@ -178,7 +167,7 @@ def main() -> None:
     threading.Thread(target=_preload, args=(service,), daemon=True).start()
     demo.queue(max_size=settings.queue_size)
     demo.launch(server_name=settings.server_name, server_port=settings.server_port, share=False,
-                show_error=False, css=PAGE_CSS, js=KEYS_JS, theme=gr.themes.Soft(), max_file_size="64mb",
+                show_error=False, css=PAGE_CSS, js=page_js(), theme=gr.themes.Soft(), max_file_size="64mb",
                 footer_links=["api"])
 
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 import gradio as gr
 
 from viz.metrics import step_metrics
-from viz.step_charts import accept_bars, ea_density, why_shape
+from viz.step_charts import accept_bars, ea_density, speed_note, why_shape
 from viz.text_view import text_html
-from viz.tree_figure import step_title, tree_figure
+from viz.tree_figure import root_context, step_title, tree_figure
 
 HISTORY_RUNS = 200     # E(A)-vs-A runs kept per browser session (oldest dropped first)
 
@@ -35,7 +35,10 @@ class Page:
     history: gr.State = None        # E(A)-vs-A points of this session's runs
     settings: dict = field(default_factory=dict)   # setting name -> control (ui/controls.py)
     colour: gr.Radio = None         # what tree node colour shows (viz/style.py COLOUR_MODES)
+    present: gr.Checkbox = None     # presenter mode: larger type, the step on one screen (assets/app.css)
+    caption: gr.Markdown = None     # the lesson shown above the tree while its run is on screen
     link: gr.State = None           # what the page's URL asked for (ui/links.py), until a run uses it
+    ran: gr.State = None            # what the shown run ran with (pair, prompt, settings): Copy link writes it
     model: gr.Dropdown = None
     prompt: gr.Textbox = None
     status: gr.Markdown = None
@@ -52,25 +55,48 @@ class Page:
         return [*self.views, self.bars, self.learn_plot]
 
 
-def bind(fn, *first):
+def bind(fn, *first, names=()):
     """`fn` with its first arguments fixed, as a plain function Gradio can inspect.
 
     Gradio reads a handler's signature and type hints (to pass gr.Request, to stream generators), which
-    `functools.partial` hides; this keeps both, so handlers can live at module level."""
+    `functools.partial` hides; this keeps both, so handlers can live at module level. Gradio's API names
+    each input after the handler's parameter (a `*values` one it calls `param_N`): `names`, every input's
+    name in order (e.g. an event's inputs dict), gives each of them its own parameter in the signature."""
     sig = inspect.signature(fn)
     params = list(sig.parameters.values())[len(first):]
     hints = typing.get_type_hints(fn)
+    if names:
+        params = _named(params, hints, list(names))
+    call = sig.replace(parameters=params)
+
+    def arguments(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        if names:     # every input positionally: `fn` collects the named ones in its `*values`
+            return call.bind(*args, **kwargs).args, {}
+        return args, kwargs
+
     if inspect.isgeneratorfunction(fn):
         def bound(*args, **kwargs):
+            args, kwargs = arguments(args, kwargs)
             yield from fn(*first, *args, **kwargs)
     else:
         def bound(*args, **kwargs):
+            args, kwargs = arguments(args, kwargs)
             return fn(*first, *args, **kwargs)
     bound.__name__ = bound.__qualname__ = fn.__name__
     bound.__doc__ = fn.__doc__
-    bound.__signature__ = sig.replace(parameters=params)
+    bound.__signature__ = call
     bound.__annotations__ = {k: v for k, v in hints.items() if k in {p.name for p in params} or k == "return"}
     return bound
+
+
+def _named(params: list, hints: dict, names: list[str]) -> list:
+    """`params` with its `*values` replaced by one positional parameter per input it collects."""
+    P = inspect.Parameter
+    at = next(i for i, p in enumerate(params) if p.kind == P.VAR_POSITIONAL)
+    own = [p.name for p in params[:at] if hints.get(p.name) not in (gr.Request, gr.EventData)]
+    if names[:len(own)] != own:
+        raise ValueError(f"inputs named {names[:len(own)]} where {own} were expected")
+    return [*params[:at], *(P(n, P.POSITIONAL_OR_KEYWORD) for n in names[len(own):]), *params[at + 1:]]
 
 
 def steps_of(trace) -> int:
@@ -104,13 +130,16 @@ def slider_update(trace, index: int):
     return gr.Slider(minimum=1, maximum=max(n, 2), value=index + 1 if n else 1, step=1, interactive=n > 1)
 
 
-def step_figure(trace, index: int, uirevision: str, colour: str = "log_p_hat"):
+def step_figure(trace, index: int, uirevision: str, colour: str = "log_p_hat", present: bool = False):
+    """The tree of step `index`, its root labelled with the end of the text the step continues."""
     steps = (trace or {}).get("steps", [])
-    return tree_figure(steps[index] if steps else None, step_title(trace, index) if steps else "",
-                       uirevision=uirevision, colour=colour)
+    if not steps:
+        return tree_figure(None, uirevision=uirevision, colour=colour, present=bool(present))
+    return tree_figure(steps[index], step_title(trace, index), uirevision=uirevision, colour=colour,
+                       context=root_context(trace, index), present=bool(present))
 
 
-def step_views(trace, index: int, colour: str = "log_p_hat"):
+def step_views(trace, index: int, colour: str = "log_p_hat", present: bool = False):
     """What moves with the scrubber: tree, text, metrics and the why-curve.
 
     The accepted-length bars and the Learn tab's mirror are redrawn per run (and when the Learn tab
@@ -118,13 +147,15 @@ def step_views(trace, index: int, colour: str = "log_p_hat"):
     steps = (trace or {}).get("steps", [])
     step = steps[index] if steps else None
     meta = (trace or {}).get("meta", {})
-    return (step_figure(trace, index, "explore", colour), text_html(trace, index if steps else None),
-            step_metrics(trace, index if steps else None), why_shape(step, meta))
+    at = index if steps else None
+    return (step_figure(trace, index, "explore", colour, present), text_html(trace, at),
+            step_metrics(trace, at) + speed_note(trace, at), why_shape(step, meta))
 
 
-def run_views(trace, index: int, colour: str = "log_p_hat"):
+def run_views(trace, index: int, colour: str = "log_p_hat", present: bool = False):
     """Scrubber views plus the per-run ones: accepted-length bars and the Learn tab's mirror tree."""
-    return (*step_views(trace, index, colour), accept_bars(trace, None), step_figure(trace, index, "learn", colour))
+    return (*step_views(trace, index, colour, present), accept_bars(trace, None),
+            step_figure(trace, index, "learn", colour))
 
 
 def history_views(history):

@@ -1,104 +1,196 @@
-"""Compare: the Explore prompt and settings with OPT-Tree, the chosen static trees, AR and (optionally) the
-training-free drafters and retrieval fusion, side by side, with what a forward costs on this machine
-below the table (the measured cost curve)."""
+"""Compare: OPT-Tree against static trees over several prompts, timed fairly, with what the spread supports.
+
+One press runs a benchmark through the model lane (`harness.iter_bench`: a warm-up run of every
+method, then every method on every prompt in an order rotated per prompt): the Explore prompt plus the
+built-in set (`opttree/bench/compare.py`), OPT-Tree and each chosen static tree at fixed node budgets
+and at the auto budget, AR as the reference. Two charts from the same runs (τ against the budget: which
+shape accepts more; speed against the budget: what this machine rewards), a verdict computed from the
+spread (`verdict.verdict`, the words `make bench` prints), a table of means ± standard errors, the
+cost curve, and the Explore prompt's trees side by side at one budget.
+"""
 
 from __future__ import annotations
 
+import time
+
 import gradio as gr
 
+from opttree.bench import compare as plan
+from opttree.bench.harness import iter_bench, parse_methods
+from opttree.config import BUNDLED_ID
 from opttree.errors import OptTreeError
 from opttree.serve.service import RunError
 from ui.common import HISTORY_RUNS, PRIVATE, Page, bind, clamp, history_views, md_safe, session_of, steps_of
 from ui.controls import STATIC_CHOICES, settings_from
+from viz.compare_charts import speed_budget_figure, summary_cost, tau_budget_figure
+from viz.compare_table import ALL, WIDTHS, budget_choices, compare_table, prompts_text, table_label, verdict_text
 from viz.cost_chart import cost_figure
-from viz.metrics import COMPARE_COLUMNS, compare_chart, compare_cost, compare_rows
 from viz.step_charts import ea_points
 from viz.tree_figure import step_title, tree_figure
 
-# Extra rows: OPT-Tree with retrieval fusion (pairs the allow-list lets fuse), and the allow-list's
-# training-free pairs for the same target (Token Recycling, prompt lookup), all at the same budget.
+# Extra rows at the auto budget: OPT-Tree with retrieval fusion (pairs the allow-list lets fuse), and the
+# allow-list's other drafters for the same target (Token Recycling, prompt lookup, early exit).
 EXTRA_CHOICES = [("OPT-Tree + retrieval fusion", "opt-tree + retrieval"),
                  ("Token Recycling (no draft)", "recycling"), ("Prompt lookup (no draft)", "lookup"),
                  ("Early exit (the target's first layers)", "early-exit")]
+PROMPT_SETS = [("The Explore prompt + 4 built-in (chat, maths, code, a given passage)", plan.ALL),
+               ("The Explore prompt only", plan.ONE)]
+OWN = ("statics", "extras", "prompt_set", "budgets", "tokens", "history")   # Compare's own inputs, after the settings
+REDRAW_S = 0.25         # progress messages reach the page at most this often
+DEADLINE = 0.9          # no prompt starts that would likely end past this share of the time limit
+
+INTRO = (f"Runs **OPT-Tree**, the static trees you tick and plain autoregressive decoding (AR, the reference) "
+         f"on the Explore prompt and four built-in ones, each tree at the fixed node budgets you tick and at "
+         f"the **auto** budget, {plan.TOKENS} new tokens per run: about a minute on an idle 2-core CPU, longer "
+         "on a busy one (narrow it to one prompt for a quick look). Every method runs once untimed first "
+         "(warm-up), then the order of methods rotates from prompt to prompt, so no row pays another's "
+         "start-up or always runs first. "
+         "Two lessons, kept apart: **which shape accepts more at the same budget** (τ against n, the "
+         "paper's claim) and **what is fastest on this machine** (speed against n; on a CPU a forward "
+         "costs more with every token beyond a few, so the auto budget picks small trees, where shapes differ "
+         "little). Figures are means over the prompts ± one "
+         "standard error; the verdict calls a difference only when it is beyond two. The Explore settings "
+         "(δ, max depth, temperature, seed, tree temperature) apply; the budget and new tokens are set here.")
 
 
 def build() -> dict:
-    gr.Markdown("Runs the Explore prompt, model and settings with **OPT-Tree**, the static trees you pick and "
-                "plain autoregressive decoding (AR) as the baseline; optionally also OPT-Tree with retrieval "
-                "fusion, the drafters that need no draft model and the early-exit draft (the target's own first "
-                "layers; retrieval is off in the other rows). With the "
-                "node budget at **auto** (the default) every method sizes its trees per step from what a forward "
-                "costs on this machine (the chart below the table); with a fixed n they all use that budget. "
-                "In the table, τ = tokens per step (bonus included), accepted/step = accepted draft tokens per "
-                "step, acceptance = accepted / verified draft tokens.")
+    gr.Markdown(INTRO, elem_id="compare-intro")
     with gr.Row():
-        statics = gr.CheckboxGroup(STATIC_CHOICES, value=["binary", "eagle-static"],
-                                   label="Static trees to compare", elem_id="statics")
-        extras = gr.CheckboxGroup(EXTRA_CHOICES, value=[], label="Also compare (same budget, OPT-Tree)",
-                                  elem_id="compare-extras")
+        with gr.Column(scale=2):
+            prompt_set = gr.Radio(PROMPT_SETS, value=plan.ALL, label="Prompts", elem_id="compare-prompts")
+            budgets = gr.CheckboxGroup(list(plan.BUDGETS), value=list(plan.BUDGETS), elem_id="compare-budgets",
+                                       label="Fixed node budgets n (the auto budget always runs)")
+            tokens = gr.Slider(4, 64, value=plan.TOKENS, step=1, label="New tokens per run", elem_id="compare-tokens")
+        with gr.Column(scale=2):
+            statics = gr.CheckboxGroup(STATIC_CHOICES, value=list(plan.STATICS), label="Static trees to compare",
+                                       elem_id="statics")
+            extras = gr.CheckboxGroup(EXTRA_CHOICES, value=[], label="Also compare (at the auto budget)",
+                                      elem_id="compare-extras")
         with gr.Column(scale=0, min_width=200):
             run_btn = gr.Button("Compare", variant="primary", elem_id="compare-run")
             stop_btn = gr.Button("Stop", variant="stop", elem_id="compare-stop")
     status = gr.Markdown("", elem_id="compare-status")
-    # The table has the page's width (eleven columns); the τ chart and the cost curve share the row below.
-    table = gr.Dataframe(headers=COMPARE_COLUMNS, value=None, interactive=False, wrap=True, elem_id="compare-table")
+    verdict = gr.Markdown("", elem_id="compare-verdict")
     with gr.Row():
-        chart = gr.Plot(label="τ and speedup", elem_id="compare-chart", scale=3)
+        tau_plot = gr.Plot(tau_budget_figure(None), label="τ against the node budget", elem_id="compare-tau")
+        speed_plot = gr.Plot(speed_budget_figure(None), label="Speed against the node budget",
+                             elem_id="compare-speed")
+    budget = gr.Radio([ALL], value=ALL, label="Table and trees at the budget", elem_id="compare-budget")
+    table = gr.Dataframe(compare_table(None), label=table_label(None), interactive=False, wrap=True, max_height=1300,
+                         column_widths=WIDTHS, elem_id="compare-table")
+    with gr.Accordion("The same comparison from the command line (same harness, same verdict)", open=False):
+        command = gr.Markdown("", elem_id="compare-command")
+    with gr.Row():
         with gr.Column(scale=2):
             cost_plot = gr.Plot(cost_figure(None), label="Cost curve (measured on this machine)",
                                 elem_id="compare-cost")
             measure_btn = gr.Button("Measure this machine again", size="sm", elem_id="compare-measure")
-    with gr.Row():
-        step = gr.Slider(1, 2, value=1, step=1, label="Step (both panels)", elem_id="compare-step", scale=3)
-        right = gr.Dropdown(STATIC_CHOICES, value="binary", label="Right panel", elem_id="compare-right", scale=1)
-    with gr.Row():
-        left_plot = gr.Plot(tree_figure(None), label="OPT-Tree", elem_id="compare-left")
-        right_plot = gr.Plot(tree_figure(None), label="Static tree", elem_id="compare-right-plot")
-    return dict(traces=gr.State({}), statics=statics, extras=extras, run=run_btn, stop=stop_btn, status=status,
-                table=table, chart=chart, cost=cost_plot, measure=measure_btn, step=step, right=right,
-                left_plot=left_plot, right_plot=right_plot)
+        with gr.Column(scale=3):
+            with gr.Row():
+                step = gr.Slider(1, 2, value=1, step=1, label="Step (both panels)", elem_id="compare-step", scale=3)
+                right = gr.Dropdown(STATIC_CHOICES, value="binary", label="Right panel", elem_id="compare-right",
+                                    scale=1)
+            with gr.Row():
+                left_plot = gr.Plot(tree_figure(None), label="OPT-Tree", elem_id="compare-left")
+                right_plot = gr.Plot(tree_figure(None), label="Static tree", elem_id="compare-right-plot")
+    return dict(state=gr.State({}), statics=statics, extras=extras, prompt_set=prompt_set, budgets=budgets,
+                tokens=tokens, run=run_btn, stop=stop_btn, status=status, verdict=verdict, tau=tau_plot,
+                speed=speed_plot, budget=budget, table=table, command=command, cost=cost_plot, measure=measure_btn,
+                step=step, right=right, left_plot=left_plot, right_plot=right_plot)
+
+
+def progress_text(msg: dict) -> str:
+    """What the status line says before each run of the comparison."""
+    if msg["phase"] == "warm-up":
+        return (f"Warming up (untimed): **{md_safe(msg['method'])}**, run {msg['run']} of {msg['runs']}…")
+    name = "the Explore prompt" if msg["prompt"] == 1 else md_safe(msg["prompt_id"])
+    return (f"Prompt {msg['prompt']} of {msg['prompts']} ({name}), "
+            f"**{md_safe(msg['method'])}**: run {msg['run']} of {msg['runs']}…")
+
+
+def plan_for(page: Page, service, model, prompt, values: list):
+    """(prompts, methods, settings, other pairs {drafter: id}, skipped extras, command line) of one
+    comparison, from the Explore settings and Compare's own inputs; BadInput on a bad prompt or method."""
+    *settings_values, chosen, extras, prompt_set, budgets, tokens = values
+    statics = [m for m in (chosen or []) if m in {v for _, v in STATIC_CHOICES}] or ["binary"]
+    fixed = [int(b) for b in (budgets or []) if str(b).isdigit() and int(b) > 0]
+    settings = {**settings_from(dict(zip(page.settings, settings_values))), "retrieval": "off",
+                "max_new_tokens": int(tokens or plan.TOKENS)}
+    offered, others, skipped = extra_rows(service.registry, model, extras)
+    scope = plan.ONE if prompt_set == plan.ONE else plan.ALL
+    prompts = plan.compare_prompts(prompt, scope)
+    methods = parse_methods(plan.compare_methods(statics, fixed, offered))
+    try:
+        entry = service.registry.get(model)
+        command = plan.bench_command(prompt, scope, methods, settings, entry.drafter,
+                                     None if entry.target == BUNDLED_ID else entry.target)
+    except OptTreeError:
+        command = ""
+    return prompts, methods, settings, others, skipped, command
 
 
 def run_compare(page: Page, parts: dict, service, request: gr.Request, model, prompt, *values):
-    """AR, OPT-Tree, each chosen static tree and each chosen extra row, one after another through the lane."""
-    *values, chosen, extras, history = values
-    # Unknown names from the API are dropped; with none left, the binary tree is the comparison.
-    chosen = [m for m in (chosen or []) if m in {v for _, v in STATIC_CHOICES}] or ["binary"]
-    base = {**settings_from(dict(zip(page.settings, values))), "retrieval": "off"}
-    jobs = [(m, model, {**base, "method": m}) for m in ["ar", "opt-tree", *chosen]]
-    extra_jobs, skipped = extra_rows(service.registry, model, base, extras)
-    jobs += extra_jobs
-    methods = [name for name, _, _ in jobs]
-    traces: dict[str, dict] = {}
+    """The comparison through the model lane, its progress on the status line, then every view of it."""
+    *values, history = values
     status = parts["status"]
-    for meth, pair_id, settings in jobs:
-        try:
-            # Timed side by side: no theory rows (they cost each node's whole draft distribution).
-            for up in service.stream(pair_id, prompt, settings, session=session_of(request), record_target=False):
-                if up.state == "queued":
-                    yield {status: f"⏳ {meth}: waiting for the model, position **{up.position}**…"}
-                elif up.state == "running":
-                    yield {status: f"Running **{meth}** ({len(traces) + 1}/{len(methods)}): "
-                                   f"{up.trace['summary']['new_tokens']} tokens…"}
-                else:
-                    traces[meth] = up.trace
-        except RunError as exc:
-            yield {status: f"⚠️ {meth}: {md_safe(exc.message)}"}
-            return
+    try:
+        prompts, methods, settings, others, skipped, command = plan_for(page, service, model, prompt, list(values))
+    except OptTreeError as exc:
+        yield {status: f"⚠️ {md_safe(str(exc))}"}
+        return
+    keep, deadline = {prompts[0].id}, DEADLINE * service.time_limit_s
+
+    def job(pair, cfg, stop, pairs):
+        return iter_bench(pair, prompts, methods, cfg, warmup=1, log=lambda _m: None, cancel=stop, pairs=pairs,
+                          keep_traces=keep, deadline_s=deadline)
+
+    shown, result = 0.0, None
+    try:
+        for up in service.stream_job(model, job, settings, session=session_of(request), others=others):
+            if up.state == "queued":
+                yield {status: f"⏳ Waiting for the model: position **{up.position}** in the queue…"}
+            elif up.state == "running" and time.monotonic() - shown >= REDRAW_S:
+                shown = time.monotonic()
+                yield {status: progress_text(up.progress)}
+            elif up.state == "done":
+                result = up.result
+    except RunError as exc:
+        yield {status: f"⚠️ {md_safe(exc.message)}"}
+        return
+    note = f" Not offered for this pair: {', '.join(skipped)}." if skipped else ""
+    yield {status: done_text(result) + note, **views(page, parts, result, methods, history, command)}
+
+
+def done_text(result: dict) -> str:
+    meta = result["meta"]
+    load = meta["machine"].get("load_avg_at_start")
+    busy = f" (load average {load[0]:.1f} on {meta['machine'].get('cpu_count')} cores)" if load else ""
+    return (f"Done: {len(meta['methods'])} methods × {prompts_text(meta['prompts'])} in {meta.get('bench_wall_s')} s"
+            f"{busy}, each method warmed up first. Timings share this machine with other visitors.")
+
+
+def views(page: Page, parts: dict, result: dict, methods: list[str], history, command: str) -> dict:
+    """Every view of a finished comparison; the state keeps its summary and the first prompt's traces."""
+    summary = plan.summary(result)
+    traces = next(iter(result.get("traces", {}).values()), {})
+    statics = list(dict.fromkeys(plan.shape_name(m) for m in methods if plan.shape_name(m) in
+                                 {v for _, v in STATIC_CHOICES}))
+    state = {"summary": summary, "traces": traces}
+    right = statics[0] if statics else "binary"
     history = ((history or []) + [ea_points(t) for m, t in traces.items() if m != "ar"])[-HISTORY_RUNS:]
     fig, r_text = history_views(history)
-    longest = max(steps_of(t) for m, t in traces.items() if m != "ar")
-    right = chosen[0]
-    left_fig, right_fig = panels(traces, right, 1)
-    rights = [c for c in STATIC_CHOICES if c[1] in chosen] + [(m, m) for m in methods[2 + len(chosen):]]
-    note = f" Not offered for this pair: {', '.join(skipped)}." if skipped else ""
-    yield {parts["traces"]: traces, status: "Done. Timings share this machine with other visitors." + note,
-           parts["table"]: compare_rows(traces), parts["chart"]: compare_chart(traces),
-           parts["cost"]: compare_cost(traces),
-           parts["step"]: gr.Slider(minimum=1, maximum=max(longest, 2), value=1, step=1),
-           parts["right"]: gr.Dropdown(choices=rights, value=right),
-           parts["left_plot"]: left_fig, parts["right_plot"]: right_fig,
-           page.history: history, page.ea_plot: fig, page.ea_text: r_text}
+    left_fig, right_fig = panels(state, ALL, right, 1)
+    return {parts["state"]: state, parts["verdict"]: verdict_text(summary),
+            parts["tau"]: tau_budget_figure(summary), parts["speed"]: speed_budget_figure(summary),
+            parts["budget"]: gr.Radio(choices=budget_choices(summary), value=ALL),
+            parts["table"]: gr.Dataframe(compare_table(summary, ALL), label=table_label(summary)),
+            parts["cost"]: summary_cost(summary),
+            parts["command"]: f"```\n{command}\n```" if command else "",
+            parts["step"]: gr.Slider(minimum=1, maximum=max(longest(state, ALL, right), 2), value=1, step=1),
+            parts["right"]: gr.Dropdown(choices=[c for c in STATIC_CHOICES if c[1] in statics] or STATIC_CHOICES,
+                                        value=right),
+            parts["left_plot"]: left_fig, parts["right_plot"]: right_fig,
+            page.history: history, page.ea_plot: fig, page.ea_text: r_text}
 
 
 def measure(service, model):
@@ -110,36 +202,46 @@ def measure(service, model):
     return cost_figure(curve), f"Measured again ({curve.get('measured_utc', '')}): new runs size their trees from this."
 
 
-def extra_rows(registry, model, base: dict, extras) -> tuple[list, list[str]]:
-    """(row name, pair id, settings) for each chosen extra the allow-list offers, and the ones it does not."""
+def extra_rows(registry, model, extras) -> tuple[list[str], dict[str, str], list[str]]:
+    """The chosen extras the allow-list offers for this pair (plan.EXTRAS keys), the allow-listed pair each
+    other drafter runs with ({drafter: model id}), and the extras it does not offer."""
     wanted = [v for _, v in EXTRA_CHOICES if v in (extras or [])]
     try:
         entry = registry.get(model)
     except OptTreeError:
-        return [], wanted
-    jobs, skipped = [], []
+        return [], {}, wanted
+    offered, others, skipped = [], {}, []
     for extra in wanted:
         if extra == "opt-tree + retrieval":
-            if entry.retrieval:
-                jobs.append((extra, model, {**base, "method": "opt-tree", "retrieval": "on"}))
-            else:
-                skipped.append(extra)
+            (offered if entry.retrieval else skipped).append(extra)
             continue
         other = registry.drafting_for(entry.target, (extra,))
         if other and other[0].id == model:
-            continue             # the Explore pair drafts this way already: its OPT-Tree row is this row
+            continue             # the Explore pair drafts this way already: its OPT-Tree rows are these rows
         if other:
-            jobs.append((f"{extra} (opt-tree)", other[0].id, {**base, "method": "opt-tree"}))
+            offered.append(extra)
+            others[extra] = other[0].id
         else:
             skipped.append(extra)
-    return jobs, skipped
+    return offered, others, skipped
 
 
-def panels(traces: dict, right: str, step):
-    """OPT-Tree on the left and one static tree on the right, both at the same step."""
+def at_budget(budget: str) -> str:
+    """The bench budget suffix the panels show for a table filter ('n = 25' -> '25'; all or auto -> 'auto')."""
+    return budget.removeprefix("n = ") if budget.startswith("n = ") else "auto"
+
+
+def longest(state: dict, budget: str, right: str) -> int:
+    traces = (state or {}).get("traces") or {}
+    return max((steps_of(traces.get(f"{m}@{at_budget(budget)}")) for m in ("opt-tree", right)), default=1)
+
+
+def panels(state: dict, budget: str, right: str, step):
+    """OPT-Tree on the left and one static tree on the right, the Explore prompt at one budget, same step."""
+    traces = (state or {}).get("traces") or {}
     figs = []
     for meth in ("opt-tree", right):
-        tr = traces.get(meth) if traces else None
+        tr = traces.get(f"{meth}@{at_budget(budget or ALL)}")
         if not tr or not tr.get("steps"):
             figs.append(tree_figure(None))
             continue
@@ -155,15 +257,27 @@ def panels(traces: dict, right: str, step):
     return tuple(figs)
 
 
+def at_table_budget(state, budget, right, step):
+    """The table and the panels at another budget, from the session's cached comparison (no model work)."""
+    summary = (state or {}).get("summary")
+    return (compare_table(summary, budget or ALL),
+            gr.Slider(maximum=max(longest(state, budget or ALL, right), 2)), *panels(state, budget, right, step))
+
+
 def wire(page: Page, parts: dict, service, stop, lane: dict) -> None:
-    inputs = [page.model, page.prompt, *page.settings.values(), parts["statics"], parts["extras"], page.history]
-    outputs = [parts[k] for k in ("traces", "status", "table", "chart", "cost", "step", "right", "left_plot",
-                                  "right_plot")]
+    # By name, in `run_compare`'s order: each name is its parameter's in the /compare API.
+    inputs = {"model": page.model, "prompt": page.prompt, **page.settings, **{k: parts[k] for k in OWN[:-1]},
+              "history": page.history}
+    outputs = [parts[k] for k in ("state", "status", "verdict", "tau", "speed", "budget", "table", "command", "cost",
+                                  "step", "right", "left_plot", "right_plot")]
     outputs += [page.history, page.ea_plot, page.ea_text]
-    parts["run"].click(bind(run_compare, page, parts, service), inputs, outputs, api_name="compare", **lane)
+    parts["run"].click(bind(run_compare, page, parts, service, names=inputs), list(inputs.values()), outputs,
+                       api_name="compare", **lane)
     parts["stop"].click(stop, None, parts["status"], queue=False, api_visibility="private")
     parts["measure"].click(bind(measure, service), [page.model], [parts["cost"], parts["status"]],
                            api_visibility="private", **lane)
+    parts["budget"].input(at_table_budget, [parts["state"], parts["budget"], parts["right"], parts["step"]],
+                          [parts["table"], parts["step"], parts["left_plot"], parts["right_plot"]], **PRIVATE)
     for evt in (parts["step"].input, parts["right"].input):
-        evt(panels, [parts["traces"], parts["right"], parts["step"]], [parts["left_plot"], parts["right_plot"]],
-            trigger_mode="always_last", **PRIVATE)
+        evt(panels, [parts["state"], parts["budget"], parts["right"], parts["step"]],
+            [parts["left_plot"], parts["right_plot"]], trigger_mode="always_last", **PRIVATE)

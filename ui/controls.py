@@ -3,14 +3,26 @@
 Each setting gets one control with its declared label, help text, app default and UI range, so a new
 setting appears in the app (and the `/generate` API, `settings_from`) without being typed again here.
 The node budget has two: a switch "auto (this machine) / fixed n" (`NODES_MODE`) and the slider for
-the fixed n; the run's `nodes` is 0 (auto) or the slider's value.
+the fixed n; the run's `nodes` is 0 (auto) or the slider's value. Each control shows a short hint (the
+declared help's first clause); the whole help text sits in one folded "What each setting does".
+`control_values` turns a run's settings (a link's, a lesson's, an imported trace's) back into the
+controls' values, the switch included.
 """
 
 from __future__ import annotations
 
 import gradio as gr
 
-from opttree.config import AUTO_NODES, METHOD_LABELS, SETTING_NAMES, SETTINGS, TREE_METHODS, app_defaults
+from opttree.config import (
+    AUTO_NODES,
+    METHOD_LABELS,
+    SETTING_NAMES,
+    SETTINGS,
+    TREE_METHODS,
+    DecodeConfig,
+    app_defaults,
+)
+from opttree.errors import BadInput
 
 METHOD_CHOICES = [(METHOD_LABELS[m], m) for m in TREE_METHODS]
 STATIC_CHOICES = [c for c in METHOD_CHOICES if c[1] != "opt-tree"]
@@ -19,6 +31,15 @@ MAIN = ("method", "nodes", "max_depth", "threshold", "length_control", "temperat
         "tree_temperature", "retrieval")
 NODES_MODE = "nodes_mode"        # the node budget's switch: "auto" or "fixed" (its own control, after the settings)
 AUTO, FIXED = "auto", "fixed"
+MODE_HELP = ("auto: each step's depth and size maximise expected tokens/s from what a forward costs on this "
+             "machine (measured once, a few seconds); fixed n: the paper's budget rule with the slider's n")
+
+
+def short_hint(text: str, least: int = 12) -> str:
+    """The first clause of a setting's help (cut at the first "; ", " (", ": " or ". " past `least`
+    characters): the hint under its control; the whole text is in `settings_help`."""
+    cuts = [i for sep in ("; ", " (", ": ", ". ") if (i := text.find(sep, least)) > 0]
+    return text[:min(cuts)] if cuts else text
 
 
 def elem_id(name: str) -> str:
@@ -34,15 +55,15 @@ def control(name: str):
         return gr.Dropdown(METHOD_CHOICES, value=value, **common)
     if meta["choices"] is not None:           # a few named choices: radio buttons with their labels
         labels = meta["ui"].get("labels", {})
-        return gr.Radio([(labels.get(c, c), c) for c in meta["choices"]], value=value, info=meta["help"] + ".",
-                        **common)
+        return gr.Radio([(labels.get(c, c), c) for c in meta["choices"]], value=value,
+                        info=short_hint(meta["help"]), **common)
     if meta["ui"].get("kind") == "number":
         return gr.Number(value, precision=0, minimum=meta["lo"], step=1, **common)
     ui = meta["ui"]
-    info = meta["help"] + "."
+    info = short_hint(meta["help"])
     if name == "nodes":       # the slider holds the fixed n; the auto/fixed switch beside it says which applies
         value = value or ui["fixed"]
-        info = "Node budget n when fixed: the most draft tokens verified per step."
+        info = "n when the budget is fixed"
     return gr.Slider(ui["min"], ui["max"], value=value, step=ui["step"], info=info, **common)
 
 
@@ -51,9 +72,7 @@ def nodes_mode(value: str | None = None):
     ui = SETTINGS["nodes"].metadata["ui"]
     default = AUTO if app_defaults()["nodes"] == AUTO_NODES else FIXED
     return gr.Radio([(ui["auto_label"], AUTO), ("fixed n", FIXED)], value=value or default, label="Node budget",
-                    info="auto: each step's depth and size maximise expected tokens/s from what a forward costs "
-                         "on this machine (measured once, a few seconds); fixed n: the paper's budget rule.",
-                    elem_id="nodes-mode")
+                    info="auto: sized per step for this machine; fixed n: the slider's n", elem_id="nodes-mode")
 
 
 def settings_controls() -> dict:
@@ -68,6 +87,8 @@ def settings_controls() -> dict:
         for name in SETTING_NAMES:
             if name not in controls:
                 controls[name] = control(name)
+    with gr.Accordion("What each setting does", open=False, elem_id="settings-help"):
+        gr.Markdown(settings_help())
     return {**{name: controls[name] for name in SETTING_NAMES}, NODES_MODE: controls[NODES_MODE]}
 
 
@@ -89,3 +110,34 @@ def settings_from(values: dict) -> dict:
 def mode_for(nodes) -> str:
     """The switch position for a budget (a lesson's preset): 0 is auto."""
     return AUTO if nodes == AUTO_NODES else FIXED
+
+
+def settings_help() -> str:
+    """Every setting's whole help text (its declaration's), for the folded help under the controls."""
+    lines = [f"- **Node budget**: {MODE_HELP}."]
+    lines += [f"- **{SETTINGS[name].metadata['label']}**: {SETTINGS[name].metadata['help']}." for name in SETTING_NAMES]
+    return "\n".join(lines)
+
+
+def checked_settings(raw: dict) -> dict:
+    """The settings of `raw` (a link's query, an imported trace's meta: untrusted) that pass their
+    declaration's checks, each converted to its type; unknown keys and bad values are left out."""
+    out = {}
+    for name in SETTING_NAMES:
+        if name in raw:
+            try:
+                out[name] = getattr(DecodeConfig(**{**app_defaults(), name: raw[name]}), name)
+            except (BadInput, TypeError):
+                continue
+    return out
+
+
+def control_values(settings: dict) -> dict:
+    """The controls' values that run `settings`: a budget also sets the auto/fixed switch, and the
+    auto budget (nodes = 0) leaves the slider's n alone."""
+    out = dict(settings)
+    if "nodes" in out:
+        out[NODES_MODE] = mode_for(out["nodes"])
+        if out["nodes"] == AUTO_NODES:
+            del out["nodes"]
+    return out

@@ -1,4 +1,7 @@
-"""Explore: run one prompt live, then scrub its steps (tree, text, metrics, why this shape)."""
+"""Explore: run one prompt or lesson live, then scrub its steps (tree, text, metrics, why this shape).
+
+A lesson's run shows the lesson's caption above the tree; presenter mode (a toggle, or `?present=1`)
+lays the step out on one projector screen in larger type."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import time
 import gradio as gr
 
 from opttree.serve.service import RunError
+from ui import links
 from ui.common import (
     HISTORY_RUNS,
     PRIVATE,
@@ -32,45 +36,64 @@ from viz.tree_figure import tree_figure
 
 
 def build(page: Page, registry) -> dict:
-    """The Explore tab's components; fills the shared ones into `page`."""
-    with gr.Row():
-        with gr.Column(scale=1, min_width=300):
-            page.prompt = gr.Textbox(label="Prompt", value=lessons.PRESETS[1]["prompt"], lines=3, max_lines=8,
+    """The Explore tab's components; fills the shared ones into `page`.
+
+    Presenter layout: the prompt, Run and the lessons head the left column, the settings follow with
+    short hints. The step's view is one row: the lesson's caption, the tree and its colour switch
+    (#tree-col), then the scrubber, the text and the step's metrics (#side-col), which the page's
+    stylesheet puts below the tree, or beside it in presenter mode (`body.presenter`)."""
+    with gr.Row(elem_id="explore-row"):
+        with gr.Column(scale=1, min_width=300, elem_id="controls-col"):
+            page.prompt = gr.Textbox(label="Prompt", value=lessons.PRESETS[1]["prompt"], lines=2, max_lines=8,
                                      elem_id="prompt")
-            page.model = gr.Dropdown(registry.choices(), value=registry.default, label="Model pair", elem_id="model")
-            page.settings = settings_controls()
-            with gr.Row():
-                run_btn = gr.Button("Run", variant="primary", elem_id="run")
-                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-                link_btn = gr.Button("🔗 Copy link", size="sm", elem_id="copy-link")
-            link_box = gr.Textbox(label="Link to this prompt, these settings and this step (for a slide)",
+            with gr.Row(elem_id="run-row"):
+                run_btn = gr.Button("Run", variant="primary", elem_id="run", min_width=70)
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop", min_width=70)
+                link_btn = gr.Button("🔗 Copy link", elem_id="copy-link", min_width=110)
+            link_box = gr.Textbox(label="Link to this run and this step (for a slide)",
                                   visible=False, buttons=["copy"], elem_id="link")
             page.status = gr.Markdown("Ready.", elem_id="status")
-            gr.Markdown("**One-click lessons** (details in the Learn tab):")
-            presets = [gr.Button(p["name"], size="sm", elem_id=f"preset-{i}") for i, p in enumerate(lessons.PRESETS)]
-        with gr.Column(scale=3):
+            gr.Markdown("**One-click lessons** (each sets the prompt and settings, then runs):",
+                        elem_id="lessons-head")
+            with gr.Column(elem_id="lessons"):
+                presets = [gr.Button(p["name"], size="sm", elem_id=f"preset-{i}", min_width=0)
+                           for i, p in enumerate(lessons.PRESETS)]
+            page.model = gr.Dropdown(registry.choices(), value=registry.default, label="Model pair", elem_id="model")
+            page.settings = settings_controls()
+        with gr.Column(scale=3, elem_id="step-col"):
+            parts = step_view(page)
+    return dict(run=run_btn, stop=stop_btn, link=link_btn, link_box=link_box, presets=presets, **parts,
+                timer=gr.Timer(0.8, active=False))
+
+
+def step_view(page: Page) -> dict:
+    """The selected step: caption, tree, scrubber, text and metrics; then the run's charts."""
+    with gr.Row(elem_id="step-view"):
+        with gr.Column(scale=3, min_width=320, elem_id="tree-col"):
+            with gr.Row(elem_id="caption-row", equal_height=True):
+                page.caption = gr.Markdown("", elem_id="lesson-caption", visible=False)
+                page.present = gr.Checkbox(False, label="Presenter mode", elem_id="present", container=False,
+                                           scale=0, min_width=150)
             tree_plot = gr.Plot(tree_figure(None), label="Draft tree of the selected step", elem_id="tree-plot")
             page.colour = gr.Radio([(label, key) for key, label in COLOUR_MODES.items()], value="log_p_hat",
                                    label="Colour nodes by", elem_id="colour", container=False)
-            with gr.Row(equal_height=True):
-                prev_btn = gr.Button("◀ Prev", size="sm", scale=0, min_width=80, elem_id="prev")
-                page.step = gr.Slider(1, 2, value=1, step=1, label="Step", interactive=False, elem_id="step", scale=4)
-                next_btn = gr.Button("Next ▶", size="sm", scale=0, min_width=80, elem_id="next")
-                play_btn = gr.Button("▶ Play", size="sm", scale=0, min_width=80, elem_id="play")
-                pause_btn = gr.Button("❚❚ Pause", size="sm", scale=0, min_width=80, elem_id="pause")
+        with gr.Column(scale=2, min_width=300, elem_id="side-col"):
+            with gr.Row(equal_height=True, elem_id="scrubber"):
+                prev_btn = gr.Button("◀ Prev", size="sm", scale=0, min_width=70, elem_id="prev")
+                page.step = gr.Slider(1, 2, value=1, step=1, label="Step", interactive=False, elem_id="step",
+                                      scale=4, min_width=120)
+                next_btn = gr.Button("Next ▶", size="sm", scale=0, min_width=70, elem_id="next")
+                play_btn = gr.Button("▶ Play", size="sm", scale=0, min_width=70, elem_id="play")
+                pause_btn = gr.Button("❚❚ Pause", size="sm", scale=0, min_width=70, elem_id="pause")
             gr.Markdown("Keys: **←** / **→** step · **Space** play / pause (when no text box has the focus).",
                         elem_id="keys-help")
             text_out = gr.HTML(text_html(None), js_on_load=TOKEN_CLICK_JS, elem_id="gen-text")
-            with gr.Row():
-                with gr.Column(scale=1):
-                    metrics = gr.Markdown(step_metrics(None, None), elem_id="metrics")
-                with gr.Column(scale=1):
-                    page.bars = gr.Plot(accept_bars(None), label="Accepted length per step", elem_id="bars")
-            why_plot = gr.Plot(why_shape(None, None), label="Why this shape", elem_id="why")
+            metrics = gr.Markdown(step_metrics(None, None), elem_id="metrics")
+    with gr.Row():
+        page.bars = gr.Plot(accept_bars(None), label="Accepted length per step", elem_id="bars")
+        why_plot = gr.Plot(why_shape(None, None), label="Why this shape", elem_id="why")
     page.views = [tree_plot, text_out, metrics, why_plot]
-    return dict(run=run_btn, stop=stop_btn, link=link_btn, link_box=link_box, presets=presets, prev=prev_btn,
-                next=next_btn, play=play_btn,
-                pause=pause_btn, text=text_out, timer=gr.Timer(0.8, active=False))
+    return dict(prev=prev_btn, next=next_btn, play=play_btn, pause=pause_btn, text=text_out)
 
 
 # ---------------------------------------------------------------- model work (through the service's lane)
@@ -80,27 +103,43 @@ def build(page: Page, registry) -> dict:
 # run, so it showed "Running" for a run that had already finished and Stop came too late.
 LIVE_REDRAW_S = 0.3
 
-def run_inputs(page: Page) -> list:
-    return [page.model, page.prompt, *page.settings.values(), page.history, page.colour, page.link]
+def run_inputs(page: Page) -> dict:
+    """A run's inputs by name, in `run_explore`'s order; each name is its parameter's in the /run API."""
+    return {"model": page.model, "prompt": page.prompt, **page.settings, "history": page.history,
+            "colour": page.colour, "present": page.present, "link": page.link}
 
 
 def run_outputs(page: Page) -> list:
     return [page.trace, page.step, *page.run_views, page.status, page.history, page.ea_plot, page.ea_text,
-            page.learn_status, page.link]
+            page.learn_status, page.link, page.caption, page.ran]
+
+
+def caption_update(index: int | None):
+    """The lesson's caption above the tree, or none (a run that is no lesson)."""
+    text = lessons.caption_markdown(index)
+    return gr.Markdown(text, visible=bool(text))
 
 
 def run_explore(page: Page, service, request: gr.Request, model, prompt, *values):
     """Stream one run into the Explore views (and the Learn mirror, and the session's E(A)-vs-A plot).
 
-    `request` comes first: Gradio passes it only to positional parameters, and the settings are variadic."""
-    *values, history, colour, link = values
-    settings = settings_from(dict(zip(page.settings, values)))
+    `request` comes first: Gradio passes it only to positional parameters, and the settings are variadic.
+    The first update says which lesson this run is (its caption above the tree) before the model starts."""
+    *values, history, colour, present, link = values
+    controls = dict(zip(page.settings, values))
+    settings = settings_from(controls)
+    lesson = lessons.lesson_of(prompt, model, settings, service.registry.default)
+    # The Learn tab's live tree says the lesson too, above the run's status.
+    said = lessons.caption_markdown(lesson)
+    learn = (lambda msg: f"{said}\n\n{msg}") if said else (lambda msg: msg)
+    yield {page.caption: caption_update(lesson), page.ran: links.ran_with(model, prompt, controls),
+           page.learn_status: learn("Starting…")}
     drawn = 0.0
     try:
         for up in service.stream(model, prompt, settings, session=session_of(request)):
             if up.state == "queued":
                 msg = f"⏳ Waiting for the model: position **{up.position}** in the queue…"
-                yield {page.status: msg, page.learn_status: msg}
+                yield {page.status: msg, page.learn_status: learn(msg)}
                 continue
             if up.state == "running" and time.monotonic() - drawn < LIVE_REDRAW_S:
                 continue     # the next redraw shows this step too (the trace grows in place)
@@ -111,26 +150,32 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
             verb = "Done" if up.state == "done" else "Running"
             msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
                    f"tokens, τ = {s['tau']:.2f}")
-            out = {page.trace: trace, page.step: slider_update(trace, i), page.status: msg, page.learn_status: msg,
-                   **dict(zip(page.run_views, run_views(trace, i, colour)))}
+            out = {page.status: msg, page.learn_status: learn(msg), **shown_run(page, trace, i, colour, present)}
             if up.state == "done":
                 if (link or {}).get("step"):     # a deep link's step, once (ui/links.py)
-                    i = clamp(trace, link["step"])
-                    out.update({page.step: slider_update(trace, i), page.link: {},
-                                **dict(zip(page.run_views, run_views(trace, i, colour)))})
-                history = ((history or []) + [ea_points(trace)])[-HISTORY_RUNS:]
-                fig, r_text = history_views(history)
-                out.update({page.history: history, page.ea_plot: fig, page.ea_text: r_text})
+                    out.update({page.link: {}, **shown_run(page, trace, clamp(trace, link["step"]), colour, present)})
+                out.update(with_history(page, history, trace))
             yield out
             drawn = time.monotonic()
     except RunError as exc:
         msg = f"⚠️ {md_safe(exc.message)}"
-        out = {page.status: msg, page.learn_status: msg}
+        out = {page.status: msg, page.learn_status: learn(msg)}
         if exc.trace and exc.trace.get("steps"):
-            i = steps_of(exc.trace) - 1
-            out.update({page.trace: exc.trace, page.step: slider_update(exc.trace, i),
-                        **dict(zip(page.run_views, run_views(exc.trace, i, colour)))})
+            out.update(shown_run(page, exc.trace, steps_of(exc.trace) - 1, colour, present))
         yield out
+
+
+def shown_run(page: Page, trace: dict, i: int, colour: str, present) -> dict:
+    """A run's views at step `i` (0-based): the trace, the scrubber and every view of it."""
+    return {page.trace: trace, page.step: slider_update(trace, i),
+            **dict(zip(page.run_views, run_views(trace, i, colour, bool(present))))}
+
+
+def with_history(page: Page, history, trace: dict) -> dict:
+    """A finished (or imported) run added to the session's E(A)-vs-A plot."""
+    history = ((history or []) + [ea_points(trace)])[-HISTORY_RUNS:]
+    fig, r_text = history_views(history)
+    return {page.history: history, page.ea_plot: fig, page.ea_text: r_text}
 
 
 def stop(service, request: gr.Request = None):
@@ -168,48 +213,54 @@ def fixed_mode():
 
 # ---------------------------------------------------------------- pure view updates (no queue)
 
-def show(trace, step, colour="log_p_hat"):
+def show(trace, step, colour="log_p_hat", present=False):
     i = clamp(trace, step)
-    return (gr.Slider(value=i + 1), *step_views(trace, i, colour))
+    return (gr.Slider(value=i + 1), *step_views(trace, i, colour, bool(present)))
 
 
-def prev_step(trace, step, colour):
-    return show(trace, clamp(trace, step), colour)          # 1-based value → previous 0-based index + 1
+def prev_step(trace, step, colour, present):
+    return show(trace, clamp(trace, step), colour, present)     # 1-based value → previous 0-based index + 1
 
 
-def next_step(trace, step, colour):
-    return show(trace, clamp(trace, step) + 2, colour)
+def next_step(trace, step, colour, present):
+    return show(trace, clamp(trace, step) + 2, colour, present)
 
 
-def jump(trace, colour, evt: gr.EventData):
+def jump(trace, colour, present, evt: gr.EventData):
     data = getattr(evt, "_data", None) or {}
-    return show(trace, (data.get("step", 0) if isinstance(data, dict) else 0) + 1, colour)
+    return show(trace, (data.get("step", 0) if isinstance(data, dict) else 0) + 1, colour, present)
 
 
-def play(trace, step, colour):
+def play(trace, step, colour, present):
     start = 1 if clamp(trace, step) >= steps_of(trace) - 1 else step
-    return (gr.Timer(active=steps_of(trace) > 1), *show(trace, start, colour))
+    return (gr.Timer(active=steps_of(trace) > 1), *show(trace, start, colour, present))
 
 
-def tick(trace, step, colour):
+def tick(trace, step, colour, present):
     i = clamp(trace, step)
     if i >= steps_of(trace) - 1:
-        return (gr.Timer(active=False), *show(trace, i + 1, colour))
-    return (gr.Timer(active=True), *show(trace, i + 2, colour))
+        return (gr.Timer(active=False), *show(trace, i + 1, colour, present))
+    return (gr.Timer(active=True), *show(trace, i + 2, colour, present))
+
+
+# Presenter mode is a class on the page's body (assets/app.css lays the step out on one screen with it).
+PRESENT_JS = "(on) => { document.body.classList.toggle('presenter', !!on); }"
 
 
 def wire(page: Page, parts: dict, service, lane: dict) -> None:
     inputs, outputs = run_inputs(page), run_outputs(page)
-    runner = bind(run_explore, page, service)
-    parts["run"].click(runner, inputs, outputs, api_name="run", **lane)
+    runner = bind(run_explore, page, service, names=inputs)
+    parts["run"].click(runner, list(inputs.values()), outputs, api_name="run", **lane)
     parts["stop"].click(bind(stop, service), None, page.status, queue=False, api_name="stop")
     scrub = [page.step, *page.views]
-    at = [page.trace, page.step, page.colour]
+    at = [page.trace, page.step, page.colour, page.present]
     page.step.input(show, at, scrub, trigger_mode="always_last", **PRIVATE)
     page.colour.input(show, at, scrub, **PRIVATE)
+    page.present.change(None, page.present, None, js=PRESENT_JS)
+    page.present.change(show, at, scrub, **PRIVATE)
     parts["prev"].click(prev_step, at, scrub, **PRIVATE)
     parts["next"].click(next_step, at, scrub, **PRIVATE)
-    parts["text"].click(jump, [page.trace, page.colour], scrub, **PRIVATE)
+    parts["text"].click(jump, [page.trace, page.colour, page.present], scrub, **PRIVATE)
     timer = parts["timer"]
     parts["play"].click(play, at, [timer, *scrub], **PRIVATE)
     parts["pause"].click(lambda: gr.Timer(active=False), None, timer, **PRIVATE)
@@ -221,8 +272,9 @@ def wire_presets(page: Page, buttons: list, service, lane: dict) -> None:
     """Each lesson button (Explore's and Learn's) sets the prompt and its settings, then runs."""
     targets = [page.prompt, page.model, *(page.settings[name] for name in preset_settings(page)),
                page.settings[NODES_MODE]]
-    runner = bind(run_explore, page, service)
+    inputs = run_inputs(page)
+    runner = bind(run_explore, page, service, names=inputs)
     for i, btn in enumerate(buttons):
         k = i % len(lessons.PRESETS)
         btn.click(bind(apply_preset, page, k), None, targets, **PRIVATE).then(
-            runner, run_inputs(page), run_outputs(page), api_visibility="private", **lane)
+            runner, list(inputs.values()), run_outputs(page), api_visibility="private", **lane)

@@ -1,4 +1,7 @@
-"""Export / Import: save the Explore run as its trace JSON, or replay a saved trace without a model."""
+"""Export / Import: save the Explore run as its trace JSON (or a standalone HTML page that opens at the
+selected step), or replay a saved trace without a model. An import puts the run back on the page as if
+it had just run: its prompt, pair and every setting (from the trace's meta) in the controls, its steps
+in Explore and the E(A)-vs-A plot."""
 
 from __future__ import annotations
 
@@ -7,9 +10,13 @@ import tempfile
 
 import gradio as gr
 
+from opttree.config import MODEL_DRAFTERS
 from opttree.errors import OptTreeError
 from opttree.trace import dumps, loads
-from ui.common import PRIVATE, Page, bind, md_safe, run_views, slider_update, steps_of
+from ui import explore, links
+from ui.common import PRIVATE, Page, bind, clamp, md_safe, steps_of
+from ui.controls import checked_settings, control_values
+from viz import lessons
 from viz.html_export import standalone_html
 
 EXPORT_DIR = os.path.join(tempfile.gettempdir(), "opttree-exports")
@@ -46,14 +53,30 @@ def export(trace) -> str | None:
     return _write(trace, ".json", dumps(trace))
 
 
-def export_html(trace, colour) -> str | None:
+def export_html(trace, colour, step) -> str | None:
+    """The run as one HTML page that opens at the step selected in Explore."""
     if not trace or not trace.get("steps"):
         return None
-    return _write(trace, ".html", standalone_html(trace, colour))
+    return _write(trace, ".html", standalone_html(trace, colour, start=clamp(trace, step)))
 
 
-def do_import(page: Page, parts: dict, data, colour):
-    """Validate an uploaded trace and replay it in Explore; the box is emptied for the next file."""
+def model_of(page: Page, registry, meta: dict) -> str | None:
+    """The allow-listed pair an imported run was made with: the id the page recorded, else the one
+    entry with the same target and drafter whose draft has the recorded name; None when none is."""
+    offered = {value for _, value in page.model.choices}
+    if meta.get("model") in offered:
+        return meta["model"]
+    draft = str(meta.get("draft") or "")
+    found = [e.id for e in registry.entries.values() if e.id in offered and e.target == meta.get("target")
+             and (e.drafter == meta.get("drafter") or (e.drafter == "self" and draft == "self"))
+             and (e.drafter not in MODEL_DRAFTERS or os.path.basename(e.draft) == draft)]
+    return found[0] if len(found) == 1 else None
+
+
+def do_import(page: Page, parts: dict, registry, data, colour, present, history):
+    """Validate an uploaded trace and replay it in Explore as if it had just run there: the controls
+    take its prompt, pair and settings (so Copy link and Run point at it), E(A) vs A takes its steps.
+    The box is emptied for the next file."""
     box, status = parts["import_file"], parts["import_status"]
     if data is None:
         return {status: "", box: None}
@@ -61,16 +84,43 @@ def do_import(page: Page, parts: dict, data, colour):
         trace = loads(bytes(data))
     except OptTreeError as exc:
         return {status: f"⚠️ {md_safe(str(exc))}", box: None}
-    return {box: None, page.trace: trace, page.step: slider_update(trace, 0),
-            **dict(zip(page.run_views, run_views(trace, 0, colour))),
-            page.status: "Replaying an imported trace (no model involved).",
-            status: f"Loaded a {trace['meta'].get('method', '?')} run with {steps_of(trace)} steps: "
-                    "open Explore to replay it."}
+    meta, prompt = trace["meta"], str(trace.get("prompt", ""))
+    settings = checked_settings(meta)
+    controls = control_values(settings)
+    model = model_of(page, registry, meta)
+    out = {box: None, **explore.shown_run(page, trace, 0, colour, present),
+           **explore.with_history(page, history, trace),
+           **{page.settings[name]: value for name, value in controls.items()},
+           page.status: "Replaying an imported trace (no model involved).",
+           page.ran: links.ran_with(model or registry.default, prompt, controls),
+           page.caption: explore.caption_update(imported_lesson(prompt, model, settings, registry.default)),
+           status: f"Loaded a {md_safe(meta.get('method', '?'))} run with {steps_of(trace)} steps: its prompt and "
+                   "settings are in Explore's controls; open Explore to replay it."}
+    if prompt.strip():      # a run decoded from token ids has no prompt text: the box keeps its own
+        out[page.prompt] = prompt
+    if model:
+        out[page.model] = model
+    return out
 
 
-def wire(page: Page, parts: dict) -> None:
+def imported_lesson(prompt: str, model, settings: dict, default_model) -> int | None:
+    """The lesson an imported run is: its meta records the tree temperature the draft used, which is
+    the lesson's own or (for a lesson at 0) the draft's fitted value."""
+    found = lessons.lesson_of(prompt, model, settings, default_model)
+    if found is None:
+        found = lessons.lesson_of(prompt, model, {**settings, "tree_temperature": 0.0}, default_model)
+    return found
+
+
+def import_outputs(page: Page, parts: dict) -> list:
+    return [parts["import_file"], parts["import_status"], page.prompt, page.model, *page.settings.values(),
+            page.trace, page.step, *page.run_views, page.status, page.history, page.ea_plot, page.ea_text,
+            page.ran, page.caption]
+
+
+def wire(page: Page, parts: dict, registry) -> None:
     parts["export"].click(export, page.trace, parts["export_file"], **PRIVATE)
-    parts["export_html"].click(export_html, [page.trace, page.colour], parts["html_file"], **PRIVATE)
+    parts["export_html"].click(export_html, [page.trace, page.colour, page.step], parts["html_file"], **PRIVATE)
     box = parts["import_file"]
-    box.upload(bind(do_import, page, parts), [box, page.colour],
-               [box, page.trace, page.step, *page.run_views, page.status, parts["import_status"]], **PRIVATE)
+    box.upload(bind(do_import, page, parts, registry), [box, page.colour, page.present, page.history],
+               import_outputs(page, parts), **PRIVATE)

@@ -1,9 +1,13 @@
-"""Deep links: the page's URL can carry the tab, a lesson preset, the prompt, settings and a step.
+"""Deep links: the page's URL can carry the tab, a lesson, the prompt, every setting, a step and
+presenter mode.
 
-`?preset=2&step=3` opens Explore on lesson 3 (0-based index 2, or its name), runs it and shows step
-3; `?tab=learn`, `?prompt=...&method=binary&nodes=25&run=1`, `?colour=q` work the same way. Unknown
-keys are ignored and bad values fall back to the page's defaults (a link from a slide must never
-break the page). "Copy link" writes the current prompt, settings and step into such a URL.
+`?preset=2&step=3` opens Explore on lesson 3 (0-based index 2, or its name) at the lesson's own
+settings and node budget, runs it and shows step 3; `?tab=learn`, `?prompt=...&method=binary&nodes=25`
+(a fixed budget of 25: the switch moves to fixed n), `?nodes=auto`, `?colour=q`, `?present=1`
+(presenter mode) work the same way, and a step or `run=1` starts the run. Unknown keys are ignored
+and bad values fall back to the page's defaults (a link from a slide must never break the page).
+"Copy link" writes what the shown run ran with (its pair, prompt and settings, `nodes=auto` or the
+number) and the selected step into such a URL.
 """
 
 from __future__ import annotations
@@ -12,13 +16,15 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
-from opttree.config import SETTING_NAMES, DecodeConfig, app_defaults
-from opttree.errors import BadInput
+from opttree.config import AUTO_NODES, SETTING_NAMES, app_defaults
+from opttree.serve.settings import ServerSettings
 from ui.common import Page
+from ui.controls import checked_settings, control_values, settings_from
 from viz import lessons
 from viz.style import COLOUR_MODES
 
 TABS = ("explore", "compare", "ea", "theory", "learn", "files")
+YES = ("1", "true", "yes", "on")
 
 
 def preset_index(value: str) -> int | None:
@@ -29,29 +35,27 @@ def preset_index(value: str) -> int | None:
 
 
 def parse_link(query: dict) -> dict:
-    """What a URL's query asks for, checked: {'tab', 'prompt', 'settings', 'colour', 'model', 'step', 'run'}."""
+    """What a URL's query asks for, checked: {'tab', 'prompt', 'settings' (the controls' values, the
+    node budget's switch included), 'colour', 'model', 'step', 'run', 'lesson', 'present'}."""
     q = {str(k): str(v) for k, v in (query or {}).items()}
     out: dict = {"settings": {}}
     if q.get("tab") in TABS:
         out["tab"] = q["tab"]
     preset = preset_index(q.get("preset", ""))
+    settings = {}
     if preset is not None:
         p = lessons.PRESETS[preset]
-        out["prompt"] = p["prompt"]
-        out["settings"] = {k: p[k] for k in SETTING_NAMES if k in p}
+        out.update(prompt=p["prompt"], lesson=preset, run=True)
+        settings = {k: p[k] for k in SETTING_NAMES if k in p}     # the lesson's own budget too
         if p.get("model"):   # a lesson on its own pair (offered only when the server lists it)
             out["model"] = p["model"]
-        out["run"] = True
         out.setdefault("tab", "explore")
     if q.get("prompt", "").strip():
         out["prompt"] = q["prompt"][:4000]
-    for name in SETTING_NAMES:
-        if name in q:
-            trial = {**app_defaults(), **out["settings"], name: q[name]}
-            try:
-                out["settings"][name] = getattr(DecodeConfig(**trial), name)
-            except BadInput:
-                continue
+    if q.get("nodes", "").strip().lower() == "auto":
+        q["nodes"] = str(AUTO_NODES)
+    settings.update(checked_settings({k: v for k, v in q.items() if k in SETTING_NAMES}))
+    out["settings"] = control_values(settings)
     if q.get("colour") in COLOUR_MODES:
         out["colour"] = q["colour"]
     if q.get("model"):
@@ -59,8 +63,10 @@ def parse_link(query: dict) -> dict:
     if q.get("step", "").isdigit():
         out["step"] = int(q["step"])
         out["run"] = True
-    if q.get("run") in ("1", "true", "yes"):
+    if q.get("run") in YES:
         out["run"] = True
+    if q.get("present") in YES:
+        out["present"] = True
     return out
 
 
@@ -77,6 +83,10 @@ def apply_link(page: Page, tabs, link_state, run_flag, request: gr.Request):
         out[page.model] = link["model"]
     if "colour" in link:
         out[page.colour] = link["colour"]
+    if link.get("present"):
+        out[page.present] = True
+    if "lesson" in link:
+        out[page.caption] = lessons.caption_markdown(link["lesson"])
     for name, value in link["settings"].items():
         out[page.settings[name]] = value
     return out
@@ -88,16 +98,23 @@ def apply_link(page: Page, tabs, link_state, run_flag, request: gr.Request):
 RUN_IF_LINKED_JS = "(run) => { if (run) document.getElementById('run')?.click(); }"
 
 
-def link_for(base: str, tab: str, prompt: str, model: str, colour: str, step, *values) -> str:
-    """A URL that reopens the page with this prompt, these settings and this step (settings left at
-    their defaults are left out, so links stay short)."""
+def link_for(base: str, tab: str, prompt: str, model: str, colour: str, step, settings: dict,
+             present: bool = False) -> str:
+    """A URL that reopens the page with this prompt, these settings (a run's: `nodes` 0 is the auto
+    budget, written `nodes=auto`) and this step. The budget is always written; other settings left at
+    their defaults are left out, so links stay short."""
     defaults = app_defaults()
     query = {"tab": tab or "explore", "model": model, "prompt": prompt}
-    query.update({k: v for k, v in zip(SETTING_NAMES, values) if v is not None and v != defaults[k]})
+    nodes = settings.get("nodes", defaults["nodes"])
+    query["nodes"] = "auto" if nodes == AUTO_NODES else nodes
+    query.update({k: v for k, v in settings.items()
+                  if k in SETTING_NAMES and k != "nodes" and v is not None and v != defaults[k]})
     if colour and colour != "log_p_hat":
         query["colour"] = colour
     if step and int(float(step)) > 1:
         query["step"] = int(float(step))
+    if present:
+        query["present"] = 1
     query["run"] = 1
     return f"{base.rstrip('/')}/?{urlencode(query)}"
 
@@ -106,8 +123,18 @@ def page_url(request) -> str:
     """The page's own address (the browser's Referer), without its query."""
     headers = getattr(request, "headers", None) or {}
     ref = str(headers.get("referer") or headers.get("origin") or "")
-    return ref.split("?", 1)[0] or "http://127.0.0.1:7860/"
+    return ref.split("?", 1)[0] or f"http://{ServerSettings.server_name}:{ServerSettings.server_port}/"
 
 
-def copy_link(request: gr.Request, prompt, model, colour, step, *values) -> str:
-    return link_for(page_url(request), "explore", prompt, model, colour, step, *values)
+def ran_with(model, prompt, values: dict) -> dict:
+    """What a run ran with (kept in `page.ran` for Copy link): its pair, prompt and settings."""
+    return {"model": model, "prompt": prompt, "settings": settings_from(values)}
+
+
+def copy_link(page: Page, request: gr.Request, ran, prompt, model, colour, step, present, *values) -> str:
+    """The link to the shown run (`ran`: what it ran with) at the selected step; before any run, to
+    the controls' prompt and settings."""
+    if not ran:
+        ran = ran_with(model, prompt, dict(zip(page.settings, values)))
+    return link_for(page_url(request), "explore", ran["prompt"], ran["model"], colour, step, ran["settings"],
+                    bool(present))

@@ -1,5 +1,5 @@
 """What a forward costs here: the measured cost curve a trace's meta records (`meta["cost"]`, the
-compact form of opttree/decoding/cost.py) as a small chart, and the one sentence that explains a
+compact form of opttree/engine/cost.py) as a small chart, and the one sentence that explains a
 method slower than AR from it. Pure functions of trace data."""
 
 from __future__ import annotations
@@ -27,6 +27,19 @@ def verify_ratio(cost: dict, tokens: float) -> float:
     return interpolate(cost["tokens"], cost["verify_ms"], tokens) / interpolate(cost["tokens"], cost["verify_ms"], 1)
 
 
+def mark_groups(marks: dict[str, float] | None, close: float = 1.15) -> list[tuple[float, list[str]]]:
+    """Marks sorted by position, those within a factor `close` of the group's first merged into one
+    label (methods of nearly the same size share one line)."""
+    groups: list[tuple[float, list[str]]] = []
+    for label, at in sorted(((k, v) for k, v in (marks or {}).items()
+                             if isinstance(v, (int, float)) and v > 0), key=lambda kv: kv[1]):
+        if groups and at <= groups[-1][0] * close:
+            groups[-1][1].append(label)
+        else:
+            groups.append((at, [label]))
+    return groups
+
+
 def cost_figure(cost: dict | None, marks: dict[str, float] | None = None) -> go.Figure:
     """Target forward time vs tokens and one draft layer vs width (ms); `marks` maps a label to the
     mean tokens a method verified per step (drawn as dotted lines)."""
@@ -48,15 +61,14 @@ def cost_figure(cost: dict | None, marks: dict[str, float] | None = None) -> go.
                          line=dict(color=style.BONUS, width=2),
                          hovertemplate="%{x} nodes: %{y:.1f} ms per draft layer<extra></extra>"))
     shapes, notes = [], []
-    for label, at in (marks or {}).items():
-        if not isinstance(at, (int, float)) or at <= 0:
-            continue
+    for i, (at, labels) in enumerate(mark_groups(marks)):
         shapes.append(dict(type="line", xref="x", x0=at, x1=at, yref="paper", y0=0, y1=1,
                            line=dict(color=style.GUIDE, dash="dot", width=1)))
-        # On a log axis a shape takes data values but an annotation takes log10 of them.
-        notes.append(dict(xref="x", x=math.log10(at), yref="paper", y=1, showarrow=False, textangle=-90,
-                          xanchor="right", yanchor="top", font=dict(size=10),
-                          text=f"{label}: {verify_ratio(cost, at):.1f}×"))
+        # On a log axis a shape takes data values but an annotation takes log10 of them. Labels are
+        # horizontal and staggered in height, so marks close together never print on each other.
+        notes.append(dict(xref="x", x=math.log10(at), yref="paper", y=1 - 0.11 * (i % 4), showarrow=False,
+                          xanchor="left", yanchor="top", font=dict(size=10), bgcolor="rgba(255,255,255,0.8)",
+                          text=f"{', '.join(labels)}: {verify_ratio(cost, at):.1f}×"))
     where = ", ".join(str(cost[k]) for k in ("device", "dtype") if cost.get(k))
     threads = f", {cost['threads']} threads" if cost.get("threads") else ""
     layout.update(shapes=shapes, annotations=notes,

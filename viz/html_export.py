@@ -16,7 +16,7 @@ from plotly.offline import get_plotlyjs
 from . import style
 from .metrics import run_summary
 from .text_view import text_html
-from .tree_figure import step_title, tree_figure
+from .tree_figure import root_context, step_title, tree_figure
 
 
 def _step_rows(step: dict) -> list[tuple[str, str]]:
@@ -34,10 +34,13 @@ def _markdown_bold(text: str) -> str:
     return "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
 
 
-def standalone_html(trace: dict, colour: str = "log_p_hat") -> str:
+def standalone_html(trace: dict, colour: str = "log_p_hat", start: int = 0) -> str:
+    """The page; it opens at step `start` (0-based: the step selected when it was exported)."""
     steps = trace.get("steps", [])
-    figures = [json.loads(pio.to_json(tree_figure(s, step_title(trace, i), colour=colour), validate=False))
+    start = max(0, min(int(start), len(steps) - 1)) if steps else 0
+    figures = [tree_figure(s, step_title(trace, i), colour=colour, context=root_context(trace, i))
                for i, s in enumerate(steps)]
+    figures = [json.loads(pio.to_json(f, validate=False)) for f in figures]
     texts = [text_html(trace, i) for i in range(len(steps))]
     metrics = ["".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in _step_rows(s))
                for s in steps]
@@ -59,11 +62,10 @@ table {{ border-collapse: collapse; font-size: 14px; }} td {{ border: 1px solid 
 <script>{get_plotlyjs()}</script></head>
 <body>
 <h2>{html.escape(title)}</h2>
-<p>Target <b>{html.escape(str(meta.get('target', '')))}</b>, draft <b>{html.escape(str(meta.get('draft', '')))}</b>
-· {_markdown_bold(run_summary(trace))}</p>
+<p>{_markdown_bold(run_summary(trace)).replace(chr(10) * 2, "<br>")}</p>
 <div class="prompt"><b>Prompt:</b> {html.escape(trace.get('prompt', ''))}</div>
 <div class="bar"><button id="prev">◀ Prev</button><input id="step" type="range" min="1" max="{max(len(steps), 1)}"
- value="1"><button id="next">Next ▶</button><button id="play">▶ Play</button><span id="label"></span></div>
+ value="{start + 1}"><button id="next">Next ▶</button><button id="play">▶ Play</button><span id="label"></span></div>
 <div id="tree"></div>
 <table id="metrics"></table>
 <div id="text"></div>
@@ -103,6 +105,6 @@ document.addEventListener('keydown', (e) => {{
   else if (e.key === 'ArrowRight') show(cur() + 1);
   else if (e.key === ' ') {{ e.preventDefault(); play(); }}
 }});
-show(0);
+show({start});
 </script></body></html>
 """

@@ -1,16 +1,12 @@
-"""Numbers beside the pictures: one step's metrics, a run's summary, and the Compare table."""
+"""Numbers beside the pictures: one step's metrics, a run's summary, and why a method ran slower than AR."""
 
 from __future__ import annotations
 
 import html
 
-import plotly.graph_objects as go
-
-from opttree.config import TRAINING_FREE
 from opttree.trace import by_depth_text, committed_draft
 
-from . import style
-from .cost_chart import cost_figure, usable, verify_ratio
+from .cost_chart import usable, verify_ratio
 
 
 def step_metrics(trace: dict | None, index: int | None) -> str:
@@ -59,7 +55,18 @@ def run_summary(trace: dict | None) -> str:
             f"{s['steps']} steps · "
             f"τ = **{s['tau']:.2f}** tokens/step · {s['tokens_per_s']:.1f} tokens/s · "
             f"mean E(A) {s.get('mean_expected_accept', 0):.2f} vs **{s.get('mean_accepted_draft_tokens', 0):.2f}** "
-            f"accepted draft tokens a step{calibrated}" + acceptance_text(s))
+            f"accepted draft tokens a step{calibrated}" + acceptance_text(s) + belief_note(s))
+
+
+def belief_note(summary: dict) -> str:
+    """A word where E(A) and the accepted tokens look contradictory: p̂ is what the draft believes."""
+    ea, got = summary.get("mean_expected_accept") or 0.0, summary.get("mean_accepted_draft_tokens") or 0.0
+    if ea <= 0 or abs(ea - got) <= 0.25 * max(ea, got):
+        return ""
+    side = "over" if ea > got else "under"
+    return (f"\n\nE(A) sums p̂, the draft's own belief that each path is accepted; this draft {side}-states "
+            "acceptance here (E(A) vs A shows its calibration over many steps). Tokens/s are measured on this "
+            "machine as it runs, shared with other work; the auto budget's expected tokens/s are modelled.")
 
 
 def acceptance_text(summary: dict) -> str:
@@ -68,28 +75,6 @@ def acceptance_text(summary: dict) -> str:
         return ""
     return (f"\n\nDraft acceptance rate **{summary.get('draft_acceptance_rate', 0) * 100:.0f}%** of the draft "
             f"tokens verified · accepted at depth 1, 2, 3, …: {by_depth_text(summary.get('acceptance_by_depth'))}")
-
-
-# Short headers: the table shares its row with the cost chart. τ = tokens per step (bonus included),
-# accepted/step = accepted draft tokens per step, acceptance = accepted / verified draft tokens.
-COMPARE_COLUMNS = ["method", "τ", "tokens/s", "speedup vs AR", "same output as AR", "nodes", "depth",
-                   "accepted/step", "acceptance", "ms draft+build / verify", "why slower than AR"]
-
-
-def method_label(trace: dict) -> str:
-    """'opt-tree (auto)' or 'binary (n=60)': the method and its node budget; a drafter without a draft
-    model, the early-exit drafter and retrieval fusion are named too ('recycling · opt-tree (auto)',
-    'early-exit · chain (n=10)', 'opt-tree + retrieval (n=20)')."""
-    m = trace.get("meta", {})
-    if m.get("method") == "ar":
-        return "ar"
-    nodes = m.get("nodes")
-    name = m.get("method", "?")
-    if m.get("drafter") in (*TRAINING_FREE, "early-exit"):
-        name = f"{m['drafter']} · {name}"
-    if m.get("retrieval") == "on":
-        name += " + retrieval"
-    return f"{name} ({'auto' if nodes == 0 else f'n={nodes}'})"
 
 
 def why_slower(trace: dict, ar: dict | None, cost: dict | None) -> str:
@@ -109,69 +94,3 @@ def why_slower(trace: dict, ar: dict | None, cost: dict | None) -> str:
         return f"{head}, more than the {tau:.2f} tokens a step commits."
     return (f"{head} and drafting adds {draft:.0f} ms a step ({draft / ar_step:.1f} AR steps): together "
             f"more than the {tau:.2f} tokens a step commits.")
-
-
-# The settings that decide the target's token choices: with them equal (and the same seed when
-# sampling), a tree run commits the same tokens as the AR run, each with the same draw.
-SAMPLING_KEYS = ("temperature", "top_k", "top_p", "seed")
-
-
-def same_draws(meta: dict, ar_meta: dict) -> bool:
-    """True when two runs pick tokens by the same rule: same temperature, and when sampling the
-    same top-k, top-p and seed."""
-    if meta.get("temperature", 0) != ar_meta.get("temperature", 0):
-        return False
-    return not meta.get("temperature", 0) or all(meta.get(k) == ar_meta.get(k) for k in SAMPLING_KEYS)
-
-
-def compare_rows(traces: dict[str, dict]) -> list[list]:
-    """One row per method; speedup is tokens/s over the AR run's tokens/s (same prompt and models).
-
-    "same output as AR": at T = 0 the tree run must equal the AR run; at T > 0 too when both ran with
-    the same seed and sampling settings (each committed token is one draw from the run's generator)."""
-    ar = traces.get("ar")
-    ar_speed = ar["summary"]["tokens_per_s"] if ar else 0.0
-    cost = next((t["meta"].get("cost") for t in traces.values() if usable(t.get("meta", {}).get("cost"))), None)
-    rows = []
-    for tr in traces.values():
-        s = tr["summary"]
-        speedup = f"{s['tokens_per_s'] / ar_speed:.2f}×" if ar_speed else "—"
-        if not ar:
-            same = "—"
-        elif not same_draws(tr["meta"], ar["meta"]):
-            same = "n/a (other sampling settings)"
-        else:
-            same = "yes" if tr["output_ids"] == ar["output_ids"] else "NO"
-        ms = (f"{s.get('mean_draft_ms', 0) + s.get('mean_build_ms', 0):.0f} / {s.get('mean_verify_ms', 0):.0f}")
-        drafted = bool(s.get("mean_nodes"))
-        rate = f"{s.get('draft_acceptance_rate', 0) * 100:.0f}%" if drafted else "—"
-        rows.append([method_label(tr), f"{s['tau']:.2f}", f"{s['tokens_per_s']:.1f}", speedup, same,
-                     f"{s.get('mean_nodes', 0):.1f}", f"{s.get('mean_depth', 0):.1f}",
-                     f"{s.get('mean_accepted_draft_tokens', 0):.2f}" if drafted else "—", rate, ms,
-                     why_slower(tr, ar, cost)])
-    return rows
-
-
-def compare_chart(traces: dict[str, dict]) -> go.Figure:
-    labels = [method_label(t) for t in traces.values()]
-    ar = traces.get("ar")
-    ar_speed = ar["summary"]["tokens_per_s"] if ar else 0.0
-    fig = go.Figure()
-    fig.add_trace(go.Bar(x=labels, y=[t["summary"]["tau"] for t in traces.values()], name="τ (tokens per step)",
-                         marker=dict(color="#4c78a8")))
-    if ar_speed:
-        fig.add_trace(go.Bar(x=labels, y=[t["summary"]["tokens_per_s"] / ar_speed for t in traces.values()],
-                             name="speedup over AR (tokens/s ratio)", marker=dict(color="#f58518")))
-    fig.update_layout(template="plotly_white", barmode="group", height=320,
-                      margin=dict(l=50, r=10, t=40, b=40), legend=dict(orientation="h", y=1.12),
-                      title=dict(text="Same prompt, same settings", x=0.01, font=dict(size=14)))
-    fig.add_hline(y=1.0, line=dict(color=style.GUIDE, dash="dot", width=1))
-    return fig
-
-
-def compare_cost(traces: dict[str, dict]):
-    """The cost chart beside Compare's table: the curve the runs recorded, each tree method's mean
-    verified tokens marked on it."""
-    cost = next((t["meta"].get("cost") for t in traces.values() if usable(t.get("meta", {}).get("cost"))), None)
-    marks = {method_label(t): t["summary"].get("mean_nodes", 0) + 1 for m, t in traces.items() if m != "ar"}
-    return cost_figure(cost, marks)

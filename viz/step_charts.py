@@ -59,8 +59,8 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
         if step["length"].get("control") == "predictor":
             return why_predictor(step, meta)
         return why_thompson(step, meta)
-    layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=40, b=40), showlegend=False,
-                  title=dict(text="Why this shape: E(A) by depth", x=0.01, font=dict(size=14)))
+    layout = dict(template=style.TEMPLATE, height=320, margin=dict(l=50, r=10, t=64, b=40), showlegend=False,
+                  title=dict(text="Why this shape: E(A) by depth", x=0.01, y=0.97, font=dict(size=14)))
     if not step or not step.get("ea_by_depth"):
         return go.Figure(dict(data=[], layout=layout), _validate=False)
     ea = step["ea_by_depth"]
@@ -80,11 +80,15 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
                           showarrow=False, text=f"δ = {delta:g}: deepen only while a layer adds more"))
     reason = str(step.get("stop_reason") or "")
     if meta.get("method") == "opt-tree" and reason:
-        # Point at the layer where growth stopped, with the rule's own words.
-        notes.append(dict(x=len(ea) - 1, y=ea[-1], xref="x", yref="y", showarrow=True, arrowhead=2, ax=40, ay=-30,
-                          # A fused tree adds a retrieval note after " · ": one line each.
-                          text="stopped: " + html.escape(reason.replace("E(A) grew by", "gain")).replace(" · ", "<br>"),
-                          font=dict(size=11, color=style.ACCEPTED), xanchor="left"))
+        # The rule's own words in the band between the title and the plot (where no other label is),
+        # and a ring on the layer where growth stopped. A fused tree adds a retrieval note after " · ".
+        text = html.escape(reason.replace("E(A) grew by", "gain")).replace(" · ", "<br>")
+        notes.append(dict(xref="paper", x=0, yref="paper", y=1.0, xanchor="left", yanchor="bottom", showarrow=False,
+                          align="left", text=f"stopped: {text}",
+                          font=dict(size=11, color=style.ACCEPTED)))
+        data.append(dict(type="scatter", x=[len(ea) - 1], y=[ea[-1]], mode="markers", name="stopped here",
+                         hoverinfo="skip", marker=dict(symbol="circle-open", size=16, color=style.ACCEPTED,
+                                                       line=dict(width=2))))
     max_depth = meta.get("max_depth")
     if isinstance(max_depth, (int, float)):
         shapes.append(dict(type="line", yref="paper", y0=0, y1=1, xref="x", x0=max_depth, x1=max_depth,
@@ -131,6 +135,7 @@ def why_thompson(step: dict, meta: dict) -> go.Figure:
 
 
 CHART_MAX_DEPTH = 64     # a chart's widest depth axis (an imported trace may claim anything)
+FEW_STEPS = 100          # fewer steps than this: E(A) vs A says its decile means are noisy
 
 
 def chart_depth(meta: dict, chosen: int) -> int:
@@ -193,7 +198,8 @@ def why_auto(step: dict, meta: dict | None = None) -> go.Figure:
         drafted = f", drafting modelled at {draft[d - 1]:.1f} ms" if d <= len(draft) else ""
         notes.append(dict(xref="paper", x=0, yref="paper", y=1.0, yanchor="bottom", xanchor="left", showarrow=False,
                           font=dict(size=11), text=f"chosen: {n} nodes over {d} layer(s), "
-                          f"{j:.1f} expected tokens/s{drafted}" if isinstance(j, (int, float)) else "chosen"))
+                          f"{j:.1f} expected tokens/s (modelled from the cost curve){drafted}"
+                          if isinstance(j, (int, float)) else "chosen"))
     reason = str(step.get("stop_reason") or "")
     if reason:
         notes.append(dict(xref="paper", x=0, yref="paper", y=-0.32, xanchor="left", showarrow=False,
@@ -262,10 +268,24 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
         fig.update_xaxes(title_text="E(A) = Σ p̂ (expected)", row=r, col=c)
         fig.update_yaxes(title_text="A = accepted", row=r, col=c)
     n = sum(len(v[0]) for v in groups.values())
-    fig.update_layout(template="plotly_white", height=360 * nrows, margin=dict(l=50, r=10, t=80, b=40),
+    caution = (f"<br><sup>only {n} steps: below {FEW_STEPS} the decile means and the slope are noisy; "
+               "run more to read the calibration</sup>") if 0 < n < FEW_STEPS else ""
+    fig.update_layout(template="plotly_white", height=360 * nrows, margin=dict(l=50, r=10, t=90, b=40),
                       showlegend=False, title=dict(text=f"Expected vs actual accepted length: {n} steps, density "
-                                                        "and mean A per E(A) decile", x=0.01, font=dict(size=14)))
+                                                        f"and mean A per E(A) decile{caution}", x=0.01,
+                                                   font=dict(size=14)))
     fig.update_annotations(font_size=11)
     if not groups:
         fig.add_annotation(text="No steps yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
     return fig, stats
+
+
+def speed_note(trace: dict | None, index: int | None) -> str:
+    """One line under an auto-budget step's metrics: its "expected tokens/s" is the auto budget's model,
+    the run's tokens/s are measured, so the two numbers differ and neither is wrong."""
+    steps = (trace or {}).get("steps", [])
+    if index is None or not 0 <= index < len(steps) or not isinstance(steps[index].get("auto"), dict):
+        return ""
+    return ("\n\n*Expected tokens/s* is what the auto budget modelled from the cost curve, (E(A) + 1) over the "
+            "modelled draft and verify time, when it chose the tree; the run's tokens/s are measured as it ran, "
+            "on a machine shared with other work.")

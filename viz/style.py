@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import html
 import math
+import string
 
 import plotly.io as pio
+
+from opttree import paths
 
 # Unvalidated figures (built from dicts for speed) need the template as a dict, not a name.
 TEMPLATE = pio.templates["plotly_white"].to_plotly_json()
 
 P_HAT_COLORSCALE = "Viridis"
 P_HAT_RANGE = (0.0, 1.0)
-P_HAT_TITLE = "p̂ (chance the<br>path is accepted)"
+P_HAT_TITLE = "p̂ (the draft's<br>belief the path<br>is accepted)"
 
 ACCEPTED = "#d62728"       # accepted path: red, thick, diamonds
 REJECTED = "#7f7f7f"       # the draft's top guess that the target refused
@@ -57,7 +60,7 @@ def coloraxis(mode: str = "p_hat") -> dict:
     if mode == "log_p_hat":
         ticks = dict(tickvals=list(range(LOG_FLOOR, 1)),
                      ticktext=[f"≤1e{LOG_FLOOR}"] + [f"{10.0 ** e:g}" for e in range(LOG_FLOOR + 1, 1)])
-        cmin, cmax, title = LOG_FLOOR, 0, "p̂, log scale<br>(chance the path<br>is accepted)"
+        cmin, cmax, title = LOG_FLOOR, 0, "p̂, log scale<br>(the draft's belief<br>the path is accepted)"
     elif mode == "q":
         ticks = dict(tickvals=[0, 0.25, 0.5, 0.75, 1.0])
         cmin, cmax, title = 0.0, 1.0, "q (draft's prob.<br>given the parent)"
@@ -97,36 +100,22 @@ def svg_rgb(colour: str) -> str:
     return "rgb({}, {}, {})".format(*(int(digits[i:i + 2], 16) for i in (0, 2, 4)))
 
 
-# Dark mode (Gradio's `?__theme=dark`, or the system's): the figures are drawn light on the server,
-# so the page restyles the parts of Plotly's SVG that carry the light template's colours — matched
-# by the inline style Plotly writes — and leaves every colour that means something (p̂, the accepted
-# path, bonus tokens) alone. `!important` is what lets a stylesheet beat an inline style.
-_FIG = ".dark .js-plotly-plot"
+# The page's stylesheet (assets/app.css) names these colours by placeholders: hex where a rule draws
+# with one, Plotly's SVG form where a dark-mode selector matches the inline style Plotly writes with
+# the light template's colours (the page restyles those and leaves every colour that means something).
 _LAYOUT = TEMPLATE["layout"]
-_TEXT = [_LAYOUT["font"]["color"], LABEL]
-DARK_CSS = "\n".join([
-    f'{_FIG} svg.main-svg[style*="background: {_LAYOUT["paper_bgcolor"]}"] {{ background: transparent !important; }}',
-    f'{_FIG} rect.bg[style*="fill: {svg_rgb(_LAYOUT["plot_bgcolor"])}"] {{ fill: transparent !important; }}',
-    ", ".join(f'{_FIG} text[style*="fill: {svg_rgb(c)}"]' for c in _TEXT)
-    + " { fill: var(--body-text-color) !important; }",
-    f'{_FIG} path[style*="stroke: {svg_rgb(_LAYOUT["xaxis"]["gridcolor"])}"] '
-    "{ stroke: rgba(255, 255, 255, 0.14) !important; }",
-    f'{_FIG} path[style*="stroke: {svg_rgb(GUIDE)}"] {{ stroke: #9ca3af !important; }}',
-    f'{_FIG} path.point[style*="fill: {svg_rgb(ROOT)}"] {{ fill: #e5e7eb !important; }}',
-    # Tokens keep their light origin colours, so their text stays dark.
-    ".dark .gen-text .tok, .dark .gen-legend .tok { color: #1f2937; }",
-    ".dark .gen-legend .hint { color: #9ca3af; }",
-    f".dark .notice {{ background: rgba(255, 127, 14, 0.15); border-left-color: {BONUS}; }}",
-])
+CSS_COLOURS = {
+    "accepted": ACCEPTED, "bonus": BONUS,
+    "paper_bg": _LAYOUT["paper_bgcolor"],        # Plotly writes the SVG's background as given ("white")
+    "plot_bg": svg_rgb(_LAYOUT["plot_bgcolor"]), "figure_text": svg_rgb(_LAYOUT["font"]["color"]),
+    "label": svg_rgb(LABEL), "grid": svg_rgb(_LAYOUT["xaxis"]["gridcolor"]), "guide": svg_rgb(GUIDE),
+    "root": svg_rgb(ROOT),
+}
 
-# The page's own CSS (the app passes it to `launch`); the token colours come from the constants above.
-PAGE_CSS = f"""
-.gen-text {{ font-family: ui-monospace, monospace; line-height: 1.9; white-space: pre-wrap; font-size: 15px; }}
-.gen-text .tok {{ cursor: pointer; border-radius: 3px; padding: 1px 0; }}
-.gen-text .tok.current {{ outline: 2px solid {ACCEPTED}; }}
-.gen-legend {{ font-size: 12px; margin-bottom: 4px; }}
-.gen-legend .tok {{ padding: 1px 4px; border-radius: 3px; }}
-.gen-legend .hint {{ color: #666; margin-left: 8px; }}
-.notice {{ background: #fff4e5; border-left: 4px solid {BONUS}; padding: 6px 10px; }}
-{DARK_CSS}
-"""
+
+def page_css() -> str:
+    """The page's stylesheet: assets/app.css with its colour placeholders filled from CSS_COLOURS."""
+    return string.Template((paths.PAGE_ASSETS / "app.css").read_text(encoding="utf-8")).substitute(CSS_COLOURS)
+
+
+PAGE_CSS = page_css()     # read when the page starts: the app passes it to `launch`, the HTML export embeds it

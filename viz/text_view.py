@@ -52,8 +52,3 @@ def text_html(trace: dict | None, current: int | None = None) -> str:
               f'<span class="tok bonus" style="background:{style.BONUS_TEXT_BG[0]}">bonus token (target)</span> '
               '<span class="hint">shading alternates by step · click a token to see its step</span></div>')
     return legend + '<div class="gen-text">' + "".join(parts) + "</div>"
-
-
-def prompt_html(trace: dict | None) -> str:
-    prompt = (trace or {}).get("prompt", "")
-    return f'<div class="prompt-text"><b>Prompt:</b> {html.escape(prompt)}</div>' if prompt else ""

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from opttree.theory import SCHEMES, scheme_table, toy_distributions, wor_beats_iid_example
-from opttree.theory_rows import row_distributions, row_scheme_table
+from opttree.theory.distributions import toy_distributions, wor_beats_iid_example
+from opttree.theory.rows import row_distributions, row_scheme_table
+from opttree.theory.table import SCHEMES, scheme_table
 from opttree.trace import TOPK
 
 from . import style
@@ -74,7 +75,7 @@ def row_dists(row: dict) -> Dists:
 
 
 def toy_dists(vocab, peak_p, peak_q, mismatch, seed) -> Dists:
-    """The toy sliders' p and q (`opttree.theory.toy_distributions`, softmax of a shared score)."""
+    """The toy sliders' p and q (`opttree.theory.distributions.toy_distributions`, softmax of a shared score)."""
     p, q = toy_distributions("peaked", int(vocab), int(seed), scale=float(peak_p), draft_scale=float(peak_q),
                              noise=float(mismatch))
     return Dists([f"tok {i}" for i in range(len(p))], p, q)

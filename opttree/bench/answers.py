@@ -27,14 +27,13 @@ import uuid
 from pathlib import Path
 
 from opttree import paths
-from opttree.args import add_decode_args, decode_config, given_drafts
+from opttree.args import add_decode_args, add_model_args, context_from_args, decode_config, load_from_args
 from opttree.bench.env import progress_bar
 from opttree.bench.prompts import read_prompts
-from opttree.config import MODEL_DRAFTERS
+from opttree.config import models_from_args
 from opttree.decoding.prompts import clean_prompt, encode_prompt
-from opttree.decoding.speculative import run
+from opttree.engine.speculative import run
 from opttree.errors import BadInput, OptTreeError
-from opttree.models.loading import load_pair
 
 
 def question_file(bench_name: str, explicit: str | None) -> Path:
@@ -80,7 +79,8 @@ def conversation_ids(tokenizer, turns: list[str], answers: list[str]) -> list[in
     return [int(i) for i in enc["input_ids"]]
 
 
-def run_eval(pair, questions: list[dict], cfg, answer_file, model_id: str, max_turns: int | None = None) -> int:
+def run_eval(pair, questions: list[dict], cfg, answer_file, model_id: str, max_turns: int | None = None,
+             context=None) -> int:
     """Answer every question, appending one JSON line per question as it finishes."""
     path = Path(answer_file)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +93,8 @@ def run_eval(pair, questions: list[dict], cfg, answer_file, model_id: str, max_t
             for j in range(len(turns)):
                 ids = conversation_ids(pair.tokenizer, turns[: j + 1], answers)
                 t0 = time.perf_counter()
-                trace = run(pair, turns[j], cfg, prompt_ids=ids, record_target=False)   # timed: no theory data
+                trace = run(pair, turns[j], cfg, prompt_ids=ids, record_target=False,   # timed: no theory data
+                            context=context)
                 walls.append(round(time.perf_counter() - t0, 4))
                 s = trace["summary"]
                 answers.append(trace["output_text"].strip())
@@ -117,11 +118,7 @@ def run_eval(pair, questions: list[dict], cfg, answer_file, model_id: str, max_t
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="opttree eval", description=__doc__.split("\n")[0])
-    p.add_argument("--base-model-path", default="smollm2-135m-instruct")
-    p.add_argument("--draft-model-path", default=None, help="classic draft LM (selects the classic drafter)")
-    p.add_argument("--ea-model-path", default=None, help="EAGLE-style head (selects the eagle drafter)")
-    p.add_argument("--exit-head-path", default=None, help="early-exit head (selects the early-exit drafter)")
-    p.add_argument("--drafter", choices=list(MODEL_DRAFTERS), default=None)
+    add_model_args(p)
     p.add_argument("--model-id", default=None)
     p.add_argument("--bench-name", default="eval",
                    help="question set: assets/prompts/NAME.jsonl or data/NAME/question.jsonl")
@@ -130,8 +127,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--question-end", type=int, default=None)
     p.add_argument("--answer-file", default=None, help="default: NAME/model_answer/MODEL_ID.jsonl")
     p.add_argument("--max-turns", type=int, default=None, help="answer at most this many turns per question")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--dtype", default="auto")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (1 is much faster on a shared, busy CPU; see benchmarks/NOTES.md)")
     add_decode_args(p)
@@ -153,14 +148,11 @@ def main(argv=None) -> int:
         questions = read_questions(qpath)[args.question_begin:args.question_end]
         if not questions:
             raise BadInput("no questions selected (check --question-begin/--question-end).")
-        given = given_drafts(args)
-        drafter = args.drafter or next((kind for kind, path in given.items() if path), "eagle")
-        draft = given[drafter]
-        model_id = args.model_id or f"{Path(args.base_model_path).name}-{args.method}-{drafter}-n{cfg.nodes or 'auto'}"
+        drafter = models_from_args(args).kind()
+        model_id = args.model_id or f"{Path(args.target).name}-{args.method}-{drafter}-n{cfg.nodes or 'auto'}"
         answer_file = args.answer_file or f"{args.bench_name}/model_answer/{model_id}.jsonl"
-        pair = load_pair(args.base_model_path, drafter="none" if args.method == "ar" else drafter, draft=draft,
-                         device=args.device, dtype=args.dtype)
-        n = run_eval(pair, questions, cfg, answer_file, model_id, args.max_turns)
+        pair = load_from_args(args, need_draft=args.method != "ar")
+        n = run_eval(pair, questions, cfg, answer_file, model_id, args.max_turns, context_from_args(args, pair))
         print(f"wrote {n} answers to {answer_file}")
         return 0
     except OptTreeError as exc:

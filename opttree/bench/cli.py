@@ -20,21 +20,26 @@ from opttree.bench.plots import (
     plot_verify_cost,
 )
 from opttree.bench.pool import pool_ea_a
-from opttree.bench.prompts import read_prompts
+from opttree.bench.prompts import read_prompts, with_given
 from opttree.bench.sweep import DEFAULT_BUDGETS, DEFAULT_SWEEP_METHODS, parse_numbers, run_sweep
 from opttree.bench.theory_table import THEORY_TEMPERATURE, markdown_table, run_theory_table, theory_markdown
+from opttree.bench.verdict import verdict
 from opttree.bench.verify_cost import verify_cost_curve
-from opttree.decoding import cost as cost_curve
+from opttree.drafters.registry import KINDS, load_pair
+from opttree.engine import cost as cost_curve
 from opttree.errors import BadInput
-from opttree.models.draft_assets import default_draft_for
-from opttree.models.loading import load_classic_draft, load_pair
+from opttree.models.loading import load_classic_draft
 
 DEFAULT_PROMPTS = str(paths.EVAL_PROMPTS)
 
 
 def _common(p: argparse.ArgumentParser, limit: int | None) -> None:
-    p.add_argument("--prompts", default=DEFAULT_PROMPTS,
-                   help="JSONL: MT-bench form {question_id, category, turns} (first turn used) or {prompt}")
+    p.add_argument("--prompts", default=None,
+                   help="JSONL: MT-bench form {question_id, category, turns} (first turn used) or {prompt}; "
+                        f"default {DEFAULT_PROMPTS}, or none when --prompt is given")
+    p.add_argument("--prompt", action="append", default=[], metavar="TEXT",
+                   help="a prompt given here (repeatable), run before the file's (the app's Compare tab puts its "
+                        "prompt first this way)")
     p.add_argument("--limit", type=int, default=limit, help="use N prompts, spread over categories")
     p.add_argument("--categories", default=None, help="comma-separated categories to keep")
     add_model_args(p)
@@ -101,7 +106,8 @@ def _setup(args, need_draft: bool = True):
         torch.set_num_threads(args.threads)
     cfg = decode_config(args, "ar")  # validate settings before loading anything
     cats = [c.strip() for c in args.categories.split(",")] if args.categories else None
-    prompts = read_prompts(args.prompts, args.limit, cats)
+    path = args.prompts or (None if args.prompt else DEFAULT_PROMPTS)
+    prompts = with_given(args.prompt, read_prompts(path, args.limit, cats) if path else [])
     pair = load_from_args(args, need_draft=need_draft)
     return cfg, prompts, pair
 
@@ -109,7 +115,7 @@ def _setup(args, need_draft: bool = True):
 def load_assistant(args, pair):
     if args.assistant_model_path is None and pair.drafter_kind == "classic":
         return pair.draft_model
-    spec = args.assistant_model_path or default_draft_for(args.target, "classic")
+    spec = args.assistant_model_path or KINDS["classic"].default_draft(args.target)
     model = load_classic_draft(spec, pair.target, pair.device, pair.dtype, args.trust_remote_code)
     if not getattr(model, "name_or_path", ""):
         model.name_or_path = str(spec)
@@ -126,6 +132,9 @@ def bench_to_files(pair, prompts, methods, cfg, assistant=None, hf_knobs=None, o
     if plot:
         plot_bench(result, plot)
     print(format_table(result))
+    said = verdict(result)
+    if said:
+        print(f"Verdict ({result['meta']['prompts']} prompts; opttree/bench/verdict.py): {said}")
     return result
 
 

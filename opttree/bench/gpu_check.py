@@ -49,7 +49,7 @@ def run_tests() -> str:
 def check_dtypes(load, dtypes, prompts, cfg: DecodeConfig, log=None) -> dict:
     """{dtype: {method: {tau, tokens_per_s, speedup, exact_match, mean_nodes}}} plus each dtype's
     cost curve (compact form); `load(dtype)` returns a pair on the device."""
-    from opttree.decoding import cost  # the engine loads only when a check runs (not for --help)
+    from opttree.engine import cost  # the engine loads only when a check runs (not for --help)
 
     out = {}
     for dtype in dtypes:
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     bad = [d for d in dtypes if d not in DTYPES]
     if bad:
         raise BadInput(f"unknown dtype(s) {', '.join(bad)}: choose from {', '.join(DTYPES)}.")
-    from opttree.models.loading import load_pair  # with torch: only once there is a device to check
+    from opttree.drafters.registry import load_pair  # with torch: only once there is a device to check
 
     device = torch.cuda.get_device_name(0)
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")

@@ -15,7 +15,7 @@ settings say `recycling_scope: session`: then one table serves the whole benchma
 
 Result JSON (the documented fields):
   meta        machine (CPU, threads, versions, date, load), models, decode settings, hf config
-  meta        … plus `cost`: the machine's cost curve (compact form, decoding/cost.py) the auto budget used,
+  meta        … plus `cost`: the machine's cost curve (compact form, engine/cost.py) the auto budget used,
               and `other_drafters`: {drafter: {draft, cost}} for the drafters methods name before ':'
   methods     {method: aggregate}, aggregate = {prompts, new_tokens, steps, tau, tau_mean,
               tokens_per_s, speedup, speedup_median, exact_match, mean_draft_ms, mean_build_ms,
@@ -23,8 +23,15 @@ Result JSON (the documented fields):
               mean_accepted_draft_tokens, draft_acceptance_rate, acceptance_by_depth,
               drafted_by_depth, ea_a_pearson_r, ea_a_steps} (acceptance names: trace.acceptance)
   by_category {category: {method: aggregate}}
+  meta        … and the timing's bookkeeping: `warmup_order` (the methods run before any timing, in order)
+              and `run_order` ([prompt id, [methods in the order they ran on it]] per prompt)
   runs        one row per (prompt, method): the trace summary plus wall_s, exact, output_ids
   ea_a        {method: [[E(A), A], ...]} per verification step (tree methods)
+  traces      {prompt id: {method: trace}}, only for the prompts `keep_traces` names (the app's tree panels)
+
+`iter_bench` runs the same benchmark one run at a time: it yields a progress message before each run
+(the app's Compare tab shows them and can stop between runs or steps, `cancel`) and the result last;
+`run_bench` is it without the messages.
 """
 
 from __future__ import annotations
@@ -46,13 +53,13 @@ from opttree.bench.hf_assisted import (
     run_hf_lookup,
 )
 from opttree.config import AUTO_NODES, LENGTH_CONTROLS, METHODS, MODEL_DRAFTERS, TRAINING_FREE, DecodeConfig
-from opttree.decoding import cost
 from opttree.decoding.prompts import encode_prompt
-from opttree.decoding.speculative import run
 from opttree.drafters.context import DraftContext
 from opttree.drafters.recycling import RecyclingTable
+from opttree.drafters.registry import with_drafter
+from opttree.engine import cost
+from opttree.engine.speculative import run
 from opttree.errors import BadInput
-from opttree.models.loading import with_drafter
 
 HF_METHODS = (HF_METHOD, HF_LOOKUP)
 BENCH_METHODS = ("ar", HF_METHOD, HF_LOOKUP, "chain", "binary", "eagle-static", "eagle-dynamic", "opt-tree",
@@ -61,6 +68,7 @@ SHORTCUTS = {"recycling": "recycling:tr-static", "lookup": "lookup:opt-tree"}
 SUMMARY_KEYS = ("new_tokens", "steps", "tau", "tokens_per_s", "mean_draft_ms", "mean_build_ms",
                 "mean_verify_ms", "mean_nodes", "mean_depth", "mean_expected_accept", "mean_accepted_draft_tokens",
                 "acceptance_by_depth", "drafted_by_depth")
+clock = time.perf_counter    # what each run is timed with (a test hands it a fake clock)
 
 
 def parse_methods(text) -> list[str]:
@@ -142,14 +150,18 @@ def pearson(xs: list[float], ys: list[float]) -> float | None:
 class MethodRunner:
     """Runs one method on one prompt and returns a flat row (engine methods and hf-assisted alike)."""
 
-    def __init__(self, pair, base: DecodeConfig, assistant=None, hf_knobs=None, chat: bool = True, corpus=None):
+    def __init__(self, pair, base: DecodeConfig, assistant=None, hf_knobs=None, chat: bool = True, corpus=None,
+                 cancel=None, pairs: dict | None = None):
+        """`cancel()`: polled between steps (a run it stops raises Cancelled); `pairs`: {drafter: pair} for
+        the drafters methods name before ':' (the app's allow-listed pairs), else each is loaded here."""
         if assistant is not None and assistant is pair.target:
             assistant = copy.deepcopy(assistant)  # the forward hook must count target calls only
         self.pair, self.base, self.assistant, self.chat = pair, base, assistant, chat
         self.hf_config = configure_assistant(assistant, hf_knobs) if assistant is not None else None
-        self.corpus = corpus
+        self.corpus, self.cancel = corpus, cancel
         self.table: RecyclingTable | None = None   # the benchmark's one table (recycling_scope: session)
-        self._pairs = {}
+        self._pairs = dict(pairs or {})
+        self.last_trace: dict | None = None        # the trace of the last engine run
 
     def pair_for(self, drafter: str | None):
         """The pair itself, or the same target drafting with another drafter (its bundled draft)."""
@@ -187,11 +199,13 @@ class MethodRunner:
         cfg = replace(cfg, method=spec.method, retrieval="on" if spec.retrieval else "off",
                       **({"nodes": spec.nodes} if spec.nodes is not None else {}),
                       **({"length_control": spec.length_control} if spec.length_control else {}))
-        t0 = time.perf_counter()
+        pair, context = self.pair_for(spec.drafter), self.context_for(spec.drafter, cfg)
+        t0 = clock()
         # A speed measurement: the trace's target side (theory view data) is not recorded.
-        trace = run(self.pair_for(spec.drafter), prompt, cfg, chat=self.chat, prompt_ids=prompt_ids,
-                    record_target=False, context=self.context_for(spec.drafter, cfg))
-        wall = time.perf_counter() - t0
+        trace = run(pair, prompt, cfg, cancel=self.cancel, chat=self.chat, prompt_ids=prompt_ids,
+                    record_target=False, context=context)
+        wall = clock() - t0
+        self.last_trace = trace
         row = {k: trace["summary"][k] for k in SUMMARY_KEYS}
         row.update(wall_s=round(wall, 4), tokens_per_s=round(row["new_tokens"] / wall, 3) if wall > 0 else 0.0,
                    output_ids=trace["output_ids"])
@@ -266,61 +280,117 @@ def summarize_runs(rows: list[dict], methods: list[str], ea_a: dict, greedy: boo
     return by_method, by_cat
 
 
-def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=None, hf_knobs=None,
-              warmup: int = 1, chat: bool = True, log=None, max_minutes: float | None = None, corpus=None) -> dict:
-    """Run the benchmark; returns the result dict (see the module docstring)."""
-
-    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    methods = parse_methods(methods)
-    runner = MethodRunner(pair, base, assistant, hf_knobs, chat, corpus)
-    # Before any timed run: the machine's cost curve (the auto budget's input) for every pair used.
+def bench_meta(pair, runner: MethodRunner, methods: list[str], base: DecodeConfig, prompts: int, warmup: int,
+               assistant, corpus, log) -> dict:
+    """The result's meta, and before any timed run the machine's cost curve (the auto budget's input) for
+    every pair the methods use."""
     curve = cost.load_or_measure(pair, log=log)
     others = {}   # the other drafters named in methods: their draft and cost curve (an early exit's N layers)
     for drafter in sorted({parse_spec(m).drafter for m in methods if m not in ("ar", *HF_METHODS)} - {None}):
         other = runner.pair_for(drafter)
         others[drafter] = {"draft": other.draft_name, "cost": cost.compact(cost.load_or_measure(other, log=log))}
-    encoded = [(q, encode_prompt(pair.tokenizer, q.prompt, chat=chat)) for q in prompts]
-    meta = {"machine": machine_info(pair.device), "target": pair.target_name, "drafter": pair.drafter_kind,
+    return {"machine": machine_info(pair.device), "target": pair.target_name, "drafter": pair.drafter_kind,
             "draft": pair.draft_name, "dtype": str(pair.dtype).replace("torch.", ""),
             "assistant": getattr(assistant, "name_or_path", None) and str(assistant.name_or_path),
             "config": {k: v for k, v in base.to_dict().items() if k != "method"},
-            "methods": methods, "prompts": len(prompts), "warmup_runs": warmup,
+            "methods": methods, "prompts": prompts, "warmup_runs": warmup,
             "hf_assisted_config": runner.hf_config, "cost": cost.compact(curve), "other_drafters": others,
             "hf_lookup_config": HF_LOOKUP_CONFIG if HF_LOOKUP in methods else None,
             "retrieval_corpus_tokens": None if corpus is None else len(corpus),
             "recycling_table": ("one table for the whole benchmark (warm-up included), in method order"
                                 if base.recycling_scope == "session" else "a fresh table per run (prompt rows)"),
-            "order": "methods interleaved per prompt, rotated by one each prompt; warm-up not recorded"}
-    for w in range(min(warmup, len(encoded))):
+            "order": "methods interleaved per prompt, rotated by one each prompt; warm-up not recorded",
+            "warmup_order": [], "run_order": []}
+
+
+def stop_reason(done: int, total: int, entered: float, timed_from: float, max_minutes: float | None,
+                deadline_s: float | None) -> str | None:
+    """Why the benchmark ends after its `done`-th prompt, or None: the time budget is spent (`max_minutes`
+    of timed runs), or the next prompt, taking as long as the mean one so far, would end past the
+    deadline (`deadline_s` after `entered`)."""
+    if done >= total:
+        return None
+    now = clock()
+    if max_minutes and now - timed_from > 60 * max_minutes:
+        return f"time budget of {max_minutes:g} min reached: {done} of {total} prompts run (every method on each)"
+    if deadline_s and now - entered + (now - timed_from) / done > deadline_s:
+        return f"the time limit was near: {done} of {total} prompts run (every method on each)"
+    return None
+
+
+def rotated(methods: list[str], i: int) -> list[str]:
+    """The order of methods on the i-th prompt: rotated by one each prompt, so no method always runs
+    first (or always follows the same neighbour)."""
+    k = i % len(methods)
+    return methods[k:] + methods[:k]
+
+
+def iter_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=None, hf_knobs=None,
+               warmup: int = 1, chat: bool = True, log=None, max_minutes: float | None = None, corpus=None,
+               cancel=None, pairs: dict | None = None, keep_traces=(), deadline_s: float | None = None):
+    """The benchmark one run at a time: yields {"phase": "warm-up" | "timed", "prompt", "prompts",
+    "prompt_id", "method", "run", "runs"} before each run (prompt and run counted from 1), then
+    {"phase": "done", "result": result} (see the module docstring). `cancel`, `pairs`: MethodRunner's;
+    `keep_traces`: prompt ids whose traces the result keeps; `deadline_s`: seconds from this call after
+    which no prompt should end (the next prompt is left out when it would likely pass it)."""
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    t_enter = clock()
+    methods = parse_methods(methods)
+    runner = MethodRunner(pair, base, assistant, hf_knobs, chat, corpus, cancel, pairs)
+    meta = bench_meta(pair, runner, methods, base, len(prompts), warmup, assistant, corpus, log)
+    encoded = [(q, encode_prompt(pair.tokenizer, q.prompt, chat=chat)) for q in prompts]
+    warm = [(w, m) for w in range(min(warmup, len(encoded))) for m in methods]
+    total = len(warm) + len(encoded) * len(methods)
+    for n, (w, m) in enumerate(warm, 1):
         q, ids = encoded[w]
-        for m in methods:
-            runner(m, q.prompt, ids, max_new_tokens=min(16, base.max_new_tokens))
-        log(f"warm-up {w + 1}/{warmup} done")
-    rows, ea_a = [], {m: [] for m in methods}
-    t_start = time.perf_counter()
+        yield {"phase": "warm-up", "prompt": w + 1, "prompts": len(encoded), "prompt_id": q.id, "method": m,
+               "run": n, "runs": total}
+        runner(m, q.prompt, ids, max_new_tokens=min(16, base.max_new_tokens))
+        meta["warmup_order"].append(m)
+    if warm:
+        log(f"warm-up of {len(methods)} methods done")
+    rows, ea_a, traces = [], {m: [] for m in methods}, {}
+    t_start = clock()
     progress = progress_bar(unit="runs", total=len(encoded) * len(methods))
     for i, (q, ids) in enumerate(encoded):
-        k = i % len(methods)
-        for m in methods[k:] + methods[:k]:
+        meta["run_order"].append([q.id, rotated(methods, i)])
+        for m in meta["run_order"][-1][1]:
+            yield {"phase": "timed", "prompt": i + 1, "prompts": len(encoded), "prompt_id": q.id, "method": m,
+                   "run": len(warm) + len(rows) + 1, "runs": total}
             row, steps = runner(m, q.prompt, ids)
             rows.append({"prompt_id": q.id, "category": q.category, "method": m, "prompt_tokens": len(ids), **row})
             ea_a[m].extend(steps)
+            if q.id in keep_traces and runner.last_trace is not None and m not in HF_METHODS:
+                traces.setdefault(q.id, {})[m] = runner.last_trace
             progress.update()
-        done = [r for r in rows if r["prompt_id"] == q.id]
         log(f"prompt {i + 1}/{len(encoded)} [{q.category}] " + "  ".join(
-            f"{r['method']}: τ={r['tau']:.2f} {r['tokens_per_s']:.1f}t/s" for r in done))
-        if max_minutes and time.perf_counter() - t_start > 60 * max_minutes and i + 1 < len(encoded):
-            meta["stopped_early"] = (f"time budget of {max_minutes:g} min reached: {i + 1} of {len(encoded)} "
-                                     "prompts run (every method on each of them)")
-            meta["prompts"] = i + 1
-            log(meta["stopped_early"])
+            f"{r['method']}: τ={r['tau']:.2f} {r['tokens_per_s']:.1f}t/s" for r in rows if r["prompt_id"] == q.id))
+        why = stop_reason(i + 1, len(encoded), t_enter, t_start, max_minutes, deadline_s)
+        if why:
+            meta.update(stopped_early=why, prompts=i + 1)
+            log(why)
             break
     progress.close()
     by_method, by_cat = summarize_runs(rows, methods, ea_a, base.greedy)
-    meta["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
+    meta["bench_wall_s"] = round(clock() - t_start, 1)
     note_load(meta["machine"])
-    return {"meta": meta, "methods": by_method, "by_category": by_cat, "runs": rows,
-            "ea_a": {m: v for m, v in ea_a.items() if v}}
+    result = {"meta": meta, "methods": by_method, "by_category": by_cat, "runs": rows,
+              "ea_a": {m: v for m, v in ea_a.items() if v}}
+    if keep_traces:
+        result["traces"] = traces
+    yield {"phase": "done", "result": result}
+
+
+def run_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=None, hf_knobs=None,
+              warmup: int = 1, chat: bool = True, log=None, max_minutes: float | None = None, corpus=None,
+              **more) -> dict:
+    """Run the benchmark; returns the result dict (see the module docstring). `more`: iter_bench's
+    cancel, pairs and keep_traces."""
+    for message in iter_bench(pair, prompts, methods, base, assistant, hf_knobs, warmup, chat, log, max_minutes,
+                              corpus, **more):
+        if message["phase"] == "done":
+            return message["result"]
+    raise AssertionError("iter_bench ended without a result")
 
 
 def format_table(result: dict) -> str:

@@ -146,7 +146,7 @@ def plot_ea_vs_a(pairs_by_method: dict, path, meta: dict, stats: dict | None = N
 
 
 def plot_cost_curve(curve: dict, path) -> str:
-    """The decoder's cost curve (decoding/cost.py): target forward vs tokens, draft layer vs width."""
+    """The decoder's cost curve (engine/cost.py): target forward vs tokens, draft layer vs width."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     pts = curve["points"]

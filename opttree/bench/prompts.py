@@ -114,3 +114,17 @@ def spread(prompts: list[BenchPrompt], limit: int) -> list[BenchPrompt]:
         depth += 1
     order = {id(q): i for i, q in enumerate(prompts)}
     return sorted(picked, key=lambda q: order[id(q)])
+
+
+def with_given(texts: list[str], prompts: list[BenchPrompt]) -> list[BenchPrompt]:
+    """Prompts given as text (ids "prompt", "prompt-2", …; category "given") before `prompts`; a text
+    listed twice is measured once, where it first appears."""
+    given = [BenchPrompt("prompt" if i == 0 else f"prompt-{i + 1}", "given", clean_prompt(t))
+             for i, t in enumerate(texts)]
+    seen: set[str] = set()
+    out = []
+    for q in given + list(prompts):
+        if q.prompt not in seen:
+            seen.add(q.prompt)
+            out.append(q)
+    return out

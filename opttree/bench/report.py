@@ -17,6 +17,7 @@ from pathlib import Path
 from opttree.bench.plots import plot_node_sweep, plot_threshold_sweep
 from opttree.bench.sweep import best_budget
 from opttree.bench.theory_table import markdown_table
+from opttree.bench.verdict import verdict
 from opttree.trace import by_depth_text
 
 
@@ -72,6 +73,10 @@ def bench_section(b: dict) -> list[str]:
                    f"{fmt(a['mean_nodes'], '.1f')} | {fmt(a['mean_depth'])} | {fmt(a['mean_expected_accept'])} | "
                    f"{fmt(a['mean_accepted_draft_tokens'])} | {pct(a.get('draft_acceptance_rate'))} | "
                    f"{by_depth_text(a.get('acceptance_by_depth'))} |")
+    said = verdict(b) if b.get("runs") else ""
+    if said:
+        out += ["", f"**Verdict** (from the per-prompt spread: a difference counts beyond two standard errors of "
+                f"its paired mean; `opttree/bench/verdict.py`, the same words the app's Compare tab prints): {said}"]
     out += ["", "τ = committed tokens per target forward, bonus token included (Spec-Bench/EAGLE convention, "
             "AR = 1). For hf-assisted every target forward is counted with a forward hook. Speedup = tokens/s "
             "over AR's tokens/s in the same run. `@auto` = the auto node budget: each step's depth and size "
@@ -145,7 +150,7 @@ def sweep_section(s: dict) -> list[str]:
             out += ["| plain F.linear: ms | " + " | ".join(fmt(p["plain_median_ms"], ".0f") for p in pts) + " |",
                     "| plain: × 1-token | " + " | ".join(fmt(p["plain_relative"]) for p in pts) + " |"]
             out += ["", "The first two rows use the few-row CPU kernel the engine runs with "
-                    "(`opttree/models/few_row_linear.py`: oneDNN's inner product over weights reordered once); the "
+                    "(`opttree/nets/few_row_linear.py`: oneDNN's inner product over weights reordered once); the "
                     "last two time the same forwards, in the same repetitions, with plain `F.linear` (MKL's "
                     "GEMV for one row, its GEMM for more). Both × rows are relative to the few-row kernel's "
                     "1-token forward, the one AR decodes with."]
@@ -186,7 +191,7 @@ def _curve_rows(head: str, pts: list[dict], ms_spec: str) -> list[str]:
 
 
 def cost_section(curve: dict) -> list[str]:
-    """The decoder's cost curve (decoding/cost.py), the auto budget's input."""
+    """The decoder's cost curve (engine/cost.py), the auto budget's input."""
     pts, key = curve["points"], curve["key"]
     out = ["## What a forward costs here (the auto budget's input)", "",
            f"`opttree cost` on {key['device_name']} ({key['dtype']}, {key['threads']} threads, {key['kernel']} "

@@ -24,7 +24,6 @@ from opttree.errors import BadInput
 
 DEFAULT_BUDGETS = (10, 25, 60, 150, 300, 500)
 DEFAULT_SWEEP_METHODS = ("opt-tree", "eagle-dynamic", "eagle-static", "binary")
-DEFAULT_THRESHOLDS = (0.0, 0.1, 0.3, 0.5, 1.0, 2.0)
 POINT_KEYS = ("tau", "tokens_per_s", "speedup", "speedup_median", "exact_match", "mean_nodes", "mean_depth",
               "mean_draft_ms", "mean_build_ms", "mean_verify_ms", "mean_expected_accept",
               "mean_accepted_draft_tokens", "draft_acceptance_rate",
@@ -68,19 +67,10 @@ def ea_a_stats(ea_a: dict) -> dict:
     return {**_calibration(pooled), "by_method": {m: _calibration(v) for m, v in ea_a.items() if v}}
 
 
-def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, budgets=DEFAULT_BUDGETS,
-              thresholds=(), threshold_nodes: int | None = None, warmup: int = 1, chat: bool = True,
-              verify_cost: dict | None = None, log=None, max_minutes: float | None = None,
-              caps: dict | None = None) -> dict:
-
-    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    for n in budgets:
-        replace(base, nodes=n)  # validates each budget before any decoding
-    runner = MethodRunner(pair, base, chat=chat)
-    threshold_nodes = threshold_nodes or (AUTO_MAX_NODES if base.auto_nodes else base.nodes)  # δ needs a fixed n
-    # (kind, method, nodes, threshold) settings, deduplicated by the tree they produce.
+def sweep_settings(methods, budgets, thresholds, base: DecodeConfig, threshold_nodes: int, caps: dict):
+    """The (kind, method, nodes, threshold) settings to run, deduplicated by the tree they produce, and
+    {(kind, method, budget or δ): the setting it is the same as}."""
     settings, same_as, seen = [], {}, {}
-    caps = caps or {}
     for n in budgets:
         for m in methods:
             if n > caps.get(m, n):
@@ -98,12 +88,12 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
             continue
         seen[key] = ("threshold", "opt-tree", float(d))
         settings.append(("threshold", "opt-tree", threshold_nodes, float(d)))
-    encoded = [(q, encode_prompt(pair.tokenizer, q.prompt, chat=chat)) for q in prompts]
-    for w in range(min(warmup, len(encoded))):
-        q, ids = encoded[w]
-        runner("ar", q.prompt, ids, max_new_tokens=min(16, base.max_new_tokens))
-        for m in dict.fromkeys(s[1] for s in settings):
-            runner(m, q.prompt, ids, max_new_tokens=min(16, base.max_new_tokens), nodes=min(budgets))
+    return settings, same_as
+
+
+def run_interleaved(runner, encoded, settings, log, max_minutes):
+    """AR and every setting on each prompt, the order rotated each prompt: (rows per setting, AR rows
+    by prompt id, E(A)/A steps per setting, why it stopped early or None, prompts done)."""
     rows: dict = {s: [] for s in settings}
     ar_rows, steps = {}, {s: [] for s in settings}
     stopped, n_done = None, 0
@@ -129,10 +119,12 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
             log(stopped)
             break
     progress.close()
-    agg = {s: aggregate(rows[s], ar_rows, steps[s], base.greedy) for s in settings}
-    cost_one = None
-    if verify_cost:
-        cost_one = cost_at(verify_cost, 1)
+    return rows, ar_rows, steps, stopped, n_done
+
+
+def sweep_points(agg, methods, budgets, thresholds, base, threshold_nodes, same_as, caps, verify_cost):
+    """The budget curves per method and the δ sweep's points, each with its predicted speedup."""
+    cost_one = cost_at(verify_cost, 1) if verify_cost else None
 
     def point(s, **extra):
         a = agg[s]
@@ -161,6 +153,32 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
         else:
             s = ("threshold", "opt-tree", threshold_nodes, float(d))
         thr_points.append(point(s, threshold=float(d)))
+    return curves, thr_points
+
+
+def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, budgets=DEFAULT_BUDGETS,
+              thresholds=(), threshold_nodes: int | None = None, warmup: int = 1, chat: bool = True,
+              verify_cost: dict | None = None, log=None, max_minutes: float | None = None,
+              caps: dict | None = None) -> dict:
+
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    for n in budgets:
+        replace(base, nodes=n)  # validates each budget before any decoding
+    runner = MethodRunner(pair, base, chat=chat)
+    threshold_nodes = threshold_nodes or (AUTO_MAX_NODES if base.auto_nodes else base.nodes)  # δ needs a fixed n
+    caps = caps or {}
+    settings, same_as = sweep_settings(methods, budgets, thresholds, base, threshold_nodes, caps)
+    encoded = [(q, encode_prompt(pair.tokenizer, q.prompt, chat=chat)) for q in prompts]
+    for w in range(min(warmup, len(encoded))):
+        q, ids = encoded[w]
+        runner("ar", q.prompt, ids, max_new_tokens=min(16, base.max_new_tokens))
+        for m in dict.fromkeys(s[1] for s in settings):
+            runner(m, q.prompt, ids, max_new_tokens=min(16, base.max_new_tokens), nodes=min(budgets))
+    t0 = time.perf_counter()
+    rows, ar_rows, steps, stopped, n_done = run_interleaved(runner, encoded, settings, log, max_minutes)
+    agg = {s: aggregate(rows[s], ar_rows, steps[s], base.greedy) for s in settings}
+    curves, thr_points = sweep_points(agg, methods, budgets, thresholds, base, threshold_nodes, same_as, caps,
+                                      verify_cost)
     ea_a: dict = {}
     for s, pts in steps.items():
         ea_a.setdefault(s[1], []).extend(pts)

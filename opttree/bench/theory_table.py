@@ -3,11 +3,11 @@
 `opttree theory-table` runs OPT-Tree with a model pair on benchmark prompts at temperature 0.7 (the
 paper's default) and, for every row the traces record (`topk_rows`: the root, the accepted nodes and
 the likeliest other expanded nodes, at most 16 a step), computes each scheme's acceptance rate for
-k = 1..4 drafts on that row's p and q (`opttree.theory.scheme_table`), then averages over the rows.
+k = 1..4 drafts on that row's p and q (`opttree.theory.table.scheme_table`), then averages over the rows.
 
 p is the target's sampling distribution at the run's temperature; q is the draft's own distribution
 (sampling runs draft at tree temperature 1). A row holds each side's top 8 tokens with both
-probabilities, so the rates use those tokens plus one bucket for all others (`opttree.theory_rows`:
+probabilities, so the rates use those tokens plus one bucket for all others (`opttree.theory.rows`:
 the sampled schemes see the bucket as one token, the fixed-set rate p(set) is exact); the result
 reports the bucket's mean mass.
 
@@ -27,10 +27,10 @@ from pathlib import Path
 from opttree.bench.env import machine_info, note_load
 from opttree.config import DecodeConfig
 from opttree.decoding.prompts import encode_prompt
-from opttree.decoding.speculative import run
+from opttree.engine.speculative import run
 from opttree.errors import BadInput
-from opttree.theory import SCHEMES
-from opttree.theory_rows import row_distributions, row_scheme_table
+from opttree.theory.rows import row_distributions, row_scheme_table
+from opttree.theory.table import SCHEMES
 
 DEFAULT_KS = (1, 2, 3, 4)
 THEORY_TEMPERATURE = 0.7
@@ -157,7 +157,7 @@ def theory_markdown(result: dict, command: str = "") -> str:
         out += ["Command:", "", "```", command, "```", ""]
     out += [markdown_table(result), "",
             "Each cell is the mean, over recorded nodes, of a scheme's chance that one of k drafts is accepted at "
-            "that node (`opttree/theory.py`). The two optima are bounds for drafts sampled from q (i.i.d. or "
+            "that node (`opttree/theory/`). The two optima are bounds for drafts sampled from q (i.i.d. or "
             "without replacement): each verifier stays at or below its own. The last row is the rate of a fixed "
             "set of q's top k verified by the target-sample rule, p(set): optimal for that fixed set.", ""]
     return "\n".join(out)

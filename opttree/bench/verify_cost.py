@@ -1,6 +1,6 @@
 """The verify-cost sweep: one target forward's time vs the number of tree tokens, on this device,
 over a wide range of sizes and with both CPU kernels (the decoder's own, shorter curve is
-`opttree/decoding/cost.py`; both time their forwards with its `time_verify`).
+`opttree/engine/cost.py`; both time their forwards with its `time_verify`).
 
 This is the hardware fact behind the best node budget: on a GPU a forward over 60 tokens costs about
 the same as over one, so big trees are nearly free; on a 2-core CPU the cost grows with the tokens,
@@ -15,8 +15,8 @@ from __future__ import annotations
 import statistics
 
 from opttree.bench.env import machine_info, note_load
-from opttree.decoding.cost import synthetic_tree, time_verify
-from opttree.models.few_row_linear import uses_few_row_linear
+from opttree.engine.cost import synthetic_tree, time_verify
+from opttree.nets.few_row_linear import uses_few_row_linear
 from opttree.trees.auto_size import interpolate
 
 __all__ = ["DEFAULT_SIZES", "cost_at", "synthetic_tree", "verify_cost_curve"]
@@ -28,7 +28,7 @@ def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps:
                       log=None) -> dict:
     """Median/p25/p75 ms of one verification forward for trees of `sizes` tokens (root included).
 
-    The forwards are timed by `decoding.cost.time_verify`, the measurement the decoder's own cost
+    The forwards are timed by `engine.cost.time_verify`, the measurement the decoder's own cost
     curve uses. When the target runs the few-row CPU kernel (few_row_linear.py), every size is also
     timed with the plain `F.linear` kernel in the same repetitions, so the curve shows what the
     kernel buys."""

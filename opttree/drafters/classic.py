@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 
 from opttree.decoding.kv_cache import compact, new_cache
-from opttree.drafters.base import Drafter
+from opttree.drafters.model_drafter import ModelDrafter
 from opttree.trees.draft_tree import DraftTree
 
 
-class ClassicDrafter(Drafter):
+class ClassicDrafter(ModelDrafter):
     def __init__(self, model, vocab_size: int, temperature: float = 1.0):
         super().__init__(vocab_size, temperature)
         self.model = model
@@ -31,7 +31,7 @@ class ClassicDrafter(Drafter):
         self.slot = {}
 
     @torch.inference_mode()
-    def expand(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
+    def distributions(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
         if self.asks_for_root(nodes):
             return self.root_probs[None]
         cache_len = self.cache.get_seq_length()

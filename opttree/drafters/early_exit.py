@@ -23,29 +23,14 @@ layers per tree layer, which is why N is small (docs/drafts.md: the sweep that c
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.tree_attention import tree_mask
 from opttree.drafters.feature_head import FeatureHeadDrafter
-from opttree.drafters.head_model import FeatureHead, head_config_from_target
 from opttree.errors import BadInput
+from opttree.nets.exit_head import ExitHead, check_exit_layer
+from opttree.trace import BuildInfo
 from opttree.trees.draft_tree import DraftTree
-
-
-def exit_config(target_config, exit_layer: int, draft_vocab: int = 0, layers: int = 1) -> dict:
-    """The exit head's config: `layers` decoder layers shaped like the target's, after layer `exit_layer`."""
-    check_exit_layer(target_config, exit_layer)
-    return {**head_config_from_target(target_config, layers=layers, draft_vocab=draft_vocab),
-            "kind": "early-exit", "exit_layer": int(exit_layer)}
-
-
-def check_exit_layer(target_config, exit_layer) -> int:
-    layers = int(target_config.num_hidden_layers)
-    if not isinstance(exit_layer, int) or not 1 <= exit_layer < layers:
-        raise BadInput(f"exit layer {exit_layer!r} is out of range: the target has {layers} layers, so the "
-                       f"draft may exit after layer 1 to {layers - 1}.")
-    return exit_layer
 
 
 def body(model):
@@ -94,31 +79,6 @@ def check_matches_target(model, exit_layer: int) -> None:
     if not torch.allclose(got.float(), want.float(), rtol=tol, atol=tol * float(want.abs().max()) + 1e-5):
         raise BadInput(f"early-exit drafting does not support {type(model).__name__}: running its first "
                        f"{exit_layer} layers alone does not give its own hidden state there.")
-
-
-class ExitHead(FeatureHead):
-    """EESD's early-exit structure: a decoder layer (or a few) and a final norm reading the target's
-    hidden state after `exit_layer` layers; the target's LM head (frozen, shared) turns it into logits. It
-    shares the feature head's decoder and draft-vocabulary code; it has no input projection, since
-    its input is already a hidden state of the target."""
-
-    def input_layer(self, h: int) -> nn.Module | None:
-        return None
-
-    @property
-    def exit_layer(self) -> int:
-        return int(self.config["exit_layer"])
-
-    @property
-    def feature_layers(self) -> tuple[int, ...]:
-        """The rows the loop hands to begin_step: the target's states after layer N."""
-        return (self.exit_layer,)
-
-    def exit_features(self, hidden, position_ids, attention_mask=None, cache=None):
-        """The exit layer's output for the target's layer-N hidden states, shape (1, k, h)."""
-        out = self.decoder(inputs_embeds=hidden, position_ids=position_ids, attention_mask=attention_mask,
-                           past_key_values=cache, use_cache=cache is not None)
-        return out.last_hidden_state
 
 
 class EarlyExitDrafter(FeatureHeadDrafter):
@@ -191,7 +151,7 @@ class EarlyExitDrafter(FeatureHeadDrafter):
         self.grown = True
         return self.head.exit_features(hidden.to(self.device), pos, mask, self.cache)[0]
 
-    def finish_tree(self, tree: DraftTree, info: dict, cfg):
+    def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg):
         self._restore(self.keep)      # the target verifies root and tree after the committed prefix
         return super().finish_tree(tree, info, cfg)
 

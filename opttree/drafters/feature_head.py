@@ -11,12 +11,12 @@ from __future__ import annotations
 import torch
 
 from opttree.decoding.kv_cache import new_cache, truncate
-from opttree.drafters.base import Drafter
+from opttree.drafters.model_drafter import ModelDrafter
 from opttree.errors import BadInput
 from opttree.trees.draft_tree import ROOT, DraftTree
 
 
-class FeatureHeadDrafter(Drafter):
+class FeatureHeadDrafter(ModelDrafter):
     def __init__(self, head, target, vocab_size: int, temperature: float = 1.0):
         super().__init__(vocab_size, temperature)
         self.head = head
@@ -72,12 +72,12 @@ class FeatureHeadDrafter(Drafter):
         self.n_pairs = stop - 1
         self.root_pos = stop - 1
         self.root_feature = out[0, -1]
-        self.root_probs = None          # the full row, made only if `expand` asks for it
+        self.root_probs = None          # the full row, made only if `distributions` asks for it
         self.root_draft = self._draft_probs(self.root_feature[None])
         self.slot, self.node_feature = {}, {}
 
     @torch.inference_mode()
-    def expand(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
+    def distributions(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
         if self.asks_for_root(nodes):
             if self.root_probs is None:
                 self.root_probs = self.probs(self._logits(self.root_feature))

@@ -3,9 +3,9 @@
 The wrapped drafter builds its tree exactly as without retrieval. Around it:
 - `begin_step` retrieves continuations of the last committed tokens from the prompt, the output so
   far and the corpus (drafters/retrieval.py) and builds their trie;
-- `expand` asks the model drafter for its full distribution at each node it expands and notes the
+- `distributions` asks the model drafter for its full distribution at each node it expands and notes the
   draft probability (and rank) of every retrieved token whose parent it expanded: the numbers that
-  prune the retrieval trie. `top_children` is the top-k of `expand`, so the builder sees the draft's
+  prune the retrieval trie. `top_children` is the top-k of `distributions`, so the builder sees the draft's
   children as usual (the feature head's faster top-k path is not used: pruning needs the full row);
 - `finish_tree` fuses the builder's tree with the retrieval trie (trees/fusion.py) within the step's
   node budget (under the auto budget: the size it chose for the draft tree) and depth; the target
@@ -19,6 +19,7 @@ import torch
 
 from opttree.drafters.base import Drafter
 from opttree.drafters.retrieval import Retrieved, retrieve
+from opttree.trace import BuildInfo
 from opttree.trees.draft_tree import ROOT, DraftTree
 from opttree.trees.fusion import fuse
 
@@ -39,8 +40,8 @@ class RetrievalFusion(Drafter):
         self.found = retrieve(committed, self.corpus, self.length, self.matches)
         self.draft_q, self.expanded = {}, {}
 
-    def expand(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
-        probs = self.inner.expand(tree, nodes)
+    def distributions(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
+        probs = self.inner.distributions(tree, nodes)
         trie = self.found.tree
         for i, node in enumerate(nodes):
             path = () if node == ROOT else tuple(tree.tokens[a] for a in tree.path(node))
@@ -55,7 +56,7 @@ class RetrievalFusion(Drafter):
                     self.draft_q[path + (tok,)] = (q, int((row > q).sum()))
         return probs
 
-    def finish_tree(self, tree: DraftTree, info: dict, cfg) -> tuple[DraftTree, dict]:
+    def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg) -> tuple[DraftTree, BuildInfo]:
         tree, info = self.inner.finish_tree(tree, info, cfg)
         budget = len(tree) if cfg.auto_nodes else cfg.nodes
         fused, notes = fuse(tree, self.found.tree, self.draft_q, budget, self.expanded, max_depth=cfg.max_depth)
@@ -65,8 +66,8 @@ class RetrievalFusion(Drafter):
                     f"{notes['both']} shared")
         else:
             note = "retrieval: no earlier occurrence of the last token"
-        reason = info.get("stop_reason", "")
-        return fused, {**info, "stop_reason": f"{reason} · {note}" if reason else note}
+        info.note(note, sep=" · ")
+        return fused, info
 
     def attach(self, cache) -> None:
         self.inner.attach(cache)

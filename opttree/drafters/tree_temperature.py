@@ -24,24 +24,7 @@ therefore 1; a run's own setting still wins.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from opttree.config import TRAINING_FREE
-from opttree.config import check_tree_temperature as checked
-
-CARD_KEY = "tree_temperature"
-
-
-def card_temperature(draft: str | None) -> float:
-    """The fitted tree temperature in the card beside a draft file, 1.0 when there is none."""
-    if not draft:
-        return 1.0
-    card = Path(draft).with_suffix(".json")
-    try:
-        return checked(json.loads(card.read_text()).get(CARD_KEY, 1.0))
-    except Exception:  # no card, unreadable card, or a bad value: the draft's own probabilities
-        return 1.0
 
 
 def for_decoding(pair, cfg) -> float:

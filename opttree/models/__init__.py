@@ -1,1 +1,1 @@
-"""Loading models: the bundled GGUF, hub ids and local paths, draft assets, the allow-list, CPU kernels."""
+"""Loading models: the target (bundled GGUF, hub id or local path), draft weights and their cards."""

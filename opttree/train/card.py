@@ -13,16 +13,16 @@ import torch
 from tqdm import tqdm
 
 from opttree import paths
-from opttree.config import DecodeConfig
-from opttree.decoding.speculative import run
+from opttree.config import BUNDLED_ID, DecodeConfig
+from opttree.drafters.registry import TRAINING_KINDS, load_pair
 from opttree.drafters.tree_temperature import for_decoding
-from opttree.models.draft_assets import BUNDLED, BUNDLED_CLASSIC, BUNDLED_HEAD, load_bundled_classic, load_feature_head
-from opttree.models.loading import load_pair
-from opttree.train.prompts import FIT_PARTS, train_prompts
+from opttree.engine.speculative import run
+from opttree.models.draft_assets import ACCEPTANCE_KEY
+from opttree.train.acceptance import measure_acceptance
+from opttree.train.prompts import FIT_PARTS, LONG_INPUT_PROMPTS, train_prompts
 
 # A draft kind (`python -m opttree.train --kind`) -> the drafter that decodes with it, its bundled file.
-KINDS = {kind: (drafter, BUNDLED[drafter])
-         for kind, drafter in (("head", "eagle"), ("classic", "classic"), ("early-exit", "early-exit"))}
+KINDS = {name: (kind.name, kind.bundled_path) for name, kind in TRAINING_KINDS.items()}
 
 EVAL_SET = paths.EVAL_PROMPTS
 
@@ -115,38 +115,29 @@ def machine() -> str:
 def write_card(path: str | Path, card: dict) -> Path:
     path = Path(path)
     card = {"machine": machine(), **card}
-    path.write_text(json.dumps(card, indent=1) + "\n")
+    path.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
-
-
-def measure_load_seconds(target_name: str = "smollm2-135m-instruct", repeats: int = 3) -> dict:
-    """Seconds that loading the two bundled drafts adds on top of the target (best of `repeats`)."""
-
-    pair = load_pair(target_name, drafter="none", device="cpu")
-    best = {"eagle": 1e9, "classic": 1e9}
-    for _ in range(repeats):
-        t = time.perf_counter()
-        load_feature_head(str(BUNDLED_HEAD), pair.target)
-        best["eagle"] = min(best["eagle"], time.perf_counter() - t)
-        t = time.perf_counter()
-        load_bundled_classic(str(BUNDLED_CLASSIC), pair.target)
-        best["classic"] = min(best["classic"], time.perf_counter() - t)
-    return {k: round(v, 3) for k, v in best.items()}
 
 
 def main(argv=None):
     """Re-measure τ for a shipped draft and update its card:
-    python -m opttree.train.card --kind head --prompts 10"""
+    python -m opttree.train.card --kind head --prompts 10
+    or measure its acceptance by rank (Sequoia's vector) on held-out training prompts instead:
+    python -m opttree.train.card --kind head --acceptance 16"""
     ap = argparse.ArgumentParser()
     ap.add_argument("--kind", choices=list(KINDS), required=True)
     ap.add_argument("--draft", default=None)
-    ap.add_argument("--target", default="smollm2-135m-instruct")
+    ap.add_argument("--target", default=BUNDLED_ID)
     ap.add_argument("--prompts", type=int, default=10, help="eval prompts to measure (round-robin over categories)")
-    ap.add_argument("--set", choices=["eval", "final"], default="eval",
-                    help="final: all of final.jsonl, the set no design decision has seen; recorded as tau_final")
+    ap.add_argument("--set", choices=["eval", "final", "long-input"], default="eval",
+                    help="final: all of final.jsonl, the set no design decision has seen; recorded as tau_final. "
+                         "long-input: all of long_input.jsonl (long pasted passages), reported apart as tau_long_input")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--fit-temperature", type=int, default=0, metavar="N",
                     help="first fit the tree temperature on N held-out training prompts")
+    ap.add_argument("--acceptance", type=int, default=0, metavar="N",
+                    help="only measure the acceptance by rank (Sequoia's vector, train/acceptance.py) on N held-out "
+                         "training prompts and store it in the card as acceptance_by_rank; τ is not measured")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     drafter, bundled = KINDS[args.kind]
@@ -154,14 +145,21 @@ def main(argv=None):
     pair = load_pair(args.target, drafter=drafter, draft=str(draft), device="cpu")
     card_path = draft.with_suffix(".json")
     card = json.loads(card_path.read_text()) if card_path.exists() else {}
+    if args.acceptance:
+        fit = measure_acceptance(pair, heldout_questions(args.acceptance), log=print)
+        card[ACCEPTANCE_KEY], card[ACCEPTANCE_KEY + "_fit"] = fit["acceptance_by_rank"], fit
+        write_card(card_path, card)
+        print(json.dumps({k: fit[k] for k in ("acceptance_by_rank", "conditional", "rows", "wall_s")}))
+        return
     if args.fit_temperature:
         fit = fit_tree_temperature(pair, args.fit_temperature)
         card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
         print(json.dumps(fit["tau_by_temperature"]), flush=True)
-    if args.set == "final":
-        result = measure_tau(pair, 0, questions=eval_questions(paths.FINAL_PROMPTS))
+    if args.set in ("final", "long-input"):
+        path = paths.FINAL_PROMPTS if args.set == "final" else LONG_INPUT_PROMPTS
+        result = measure_tau(pair, 0, questions=eval_questions(path))
         result["date"] = time.strftime("%Y-%m-%d")
-        card["tau_final"] = result
+        card["tau_final" if args.set == "final" else "tau_long_input"] = result
     else:
         result = measure_tau(pair, args.prompts)
         card.pop("machine", None)

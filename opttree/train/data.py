@@ -12,10 +12,12 @@ from opttree.train.prompts import is_heldout
 
 
 def split(seqs: list[dict]) -> tuple[list[dict], list[dict]]:
-    """Train / held-out by each sequence's prompt (the prompt's frozen `heldout` flag)."""
+    """Train / held-out by each sequence's own `heldout` flag where it has one (teacher-forced
+    conversations: opttree/train/teacher_forcing.py), else by its prompt's frozen flag."""
     train, test = [], []
     for s in seqs:
-        (test if is_heldout(s.get("prompt_index", 0)) else train).append(s)
+        held = bool(s["heldout"]) if "heldout" in s else is_heldout(s.get("prompt_index", 0))
+        (test if held else train).append(s)
     return train, test
 
 
@@ -29,7 +31,7 @@ def load_split(data_dir, max_tokens: int = 0, layer_feats: bool = False):
             if n >= max_tokens:
                 break
             kept.append(s)
-            n += int(s["ids"].numel() - s["plen"])
+            n += target_tokens(s)
         seqs = kept
     train, test = split(seqs)
     if not test and len(train) > 1:  # tiny data (tests): keep one sequence aside anyway
@@ -49,8 +51,14 @@ def fuse_layer_feats(seqs: list[dict], layers: tuple[int, ...]) -> None:
         s["feats"] = torch.cat([low.flatten(1), s["feats"]], -1).contiguous()
 
 
+def target_tokens(seq: dict) -> int:
+    """Positions with a training target: every response token of generated data; of a teacher-forced
+    conversation only the assistant turns' (its other rows carry zero probability)."""
+    return int((seq["topk_p"][:, 0] > 0).sum())
+
+
 def response_tokens(seqs: list[dict]) -> int:
-    return sum(int(s["ids"].numel() - s["plen"]) for s in seqs)
+    return sum(target_tokens(s) for s in seqs)
 
 
 def draft_vocab(seqs: list[dict], size: int, always: set[int] = frozenset()) -> tuple[torch.Tensor, float]:

@@ -26,9 +26,10 @@ import torch
 from tqdm import tqdm
 
 from opttree import paths
+from opttree.config import BUNDLED_ID
 from opttree.decoding.prompts import encode_prompt
-from opttree.drafters.head_model import fused_layers
 from opttree.models.loading import load_causal_lm, load_tokenizer
+from opttree.nets.feature_head import fused_layers
 from opttree.train.common import ThreadTuner
 from opttree.train.prompts import read_prompts, write_prompts
 
@@ -179,7 +180,7 @@ def target_eos(model, tok=None) -> set[int]:
     return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos]) if e is not None}
 
 
-def _add_stats(out: Path, wall: float, tokens: int, seqs: int) -> None:
+def add_stats(out: Path, wall: float, tokens: int, seqs: int) -> None:
     path = out / "stats.json"
     st = json.loads(path.read_text()) if path.exists() else {"wall_s": 0.0, "tokens": 0, "sequences": 0}
     st["wall_s"] = round(st["wall_s"] + wall, 1)
@@ -195,7 +196,7 @@ def gen_stats(out) -> dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="generate self-distillation data from the bundled target")
-    ap.add_argument("--target", default="smollm2-135m-instruct")
+    ap.add_argument("--target", default=BUNDLED_ID)
     ap.add_argument("--out", default=str(DEFAULT_DIR))
     ap.add_argument("--prompts", default=None, help="jsonl of prompts (default: the built-in set)")
     ap.add_argument("--tokens", type=int, default=500_000, help="stop after this many response tokens")
@@ -253,7 +254,7 @@ def run_generation(args):
         os.replace(tmp, path)
         n = sum(int(s["ids"].numel() - s["plen"]) for s in seqs)
         have += n
-        _add_stats(out, time.time() - t_shard, n, len(seqs))
+        add_stats(out, time.time() - t_shard, n, len(seqs))
         bar.update(n)
         bar.set_postfix(shard=b, threads=tuner.current)
     bar.close()

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from opttree.drafters.head_model import FeatureHead, fused_layers, head_config_from_target
+from opttree.nets.feature_head import FeatureHead, fused_layers, head_config_from_target
 from opttree.train import data as D
 from opttree.train.common import export_fp16, load_checkpoint
 from opttree.train.generate import target_eos
@@ -138,6 +138,24 @@ def _resumed_vocab(args, fresh: torch.Tensor, name: str = "head") -> torch.Tenso
     return old.clone() if old is not None and old.numel() == fresh.numel() else fresh
 
 
+def _draft_vocab(args, target, train) -> tuple[torch.Tensor, float]:
+    """The head's draft vocabulary and its coverage of the training data: the data's most frequent
+    tokens (kept from the checkpoint on --resume), or with --init-vocab the --init-from draft's own."""
+    if getattr(args, "init_vocab", False):
+        if not args.init_from:
+            raise SystemExit("--init-vocab keeps the --init-from draft's vocabulary: name one with --init-from.")
+        from safetensors.torch import load_file  # imported with the weights it reads or writes
+
+        vocab_ids = load_file(str(args.init_from))["vocab_ids"].long()
+        return vocab_ids, D.vocab_coverage(train, vocab_ids)
+    if not args.draft_vocab:
+        return torch.zeros(0, dtype=torch.long), 1.0
+    vocab_ids, cover = D.draft_vocab(train, args.draft_vocab, always=target_eos(target))
+    if (kept := _resumed_vocab(args, vocab_ids, run_name(args))) is not vocab_ids:
+        vocab_ids, cover = kept, D.vocab_coverage(train, kept)
+    return vocab_ids, cover
+
+
 def run_name(args) -> str:
     """The run's checkpoint and progress name: a fused and a plain head can train side by side."""
     return "fused-head" if getattr(args, "fused", False) else "head"
@@ -147,11 +165,7 @@ def train_head(args, target, train, test) -> dict:
     torch.manual_seed(args.seed)
     embed = target.get_input_embeddings()
     lm_w = target.get_output_embeddings().weight
-    vocab_ids, cover = (torch.zeros(0, dtype=torch.long), 1.0)
-    if args.draft_vocab:
-        vocab_ids, cover = D.draft_vocab(train, args.draft_vocab, always=target_eos(target))
-        if (kept := _resumed_vocab(args, vocab_ids, run_name(args))) is not vocab_ids:
-            vocab_ids, cover = kept, D.vocab_coverage(train, kept)
+    vocab_ids, cover = _draft_vocab(args, target, train)
     cfg = head_config_from_target(target.config, layers=args.layers, draft_vocab=int(vocab_ids.numel()))
     if getattr(args, "fused", False):
         cfg["fused_layers"] = list(fused_layers(target.config.num_hidden_layers))
@@ -189,7 +203,8 @@ def train_head(args, target, train, test) -> dict:
             "heldout_chain_agreement_by_depth": last["chain"],
             "draft_vocab": int(vocab_ids.numel()), "draft_vocab_coverage": round(cover, 4), "config": cfg,
             "hparams": {k: getattr(args, k) for k in ("lr", "batch_tokens", "unroll", "noise", "reg",
-                                                      "depth_decay", "layers", "seed", "max_len", "bf16", "fused")}}
+                                                      "depth_decay", "layers", "seed", "max_len", "bf16", "fused",
+                                                      "init_vocab")}}
 
 
 def export_head(head, out, cfg) -> int:
@@ -203,6 +218,9 @@ def add_args(ap) -> None:
     ap.add_argument("--noise", type=float, default=0.1, help="input feature noise (x feature std)")
     ap.add_argument("--reg", type=float, default=0.2, help="feature regression weight")
     ap.add_argument("--init-layer", action="store_true", help="start the head's layer from the target's last")
+    ap.add_argument("--init-vocab", action="store_true",
+                    help="with --init-from: keep that draft's vocabulary (its vocab_ids) instead of the data's "
+                         "most frequent tokens, so that step 0 is that draft exactly")
     ap.add_argument("--fused", action="store_true",
                     help="a fused head (EAGLE-3): reads a low and a middle layer besides the last; "
                          "--init-from a plain head starts it as that head")

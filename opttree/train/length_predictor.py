@@ -13,7 +13,7 @@ the loop held). Prompts flagged held-out in `train.jsonl` are the validation set
     python -m opttree.train --kind length-predictor [--prompts 96] [--tokens 64] [--threads 2]
 
 Writes `opttree/assets/length/<name>.safetensors` (fp16, a few thousand parameters; the network is in
-opttree/models/length_predictor.py) and its JSON card (data, held-out error against a constant
+opttree/nets/length_predictor.py) and its JSON card (data, held-out error against a constant
 predictor, date, command).
 """
 
@@ -32,11 +32,11 @@ from safetensors.torch import save_file
 from torch import nn
 
 from opttree import paths
-from opttree.config import DecodeConfig
+from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.decoding.prompts import encode_prompt
-from opttree.decoding.speculative import run
-from opttree.models.length_predictor import DEFAULT_PREDICTOR, HIDDEN, LengthPredictor
-from opttree.models.loading import load_pair
+from opttree.drafters.registry import load_pair
+from opttree.engine.speculative import run
+from opttree.nets.length_predictor import DEFAULT_PREDICTOR, HIDDEN, LengthPredictor
 from opttree.train.prompts import FIT_PARTS, train_prompts
 
 
@@ -160,7 +160,7 @@ def main(argv=None) -> dict:
     model = fit(x, y, epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay, seed=args.seed,
                 hidden=args.hidden, validation=args.validation)
     baseline = float(y.mean())
-    card = {"name": Path(args.out).stem, "kind": "length-predictor", "target": "smollm2-135m-instruct",
+    card = {"name": Path(args.out).stem, "kind": "length-predictor", "target": BUNDLED_ID,
             "drafter": pair.draft_name and Path(str(pair.draft_name)).name,
             "command": "python -m opttree.train --kind length-predictor " + " ".join(argv or sys.argv[1:]),
             "date": dt.date.today().isoformat(), "wall_s": round(time.time() - t0, 1),

@@ -22,6 +22,11 @@ from opttree import paths
 # fit reads the same prompts and a newly appended part changes neither until it is added here.
 FIT_PARTS = (1, 2, 3, 4)
 
+# Long pasted inputs (summarise / answer about / translate a given passage of 300-1,000 words), in the
+# eval set's format: frozen, measured and reported apart from the eval set, never trained on
+# (docs/drafts.md, "ShareGPT conversations"; tests/test_long_input.py pins it).
+LONG_INPUT_PROMPTS = paths.PROMPTS / "long_input.jsonl"
+
 
 @dataclass(frozen=True)
 class TrainPrompt:

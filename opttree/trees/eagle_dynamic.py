@@ -7,6 +7,7 @@ global rerank as OPT-Tree; the difference is the beam width k and the fixed dept
 
 from __future__ import annotations
 
+from opttree.trace import BuildInfo
 from opttree.trees.auto_size import Objective, StepCost
 from opttree.trees.delta_rule import expected_acceptance
 from opttree.trees.draft_tree import ROOT, DraftTree
@@ -33,10 +34,9 @@ def build_eagle_dynamic(expand, nodes: int, max_depth: int, top_k: int = 10, cos
         frontier = layer[:top_k]  # already sorted by p̂
         if not frontier:
             break
-    info = {"ea_by_depth": ea, "stop_reason": f"fixed depth {max_depth}"}
+    reason = f"fixed depth {max_depth}"
     if objective is None:
-        return grown.best_subtree(nodes), info
+        return grown.best_subtree(nodes), BuildInfo(ea, reason)
     n = objective.choose_in_last_row()
-    info["ea_by_depth"] = [0.0] + [sum(grown.p_hat[i] for i in grown.ranked(d)[:n]) for d in range(1, len(ea))]
-    info["auto"] = objective.record(widths, "eagle-dynamic")
-    return grown.best_subtree(n), info
+    ea = [0.0] + [sum(grown.p_hat[i] for i in grown.ranked(d)[:n]) for d in range(1, len(ea))]
+    return grown.best_subtree(n), BuildInfo(ea, reason, auto=objective.record(widths, "eagle-dynamic"))

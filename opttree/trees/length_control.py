@@ -19,7 +19,7 @@
   run is reproducible and the token picker's draws (hence the output) are untouched.
 
 - `predictor` (after AdaEAGLE, Zhang et al. 2024): a small network reading the target's last hidden
-  state predicts the coming step's accepted length Â (opttree/models/length_predictor.py, trained by
+  state predicts the coming step's accepted length Â (opttree/nets/length_predictor.py, trained by
   `python -m opttree.train --kind length-predictor`); the step may draft round(Â) + 1 layers, one
   past the prediction (its depth limit, as above), with no threshold to set. It learns nothing during the run.
 
@@ -34,6 +34,7 @@ import random
 from dataclasses import dataclass, field, replace
 
 from opttree.config import DecodeConfig
+from opttree.errors import BadInput
 
 
 @dataclass
@@ -93,20 +94,16 @@ class PredictorLength:
         """Nothing to learn during a run: the predictor was trained beforehand."""
 
 
-def controller_for(cfg: DecodeConfig, pair=None) -> ThompsonLength | PredictorLength | None:
-    """The run's length controller; None for the δ rule (the builder applies it itself)."""
+def controller_for(cfg: DecodeConfig, load_predictor=None) -> ThompsonLength | PredictorLength | None:
+    """The run's length controller; None for the δ rule (the builder applies it itself).
+    `load_predictor()` gives the learned predictor's network (the engine loads it only when asked)."""
     if cfg.method == "ar" or cfg.length_control == "delta":
         return None
     if cfg.length_control == "thompson":
         return ThompsonLength(cfg.max_depth, cfg.threshold, seed=cfg.seed)
-    # Models load only when a run asks for the predictor (trees/ stays free of model code otherwise).
-    from opttree.models.draft_assets import check_card_target
-    from opttree.models.length_predictor import DEFAULT_PREDICTOR, load_length_predictor
-
-    check_card_target(str(DEFAULT_PREDICTOR), pair.target_name, kind="length predictor",
-                      advice="use --length-control delta or thompson with this target")
-    model = load_length_predictor(DEFAULT_PREDICTOR, pair.target.config.hidden_size)
-    return PredictorLength(model, cfg.max_depth)
+    if load_predictor is None:
+        raise BadInput("the learned length predictor needs a target to read features from.")
+    return PredictorLength(load_predictor(), cfg.max_depth)
 
 
 def apply(cfg: DecodeConfig, decision: dict) -> DecodeConfig:

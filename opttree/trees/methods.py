@@ -4,26 +4,43 @@
 from __future__ import annotations
 
 from opttree.config import AUTO_MAX_NODES, DecodeConfig
+from opttree.trace import BuildInfo
 from opttree.trees.auto_size import StepCost
 from opttree.trees.draft_tree import DraftTree
 from opttree.trees.eagle_dynamic import build_eagle_dynamic
 from opttree.trees.opt_tree import build_opt_tree, build_opt_tree_auto
+from opttree.trees.sequoia import DEFAULT_ACCEPTANCE, build_sequoia
 from opttree.trees.static import build_static, shape_paths
 
 
-def build_tree(expand, cfg: DecodeConfig, cost: StepCost | None = None) -> tuple[DraftTree, dict]:
+def build_tree(expand, cfg: DecodeConfig, cost: StepCost | None = None, acceptance=None,
+               paths=None) -> tuple[DraftTree, BuildInfo]:
     """The step's tree. With the auto budget (`cfg.auto_nodes`) the size comes from `cost`, the
-    machine's measured costs (auto_size.py), up to AUTO_MAX_NODES nodes."""
+    machine's measured costs (auto_size.py), up to AUTO_MAX_NODES nodes.
+
+    `acceptance`: the draft's positional acceptance vector (plain numbers, trees/sequoia.py), which
+    Sequoia's tree is optimal for; None: DEFAULT_ACCEPTANCE. `paths`: a static shape given as rank
+    paths in level order (an exported tree measured as it is); it replaces the method's own tree,
+    cut to the budget and max depth (and, under the auto budget, where the objective peaks)."""
     if cfg.method == "ar":
-        return DraftTree(), {"ea_by_depth": [0.0], "stop_reason": "autoregressive: no draft"}
+        return DraftTree(), BuildInfo(stop_reason="autoregressive: no draft")
     if cfg.auto_nodes and cost is None:
         raise ValueError("the auto node budget needs the machine's cost curve")
     n = AUTO_MAX_NODES if cfg.auto_nodes else cfg.nodes
     auto = cost if cfg.auto_nodes else None
+    if paths is not None:
+        shape = [tuple(p) for p in paths if len(p) <= cfg.max_depth][:n]
+        tree, info = build_static(expand, shape, n, auto)
+        if auto is None:
+            info.stop_reason = f"the given static shape ({len(shape)} nodes)"
+        return tree, info
     if cfg.method == "opt-tree":
         if auto is not None:
             return build_opt_tree_auto(expand, auto, n, cfg.max_depth)
         return build_opt_tree(expand, n, cfg.threshold, cfg.max_depth)
     if cfg.method == "eagle-dynamic":
         return build_eagle_dynamic(expand, n, cfg.max_depth, cfg.eagle_top_k, auto)
+    if cfg.method == "sequoia":
+        return build_sequoia(expand, DEFAULT_ACCEPTANCE if acceptance is None else acceptance, n, cfg.max_depth,
+                             auto)
     return build_static(expand, shape_paths(cfg.method, n, cfg.max_depth), n, auto)

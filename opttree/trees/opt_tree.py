@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 
+from opttree.trace import BuildInfo
 from opttree.trees.auto_size import Objective, StepCost, kept_share, layer_masses
 from opttree.trees.delta_rule import expected_acceptance, stop_reason
 from opttree.trees.draft_tree import ROOT, DraftTree
@@ -25,8 +26,8 @@ from opttree.trees.growth import add_best_children
 def build_opt_tree(expand, nodes: int, threshold: float, max_depth: int):
     """`expand(tree, node_ids, k)` -> (tokens (m, k), probs (m, k)), the top-k children per node.
 
-    Returns (final tree, info) with info["ea_by_depth"] (E after each layer, starting at 0 for the
-    empty tree) and info["stop_reason"].
+    Returns (final tree, BuildInfo) with its ea_by_depth (E after each layer, starting at 0 for the
+    empty tree) and stop_reason.
     """
     grown = DraftTree()
     frontier = [ROOT]
@@ -44,7 +45,7 @@ def build_opt_tree(expand, nodes: int, threshold: float, max_depth: int):
         if not frontier:
             reason = f"no node of depth {depth} can have a child among the best {nodes}"
             break
-    return grown.best_subtree(nodes), {"ea_by_depth": ea, "stop_reason": reason}
+    return grown.best_subtree(nodes), BuildInfo(ea, reason)
 
 
 def build_opt_tree_auto(expand, cost: StepCost, max_nodes: int, max_depth: int):
@@ -59,7 +60,7 @@ def build_opt_tree_auto(expand, cost: StepCost, max_nodes: int, max_depth: int):
     in play could use (as in OPT-Tree at budget n), so every row is exact for the n it lists. The
     tree is the table's argmax: the best n nodes of depth ≤ d.
 
-    Returns (tree, info) with info["auto"] holding the table (auto_size.Objective.record)."""
+    Returns (tree, BuildInfo) whose `auto` holds the table (auto_size.Objective.record)."""
     grown = DraftTree()
     frontier = [ROOT]
     objective = Objective(cost, max_nodes)
@@ -88,5 +89,4 @@ def build_opt_tree_auto(expand, cost: StepCost, max_nodes: int, max_depth: int):
             break
     depth, n = objective.chosen
     ea = [0.0] + [sum(grown.p_hat[i] for i in grown.ranked(d)[:n]) for d in range(1, len(objective.rows) + 1)]
-    return grown.best_subtree(n, depth), {"ea_by_depth": ea, "stop_reason": reason,
-                                          "auto": objective.record(widths, "opt-tree")}
+    return grown.best_subtree(n, depth), BuildInfo(ea, reason, auto=objective.record(widths, "opt-tree"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 
+from opttree.trace import BuildInfo
 from opttree.trees.auto_size import Objective, StepCost
 from opttree.trees.delta_rule import expected_acceptance
 from opttree.trees.draft_tree import ROOT, DraftTree
@@ -109,8 +110,7 @@ def build_static(expand, paths: list[tuple[int, ...]], nodes: int, cost: StepCos
             reason = f"static shape, cut: depth {depth} did not raise the best expected throughput"
             break
     if objective is None:
-        return tree.subset(list(range(len(tree)))), {"ea_by_depth": ea, "stop_reason": reason}
+        return tree.subset(list(range(len(tree)))), BuildInfo(ea, reason)
     depth, n = objective.chosen
     ea = [0.0] + [sum(tree.p_hat[:n][: sum(1 for x in tree.depth if x <= d)]) for d in range(1, len(ea))]
-    return tree.subset(list(range(n))), {"ea_by_depth": ea, "stop_reason": reason,
-                                         "auto": objective.record(widths, "static")}
+    return tree.subset(list(range(n))), BuildInfo(ea, reason, auto=objective.record(widths, "static"))

@@ -1,0 +1,102 @@
+"""The static tree each method exports to a serving engine (`opttree export-tree`), and for OPT-Tree
+the static tree nearest its adaptive ones, with what adaptivity is worth, measured.
+
+OPT-Tree grows a new shape every step, which vLLM and SGLang cannot take. Its static stand-in is
+the shape its trees share most: over OPT-Tree runs at budget n on held-out training prompts (never
+the eval or final sets), count how often each rank path occurs in a verified tree, then keep the
+n most frequent that stay a rank tree (each path after its parent and its elder sibling; a path
+never occurs more often than its parent, so this is the n most frequent paths whenever sibling
+counts are ordered too). `compare` decodes OPT-Tree and that static tree on the same prompts: τ
+(robust) and tokens/s (their ratio, from the same interleaved run).
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import Counter
+from dataclasses import replace
+
+from opttree.config import DecodeConfig
+from opttree.engine.speculative import run
+from opttree.trees.export import check_paths
+from opttree.trees.sequoia import optimal_tree
+from opttree.trees.static import shape_paths
+
+EXPORT_METHODS = ("sequoia", "binary", "eagle-static", "chain", "opt-tree")
+# Any static method carries a given shape (trees/methods.py: `paths` replaces its own).
+STATIC_CARRIER = "eagle-static"
+
+
+def static_paths(method: str, nodes: int, max_depth: int, acceptance=None) -> list[tuple[int, ...]]:
+    """The level-order rank paths of a static method at `nodes` nodes."""
+    if method == "sequoia":
+        return optimal_tree(acceptance, nodes, max_depth)
+    return check_paths(shape_paths(method, nodes, max_depth))
+
+
+def rank_paths(step: dict) -> list[tuple[int, ...]]:
+    """Each node's rank path in a recorded step (ranks from the root down)."""
+    out: list[tuple[int, ...]] = []
+    for parent, rank in zip(step["parents"], step["rank"]):
+        out.append((out[parent] if parent >= 0 else ()) + (rank,))
+    return out
+
+
+def frequent_paths(counts: Counter, nodes: int) -> list[tuple[int, ...]]:
+    """The `nodes` most frequent paths kept a rank tree (module docstring), in level order."""
+    chosen: list[tuple[int, ...]] = []
+    heap = [(-counts[(0,)], (1, (0,)))]
+    seen = {(0,)}
+    while heap and len(chosen) < nodes:
+        neg, (_, path) = heapq.heappop(heap)
+        if neg == 0:
+            break
+        chosen.append(path)
+        for nxt in (path + (0,), path[:-1] + (path[-1] + 1,)):
+            if nxt not in seen:
+                seen.add(nxt)
+                heapq.heappush(heap, (-counts[nxt], (len(nxt), nxt)))
+    return check_paths(chosen)
+
+
+def fit_static(pair, questions: list[dict], cfg: DecodeConfig, log=None) -> tuple[list[tuple[int, ...]], dict]:
+    """OPT-Tree at `cfg` over `questions`: its most frequent static shape and the fit's figures."""
+    counts: Counter = Counter()
+    steps = tokens = 0
+    for i, q in enumerate(questions):
+        trace = run(pair, q["turns"][0], cfg, record_target=False)
+        for step in trace["steps"]:
+            counts.update(rank_paths(step))
+        steps += trace["summary"]["steps"]
+        tokens += trace["summary"]["new_tokens"]
+        if log:
+            log(f"fit {i + 1}/{len(questions)}: {trace['summary']['steps']} steps")
+    paths = frequent_paths(counts, cfg.nodes)
+    covered = sum(counts[p] for p in paths) / max(1, sum(counts.values()))
+    return paths, {"prompts": [q["question_id"] for q in questions], "steps": steps,
+                   "tau": round(tokens / max(1, steps), 4), "distinct_paths": len(counts),
+                   "share_of_opt_tree_nodes_covered": round(covered, 4)}
+
+
+def compare(pair, questions: list[dict], cfg: DecodeConfig, paths, log=None) -> dict:
+    """OPT-Tree and the static `paths` on the same prompts (interleaved, the order alternating):
+    τ of each and OPT-Tree's tokens/s over the static tree's."""
+    totals = {"opt-tree": [0, 0, 0.0], "static": [0, 0, 0.0]}    # tokens, steps, seconds
+    static_cfg = replace(cfg, method=STATIC_CARRIER)
+    for i, q in enumerate(questions):
+        order = [("opt-tree", cfg, None), ("static", static_cfg, paths)]
+        for name, c, shape in (order if i % 2 == 0 else order[::-1]):
+            t0 = time.perf_counter()
+            s = run(pair, q["turns"][0], c, record_target=False, paths=shape)["summary"]
+            totals[name][0] += s["new_tokens"]
+            totals[name][1] += s["steps"]
+            totals[name][2] += time.perf_counter() - t0
+        if log:
+            log(f"compare {i + 1}/{len(questions)}")
+    tau = {k: round(v[0] / max(1, v[1]), 4) for k, v in totals.items()}
+    speed = {k: v[0] / v[2] if v[2] else 0.0 for k, v in totals.items()}
+    return {"prompts": [q["question_id"] for q in questions], "nodes": cfg.nodes, "tau_opt_tree": tau["opt-tree"],
+            "tau_static": tau["static"], "tau_gain": round(tau["opt-tree"] - tau["static"], 4),
+            "speed_ratio_opt_tree_over_static": round(speed["opt-tree"] / speed["static"], 4)
+            if speed["static"] else None}

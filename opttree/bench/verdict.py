@@ -1,0 +1,174 @@
+"""What a comparison over several prompts supports, computed from its rows: each method's mean τ and
+speedup with their spread, and a verdict in words that never ranks what the spread does not separate.
+
+The rows are `run_bench`'s (`result["runs"]`: one per method and prompt, AR among them). Two lessons
+are kept apart, as the tool teaches them:
+- **which shape accepts more at the same budget** (the paper's claim): OPT-Tree's τ against the best
+  static shape's at each fixed budget, paired per prompt (the same prompt under both trees);
+- **what is fastest on this machine**: the speedups at the auto budget, paired the same way.
+A difference counts only when it exceeds two standard errors of its paired mean; otherwise the
+verdict says the methods are within noise of each other.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from opttree.bench.harness import parse_spec
+from opttree.config import AUTO_NODES
+
+STATIC = ("eagle-static", "binary", "chain", "sequoia")   # the static shapes a verdict weighs OPT-Tree against
+NOISE_SE = 2.0                                          # a paired difference must exceed this many SEs
+
+
+def mean_se(values: list[float]) -> tuple[float | None, float | None]:
+    """The mean and its standard error (None with no value; SE None with one)."""
+    if not values:
+        return None, None
+    if len(values) == 1:
+        return values[0], None
+    return statistics.fmean(values), statistics.stdev(values) / math.sqrt(len(values))
+
+
+def per_prompt(rows: list[dict]) -> dict[str, dict[str, dict]]:
+    """{method: {prompt id: {"tau", "speedup"}}}: speedup is the prompt's tokens/s over AR's on it."""
+    ar = {r["prompt_id"]: r for r in rows if r["method"] == "ar"}
+    out: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        base = ar.get(r["prompt_id"])
+        speed = r["tokens_per_s"] / base["tokens_per_s"] if base and base.get("tokens_per_s") else None
+        out.setdefault(r["method"], {})[r["prompt_id"]] = {"tau": r["tau"], "speedup": speed}
+    return out
+
+
+def spread(rows: list[dict]) -> dict[str, dict]:
+    """Per method: mean τ and speedup over prompts, each with its standard error, and the prompt count."""
+    out = {}
+    for method, by_prompt in per_prompt(rows).items():
+        taus = [v["tau"] for v in by_prompt.values()]
+        speeds = [v["speedup"] for v in by_prompt.values() if v["speedup"] is not None]
+        (tau, tau_se), (speed, speed_se) = mean_se(taus), mean_se(speeds)
+        out[method] = {"tau": tau, "tau_se": tau_se, "speedup": speed, "speedup_se": speed_se,
+                       "prompts": len(by_prompt)}
+    return out
+
+
+def paired(a: dict[str, dict], b: dict[str, dict], key: str, relative: bool) -> tuple[float, float | None, int]:
+    """Mean and SE over the prompts both ran of a[key] - b[key] (relative: a / b - 1)."""
+    common = [p for p in a if p in b and a[p][key] is not None and b[p][key]]
+    diffs = [(a[p][key] / b[p][key] - 1) if relative else (a[p][key] - b[p][key]) for p in common]
+    mean, se = mean_se(diffs)
+    return (mean or 0.0), se, len(common)
+
+
+def separated(mean: float, se: float | None) -> bool:
+    return se is not None and abs(mean) > NOISE_SE * se
+
+
+def budget_of(method: str, base_nodes: int) -> int:
+    spec = parse_spec(method)
+    return base_nodes if spec.nodes is None else spec.nodes
+
+
+def _plain(method: str) -> bool:
+    spec = parse_spec(method)
+    return spec.drafter is None and not spec.retrieval and spec.length_control is None
+
+
+def _by_budget(methods: list[str], base_nodes: int) -> dict[int, dict[str, str]]:
+    """{budget: {tree method: the method name run at it}} for the plain (own drafter) tree methods."""
+    out: dict[int, dict[str, str]] = {}
+    for m in methods:
+        if m != "ar" and _plain(m) and parse_spec(m).method in ("opt-tree", *STATIC):
+            out.setdefault(budget_of(m, base_nodes), {})[parse_spec(m).method] = m
+    return out
+
+
+def shape_finding(pp: dict, at: dict[str, str], budget: int) -> dict | None:
+    """OPT-Tree's τ against the best static shape at one fixed budget, paired per prompt: the budget, the
+    mean relative difference and its SE, the prompt count, the shape, and whether it beats the noise."""
+    statics = [m for s, m in at.items() if s in STATIC]
+    if "opt-tree" not in at or not statics:
+        return None
+    best = max(statics, key=lambda m: statistics.fmean(v["tau"] for v in pp[m].values()))
+    mean, se, n = paired(pp[at["opt-tree"]], pp[best], "tau", relative=True)
+    return {"budget": budget, "mean": mean, "se": se, "prompts": n, "shape": parse_spec(best).method,
+            "separated": separated(mean, se)}
+
+
+def _prompts(n: int) -> str:
+    return f"{n} prompt{'' if n == 1 else 's'}"
+
+
+def _pm(f: dict) -> str:
+    return f"{f['mean']:+.0%}" + (f" ± {f['se']:.0%}" if f["se"] is not None else "")
+
+
+def shape_sentence(f: dict) -> str:
+    """The sentence for one fixed budget."""
+    budget, name, n = f["budget"], f["shape"], f["prompts"]
+    if not f["separated"]:
+        return (f"At n = {budget}, OPT-Tree and the best static tree ({name}) accept within noise of each other "
+                f"({_pm(f)} τ, over {_prompts(n)}).")
+    more = "more" if f["mean"] > 0 else "fewer"
+    return (f"At n = {budget}, OPT-Tree accepts {abs(f['mean']):.0%} {more} tokens per step than the best static "
+            f"tree ({name}) (± {f['se']:.0%}, over {_prompts(n)}).")
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def shapes_sentence(findings: list[dict]) -> str | None:
+    """One sentence for every fixed budget: where OPT-Tree accepts more than the best static tree, where
+    fewer, where the two are within noise (each with its paired difference)."""
+    if not findings:
+        return None
+    if len(findings) == 1:
+        return shape_sentence(findings[0])
+    more = [f for f in findings if f["separated"] and f["mean"] > 0]
+    fewer = [f for f in findings if f["separated"] and f["mean"] <= 0]
+    tied = [f for f in findings if not f["separated"]]
+    clauses = []
+    for group, words in ((more, "accepts more tokens per step than the best static tree"),
+                         (fewer, "accepts fewer tokens per step than the best static tree")):
+        if group:
+            clauses.append(f"{words} at " + _listed([f"n = {f['budget']} ({_pm(f)}, vs {f['shape']})" for f in group]))
+    if tied:
+        to = "it" if clauses else "the best static tree"
+        clauses.append(f"is within noise of {to} at " + _listed([f"n = {f['budget']} ({_pm(f)})" for f in tied]))
+    n = max(f["prompts"] for f in findings)
+    return f"At the same node budget OPT-Tree {_listed(clauses)} (τ, paired per prompt, over {_prompts(n)})."
+
+
+def speed_sentence(pp: dict, auto: list[str], stats: dict) -> str | None:
+    """At the auto budget (`auto`: the methods run at it): is a tree faster than the others beyond noise?"""
+    plain = [m for m in auto if _plain(m) and stats.get(m, {}).get("speedup") is not None]
+    opt = next((m for m in plain if parse_spec(m).method == "opt-tree"), None)
+    others = [m for m in plain if parse_spec(m).method in STATIC]
+    if opt is None or not others:
+        return None
+    best = max(others, key=lambda m: stats[m]["speedup"])
+    mean, se, n = paired(pp[opt], pp[best], "speedup", relative=False)
+    a, b = stats[opt]["speedup"], stats[best]["speedup"]
+    name = parse_spec(best).method
+    if not separated(mean, se):
+        return (f"At this machine's budget the shapes are within noise of each other in speed "
+                f"(OPT-Tree {a:.2f}× vs {name} {b:.2f}× over AR, over {_prompts(n)}).")
+    lead, other = ("OPT-Tree", name) if mean > 0 else (name, "OPT-Tree")
+    return (f"At this machine's budget {lead} is the fastest tree ({max(a, b):.2f}× vs {other}'s {min(a, b):.2f}× "
+            f"over AR, ± {se:.2f}, over {_prompts(n)}).")
+
+
+def verdict(result: dict) -> str:
+    """One or two sentences about OPT-Tree that the result's spread supports (empty with no OPT-Tree): the
+    τ lesson over every fixed budget in one sentence, the speed lesson at the auto budget in another."""
+    rows, methods = result["runs"], result["meta"]["methods"]
+    base_nodes = result["meta"]["config"]["nodes"]
+    pp, stats = per_prompt(rows), spread(rows)
+    findings = [shape_finding(pp, at, b) for b, at in sorted(_by_budget(methods, base_nodes).items())
+                if b != AUTO_NODES]
+    auto = [m for m in methods if m != "ar" and budget_of(m, base_nodes) == AUTO_NODES] if "ar" in methods else []
+    sentences = [shapes_sentence([f for f in findings if f]), speed_sentence(pp, auto, stats)]
+    return " ".join(s for s in sentences if s)

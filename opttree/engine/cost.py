@@ -1,0 +1,293 @@
+"""The machine's cost curve: what a step's forwards cost here, measured on the device in use.
+
+Two curves, both with a realistic KV prefix (128 tokens): the target's verification forward over k
+tree tokens (root included; a complete binary tree of that size, with tree attention, then compacted
+back), and one draft layer over w tree nodes (the drafter's batched forward plus its top-k, exactly
+what a tree builder's `expand` calls), plus the drafting every step pays whatever the tree
+(`begin_step` over a couple of newly committed tokens). Sizes are interleaved across repetitions so
+noise hits them alike. Each point keeps its median and quartiles for the reports and its fastest
+repetition (`best_ms`) for the cost model: a forward's work is fixed and interference (another
+process, a cold cache) only ever adds time, so the fastest of a few repetitions is the steadiest
+estimate — a median is pulled off by two slow repetitions of three, and one such point (a 1-token
+forward timed at 48 ms beside 2- and 4-token ones at 32 ms) made the auto budget think small trees
+cost as much as large ones. A measurement takes a few seconds and is cached as JSON under
+`opttree.paths.costs_dir()`, keyed by device, dtype, torch threads, kernel, target and draft;
+`load_or_measure(pair, refresh=True)` (the `opttree cost --refresh` command, the app's button)
+measures again.
+
+The decoder turns the curve into a `StepCost` for the auto node budget (trees/auto_size.py) and
+records `compact(curve)` in every trace's meta; the bench's verify-cost sweep
+(bench/verify_cost.py) times its forwards with the same `time_verify`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import re
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from opttree import paths
+from opttree.config import MODEL_DRAFTERS, DecodeConfig
+from opttree.decoding.kv_cache import new_cache, truncate
+from opttree.decoding.verify import drafter_features, verify_tree
+from opttree.drafters.registry import make_drafter
+from opttree.nets.few_row_linear import use_few_row_linear, use_plain_linear, uses_few_row_linear
+from opttree.trees.auto_size import StepCost, monotone
+from opttree.trees.draft_tree import ROOT, DraftTree
+
+VERSION = 2                           # 2: points carry best_ms, which the cost model reads
+SIZES = (1, 2, 4, 8, 16, 32, 64)      # tokens per verification forward (AUTO_MAX_NODES + 1 lies inside)
+WIDTHS = (1, 2, 4, 8, 16, 32, 64)     # nodes per draft layer
+PREFIX_TOKENS = 128
+NEW_TOKENS = 2                        # tokens a step's begin_step feeds (about τ on the bundled pair)
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def device_name(device) -> str:
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return torch.cuda.get_device_name(dev)
+    return cpu_name()
+
+
+def _sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def synthetic_tree(n: int, vocab: int, seed: int = 0) -> DraftTree:
+    """A complete binary tree of n nodes (breadth-first), random tokens, made-up q."""
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, vocab, (max(n, 1),), generator=g).tolist()
+    tree = DraftTree()
+    for i in range(n):
+        parent = ROOT if i < 2 else (i - 2) // 2
+        tree.add(parent, tokens[i], 0.5, i % 2)
+    return tree
+
+
+def _prefix(pair, prefix_tokens: int) -> list[int]:
+    g = torch.Generator().manual_seed(1)
+    return torch.randint(0, pair.target.config.vocab_size, (prefix_tokens,), generator=g).tolist()
+
+
+@torch.inference_mode()
+def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int = 3, warmup: int = 1,
+                kernels: tuple[str, ...] = ("default",), log=None) -> dict:
+    """ms of one verification forward per (kernel, tokens): {(kernel, n): [ms, ...]}.
+
+    kernels: "default" (the target as loaded), or "few-row" and "plain" to time the few-row CPU
+    kernel and plain `F.linear` in the same repetitions (nets/few_row_linear.py)."""
+    target, device = pair.target, pair.device
+    vocab = target.config.vocab_size
+    prefix = torch.tensor([_prefix(pair, prefix_tokens)], device=device)
+    cache = new_cache(target)
+    target(input_ids=prefix, past_key_values=cache, use_cache=True)
+    trees = {n: synthetic_tree(n - 1, vocab, seed=n) for n in sizes}  # n tokens = root + n-1 nodes
+    times = {(k, n): [] for k in kernels for n in sizes}
+    try:
+        for rep in range(warmup + reps):
+            for n in (sizes if rep % 2 == 0 else tuple(reversed(sizes))):
+                for k in (kernels if rep % 2 == 0 else tuple(reversed(kernels))):
+                    if k == "plain":
+                        use_plain_linear(target)
+                    _sync(device)
+                    t0 = time.perf_counter()
+                    verify_tree(target, cache, 0, trees[n], device)
+                    _sync(device)
+                    ms = (time.perf_counter() - t0) * 1e3
+                    if k == "plain":
+                        use_few_row_linear(target)
+                    truncate(cache, prefix_tokens)
+                    if rep >= warmup:
+                        times[(k, n)].append(ms)
+            if log:
+                log(f"verify cost: repetition {rep + 1}/{warmup + reps}")
+    finally:
+        if "plain" in kernels:
+            use_few_row_linear(target)
+    return times
+
+
+@torch.inference_mode()
+def time_draft(pair, widths=WIDTHS, prefix_tokens: int = PREFIX_TOKENS, reps: int = 3, warmup: int = 1,
+               log=None) -> tuple[list[float], dict]:
+    """ms of the drafter's per-step base (begin_step over NEW_TOKENS new tokens) and of one draft layer
+    over w depth-1 nodes ({w: [ms, ...]}), through the drafter's own interface."""
+    drafter = make_drafter(pair, DecodeConfig(method="opt-tree", nodes=1))
+    device = pair.device
+    committed = _prefix(pair, prefix_tokens)
+    feats = None
+    if drafter.feature_layers:
+        out = pair.target(input_ids=torch.tensor([committed], device=device), output_hidden_states=True)
+        layers = drafter.feature_layers
+        feats = drafter_features({layer: out.hidden_states[layer][0] for layer in layers}, layers)
+    drafter.begin_step(committed, feats)
+    vocab = pair.target.config.vocab_size
+    trees = {w: synthetic_tree(w, vocab, seed=w) for w in widths}
+    for tree in trees.values():                      # w children of the root: one layer of width w
+        tree.parents[:] = [ROOT] * len(tree)
+        tree.depth[:] = [1] * len(tree)
+    base, times = [], {w: [] for w in widths}
+    for rep in range(warmup + reps):
+        committed = committed + committed[-NEW_TOKENS:]
+        if feats is not None:
+            feats = torch.cat([feats, feats[-NEW_TOKENS:]])
+        _sync(device)
+        t0 = time.perf_counter()
+        drafter.begin_step(committed, feats)
+        _sync(device)
+        if rep >= warmup:
+            base.append((time.perf_counter() - t0) * 1e3)
+        for w in (widths if rep % 2 == 0 else tuple(reversed(widths))):
+            _sync(device)
+            t0 = time.perf_counter()
+            drafter.top_children(trees[w], list(range(w)), w)
+            _sync(device)
+            if rep >= warmup:
+                times[w].append((time.perf_counter() - t0) * 1e3)
+            drafter.end_step([])
+        if log:
+            log(f"draft cost: repetition {rep + 1}/{warmup + reps}")
+    return base, times
+
+
+def _stats(ts: list[float]) -> dict:
+    ts = sorted(ts)
+    q = statistics.quantiles(ts, n=4) if len(ts) >= 2 else [ts[0]] * 3
+    return {"median_ms": round(statistics.median(ts), 3), "p25_ms": round(q[0], 3), "p75_ms": round(q[2], 3),
+            "best_ms": round(ts[0], 3)}
+
+
+def cache_key(pair) -> dict:
+    """What the curve depends on: the device, dtype, threads, kernel, target and draft (and the draft
+    file's size: a draft retrained into another shape, e.g. a fused head, is measured again)."""
+    draft = str(pair.draft_name or "") if pair.drafter_kind != "none" else ""
+    return {"device": str(pair.device), "device_name": device_name(pair.device),
+            "dtype": str(pair.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
+            "kernel": "few-row" if uses_few_row_linear(pair.target) else "default",
+            "target": str(pair.target_name), "drafter": pair.drafter_kind, "draft": draft,
+            "draft_bytes": _file_size(draft)}
+
+
+def _file_size(path: str) -> int | None:
+    try:
+        return os.path.getsize(path) if path and os.path.isfile(path) else None
+    except OSError:
+        return None
+
+
+def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, log=None) -> dict:
+    """Measure the curve now (a few seconds): verification forwards and, with a draft, draft layers."""
+    t0 = time.perf_counter()
+    times = time_verify(pair, sizes, reps=reps, warmup=warmup, log=log)
+    one = statistics.median(times[("default", sizes[0])])
+    points = [{"tokens": n, **_stats(times[("default", n)]),
+               "relative": round(statistics.median(times[("default", n)]) / one, 3), "reps": reps} for n in sizes]
+    draft = None
+    if pair.drafter_kind in MODEL_DRAFTERS and pair.draft_model is not None:
+        # A draft layer takes milliseconds: three times the repetitions cost little and steady its median.
+        base, layer = time_draft(pair, widths, reps=3 * reps, warmup=warmup, log=log)
+        draft = {"base_ms": round(min(base), 3), "new_tokens": NEW_TOKENS, "reps": 3 * reps,
+                 "points": [{"width": w, **_stats(layer[w])} for w in widths]}
+    return {"version": VERSION, "key": cache_key(pair),
+            "measured_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "seconds": round(time.perf_counter() - t0, 2), "prefix_tokens": PREFIX_TOKENS, "reps": reps,
+            "points": points, "draft": draft}
+
+
+def cache_path(key: dict) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{Path(key['target']).name}_{Path(key['draft']).stem or 'none'}")
+    return paths.costs_dir() / f"{slug[:80]}_{key['device'].replace(':', '')}_{digest}.json"
+
+
+def read_cached(path: Path, key: dict, version: int = VERSION) -> dict | None:
+    """A cached measurement with this key and version and some points, else None (the bench's cost
+    surfaces, bench/serving.py, share the cache and this check)."""
+    try:
+        curve = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(curve, dict) and curve.get("version") == version and curve.get("key") == key
+          and isinstance(curve.get("points"), list) and curve["points"])
+    return curve if ok else None
+
+
+def write_cached(path: Path, data: dict) -> None:
+    """Write a measurement to the cache atomically; a read-only cache only means measuring again."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+def load_or_measure(pair, refresh: bool = False, log=None) -> dict:
+    """The pair's curve on this machine: kept on the pair, else read from the cache, else measured
+    (and cached). `refresh` measures again whatever is cached."""
+    key = cache_key(pair)
+    held = getattr(pair, "cost_curve", None)
+    if not refresh and held is not None and held.get("key") == key:
+        return held
+    path = cache_path(key)
+    curve = None if refresh else read_cached(path, key)
+    if curve is None:
+        curve = measure(pair, log=log)
+        write_cached(path, curve)
+    pair.cost_curve = curve
+    return curve
+
+
+def cost_ms(point: dict) -> float:
+    """What the cost model takes from a measured point: its fastest repetition (module docstring;
+    every cached curve has it: `VERSION` 2 re-measures older ones)."""
+    return point["best_ms"]
+
+
+def step_cost(curve: dict) -> StepCost:
+    """The plain numbers a tree builder needs (from a full or a compact curve), each cost made
+    non-decreasing in size (a measured dip is noise: more tokens never cost less)."""
+    if "verify_ms" in curve:                      # compact form (a trace's meta)
+        tokens, verify = curve["tokens"], curve["verify_ms"]
+        widths, layer, base = curve.get("widths") or [1], curve.get("layer_ms") or [0.0], curve.get("base_ms")
+    else:
+        draft = curve.get("draft") or {}
+        points = draft.get("points") or [{"width": 1, "best_ms": 0.0}]
+        tokens, verify = [p["tokens"] for p in curve["points"]], [cost_ms(p) for p in curve["points"]]
+        widths, layer, base = [p["width"] for p in points], [cost_ms(p) for p in points], draft.get("base_ms")
+    return StepCost(tuple(tokens), tuple(monotone(verify)), tuple(widths), tuple(monotone(layer)), float(base or 0.0))
+
+
+def compact(curve: dict) -> dict:
+    """The curve as a trace's meta records it: the cost model's numbers only (`cost_ms`), plus where and
+    when it was measured."""
+    key, draft = curve["key"], curve.get("draft") or {}
+    return {"tokens": [p["tokens"] for p in curve["points"]],
+            "verify_ms": [round(cost_ms(p), 2) for p in curve["points"]],
+            "widths": [p["width"] for p in draft.get("points", [])],
+            "layer_ms": [round(cost_ms(p), 2) for p in draft.get("points", [])],
+            "base_ms": round(draft.get("base_ms", 0.0), 2),
+            "device": key["device_name"], "dtype": key["dtype"], "threads": key["threads"],
+            "kernel": key["kernel"], "prefix_tokens": curve.get("prefix_tokens"),
+            "measured_utc": curve.get("measured_utc", "")}

@@ -1,0 +1,69 @@
+"""What a run keeps for its trace besides the trees: the draft's full distributions at the likeliest
+nodes (for the step's top-k rows), the builders' `expand` callback that collects them, and token texts."""
+
+from __future__ import annotations
+
+import torch
+
+from opttree.engine.step_timer import StepTimer
+from opttree.trace import ROWS_PER_STEP
+from opttree.trees.draft_tree import ROOT, DraftTree
+
+DRAFT_ROWS_KEPT = 4 * ROWS_PER_STEP   # full draft distributions held per step for the trace's rows
+
+
+class DraftRows:
+    """The draft's full distribution at the most likely nodes it expanded this step, for the trace's
+    top-k rows: at most `keep` rows (the root first, then by p̂), copied out of each layer's output so
+    the rest of that output can be freed."""
+
+    def __init__(self, keep: int = DRAFT_ROWS_KEPT):
+        self.keep = keep
+        self.rows: dict[int, tuple[float, torch.Tensor]] = {}   # grown-tree node -> (p̂, distribution)
+
+    def note(self, grown: DraftTree, nodes: list[int], probs: torch.Tensor) -> None:
+        scored = [(grown.p_hat_of(node), node, j) for j, node in enumerate(nodes)]
+        kept = sorted([(score, node, None) for node, (score, _) in self.rows.items()] + scored,
+                      key=lambda c: -c[0])[: self.keep]
+        self.rows = {node: self.rows[node] if j is None else (score, probs[j].clone())
+                     for score, node, j in kept}
+
+    def for_tree(self, tree: DraftTree) -> dict[int, torch.Tensor]:
+        """The held rows keyed by the final tree's node ids (the root stays -1; a node the draft never
+        grew, such as one retrieval fusion added, has origin -1 and no row)."""
+        out = {ROOT: self.rows[ROOT][1]} if ROOT in self.rows else {}
+        for new, old in enumerate(tree.origin):
+            if old != ROOT and old in self.rows:
+                out[new] = self.rows[old][1]
+        return out
+
+
+class RecordingExpand:
+    """The tree builders' `expand(tree, nodes, k)`: each node's top-k children from the drafter, timed
+    as drafting. While the trace still records rows (`rows` given) it asks for the whole
+    distributions and keeps the likeliest nodes' rows; otherwise it takes the drafter's fast path."""
+
+    def __init__(self, drafter, timer: StepTimer, rows: DraftRows | None):
+        self.drafter, self.timer, self.rows = drafter, timer, rows
+
+    def __call__(self, tree: DraftTree, nodes: list[int], k: int):
+        with self.timer.phase("draft"):
+            if self.rows is None:
+                return self.drafter.top_children(tree, nodes, k)
+            probs = self.drafter.distributions(tree, nodes)
+            top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
+        with self.timer.phase("record"):
+            self.rows.note(tree, nodes, probs)
+        return top.indices.cpu(), top.values.cpu()
+
+
+class TokenTexts:
+    """Per-run cache of single-token texts (decoding 500 nodes a step adds up)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.cache = tokenizer, {}
+
+    def __call__(self, token: int) -> str:
+        if token not in self.cache:
+            self.cache[token] = self.tokenizer.decode([token])
+        return self.cache[token]

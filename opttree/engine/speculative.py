@@ -1,0 +1,214 @@
+"""The decoding loop: draft a tree, verify it in one target forward, commit, record the step.
+
+`stream_run` yields the run's trace after every step (the app streams it); `run` returns the
+finished trace. The autoregressive baseline ("ar") is the same loop with an empty tree, so all
+methods share loading, verification, stopping rules and timing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import torch
+
+from opttree.config import AUTO_MAX_NODES, DecodeConfig
+from opttree.decoding.prompts import encode_prompt
+from opttree.decoding.sampling import TokenPicker, theory_distribution_note
+from opttree.decoding.verify import target_side
+from opttree.drafters.context import DraftContext
+from opttree.drafters.registry import make_drafter
+from opttree.drafters.tree_temperature import for_decoding
+from opttree.engine import cost
+from opttree.engine.recording import DraftRows, RecordingExpand, TokenTexts
+from opttree.engine.step_timer import StepTimer
+from opttree.engine.target_state import TargetState
+from opttree.errors import BadInput
+from opttree.models.draft_assets import length_predictor_for
+from opttree.trace import ROWS_PER_RUN, ROWS_PER_STEP, TOPK, VERSION, BuildInfo, StepData, step_record, summarize
+from opttree.trees import length_control
+from opttree.trees.draft_tree import DraftTree
+from opttree.trees.methods import build_tree
+from opttree.trees.sequoia import DEFAULT_ACCEPTANCE
+
+__all__ = ["Cancelled", "new_trace", "run", "run_acceptance", "stream_run"]
+
+
+class Cancelled(Exception):
+    """Raised inside a run when its cancel check says stop; the partial trace stays valid."""
+
+
+def run_acceptance(pair) -> tuple[tuple[float, ...], str]:
+    """The run's positional acceptance vector (what Sequoia's tree is optimal for) and where it came
+    from: the draft's card, or trees/sequoia.DEFAULT_ACCEPTANCE when the draft has none."""
+    card = getattr(pair, "acceptance_by_rank", None)
+    return (tuple(card), "card") if card else (DEFAULT_ACCEPTANCE, "default")
+
+
+def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], record_target: bool = True,
+              curve: dict | None = None, paths=None) -> dict:
+    meta = {"target": pair.target_name, "draft": pair.draft_name if cfg.method != "ar" else "",
+            "drafter": pair.drafter_kind if cfg.method != "ar" else "none",
+            **cfg.to_dict(), "device": str(pair.device), "dtype": str(pair.dtype).replace("torch.", ""),
+            # the value the drafter used (the setting's 0 resolved to the draft's fitted one)
+            "tree_temperature": for_decoding(pair, cfg) if cfg.method != "ar" else 1.0}
+    if cfg.method != "ar" and record_target:   # what the steps' p_target / topk_rows p is (trace.py)
+        meta["target_distribution"] = theory_distribution_note(cfg.temperature, cfg.top_k, cfg.top_p)
+    if cfg.auto_nodes and cfg.method != "ar":
+        meta["auto_max_nodes"] = AUTO_MAX_NODES
+    if curve is not None:
+        meta["cost"] = cost.compact(curve)   # what a forward costs here: the auto budget's input
+    if cfg.method == "sequoia" and paths is None:   # the vector this run's tree is optimal for
+        vector, meta["acceptance_source"] = run_acceptance(pair)
+        meta["acceptance_by_rank"] = list(vector)
+    if paths is not None and cfg.method != "ar":     # a given static shape replaced the method's tree
+        meta["static_paths"] = [list(p) for p in paths]
+    return {"version": VERSION, "meta": meta, "prompt": prompt, "prompt_ids": prompt_ids,
+            "output_ids": [], "output_text": "", "steps": [], "summary": summarize([], 0, 0.0)}
+
+
+def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,
+               prompt_ids: list[int] | None = None, record_target: bool = True,
+               context: DraftContext | None = None, paths=None):
+    """Decode with `cfg`, yielding the (same, growing) trace dict after each step.
+
+    `cancel()` is polled between steps; when it returns True the run raises `Cancelled`.
+    `record_target=False` leaves out the steps' target side (`p_target`, `topk_rows`): speed
+    benchmarks skip that work (a few ms a step on a CPU), which AR runs never do. `context` carries
+    what the drafter gets besides the models (a session's recycling table, a corpus). `paths` (rank
+    paths in level order) replaces the method's tree by that static shape (trees/methods.py).
+    """
+    if prompt_ids is None:
+        prompt_ids = encode_prompt(pair.tokenizer, prompt, chat=chat)
+    if not prompt_ids:
+        raise BadInput("the prompt encodes to no tokens: the first step needs one to continue from.")
+    limit = getattr(pair.target.config, "max_position_embeddings", None)
+    if limit and len(prompt_ids) + cfg.max_new_tokens + cfg.max_depth + 1 > limit:
+        raise BadInput(f"prompt ({len(prompt_ids)} tokens) + max new tokens exceeds the model's "
+                       f"context of {limit} tokens.")
+    curve = cost.load_or_measure(pair)   # measured once per machine and pair (seconds), then cached
+    trace = new_trace(pair, cfg, prompt, prompt_ids, record_target, curve, paths)
+    text_of = TokenTexts(pair.tokenizer)
+    start = time.perf_counter()
+    for step in decode(pair, prompt_ids, cfg, cancel, record_target, cost.step_cost(curve), context, paths):
+        trace["output_ids"].extend(step.committed)
+        trace["steps"].append(step_record(len(trace["steps"]), step, text_of, pair.tokenizer.decode))
+        trace["output_text"] = pair.tokenizer.decode(trace["output_ids"], skip_special_tokens=True)
+        trace["summary"] = summarize(trace["steps"], len(trace["output_ids"]), time.perf_counter() - start)
+        yield trace
+
+
+def run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,
+        prompt_ids: list[int] | None = None, record_target: bool = True,
+        context: DraftContext | None = None, paths=None) -> dict:
+    trace = None
+    for trace in stream_run(pair, prompt, cfg, cancel, chat, prompt_ids, record_target, context,  # noqa: B007
+                            paths):
+        pass
+    return trace
+
+
+def _check(cancel) -> None:
+    if cancel is not None and cancel():
+        raise Cancelled("run cancelled")
+
+
+def capped_config(cfg: DecodeConfig, left: int) -> DecodeConfig | None:
+    """The settings the builder gets when only `left` tokens may still be committed.
+
+    A step commits at most the accepted draft tokens plus the target's bonus token, so drafting
+    deeper than `left - 1` cannot add a committed token (the bonus takes the last place). None when
+    no draft token can be committed (left = 1): the target picks that token alone. Otherwise `cfg`
+    with max_depth capped at `left - 1`.
+    """
+    cap = left - 1
+    if cap < 1:
+        return None
+    return cfg if cap >= cfg.max_depth else replace(cfg, max_depth=cap)
+
+
+@dataclass
+class StepPlan:
+    cfg: DecodeConfig | None          # the builder's settings; None: no draft this step (one token left)
+    decision: dict | None = None      # the length controller's choice of depth
+    token_cap: int | None = None      # the depth the tokens left allow, where it is below max depth
+
+
+def plan_step(cfg: DecodeConfig, left: int, drafter, lengths, last_state) -> StepPlan:
+    """The step's settings: capped by the tokens left, then by the length controller's depth."""
+    step_cfg = capped_config(cfg, left) if drafter else cfg
+    if step_cfg is None:
+        return StepPlan(None)
+    # The tokens-left cap, read before a length controller lowers the depth for its own reasons.
+    token_cap = step_cfg.max_depth if step_cfg.max_depth < cfg.max_depth else None
+    decision = lengths.choose(last_state) if lengths else None
+    if decision:
+        step_cfg = length_control.apply(step_cfg, decision)
+    return StepPlan(step_cfg, decision, token_cap)
+
+
+def grow_tree(plan: StepPlan, drafter, state: TargetState, expand, step_cost, timer: StepTimer, left: int,
+              shape: dict | None = None):
+    """The tree to verify: the method's builder over the drafter's proposals, finished by the drafter.
+    `shape` holds the builder's plain-number inputs besides the settings (`acceptance`, `paths`)."""
+    if plan.cfg is None:
+        return DraftTree(), BuildInfo(stop_reason="one token left to generate: the target picks it, no draft")
+    if drafter:
+        with timer.phase("draft"):
+            state.begin_step()
+    tree, info = build_tree(expand, plan.cfg, step_cost, **(shape or {}))
+    if drafter:
+        tree, info = drafter.finish_tree(tree, info, plan.cfg)   # node sources; retrieval fusion when on
+    info.length = plan.decision
+    if plan.token_cap is not None:
+        info.note(f"depth capped at {plan.token_cap}: {left} tokens left to generate")
+    return tree, info
+
+
+def committed_tokens(tree: DraftTree, accepted: list[int], bonus: int, eos: set[int], room: int) -> list[int]:
+    """The accepted path's tokens and the bonus token, cut after EOS or at `room` tokens."""
+    kept = []
+    for tok in [tree.tokens[a] for a in accepted] + [bonus]:
+        kept.append(tok)
+        if tok in eos or len(kept) >= room:
+            break
+    return kept
+
+
+@torch.inference_mode()
+def decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel=None, record_target: bool = True,
+           step_cost=None, context: DraftContext | None = None, paths=None):
+    """Yield one StepData per step: draft a tree, verify it in one target forward, commit."""
+    drafter = make_drafter(pair, cfg, context)
+    shape = {"acceptance": run_acceptance(pair)[0], "paths": paths}
+    lengths = length_control.controller_for(cfg, lambda: length_predictor_for(pair))  # None: the δ rule
+    state = TargetState(pair, drafter, lengths, prompt_ids)
+    _check(cancel)   # a run can be stopped before its prefill too (time limit, Stop)
+    state.prefill()
+    picker = TokenPicker(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed)
+    rows_left, produced = (ROWS_PER_RUN if record_target else 0), 0
+    while produced < cfg.max_new_tokens:
+        _check(cancel)
+        timer, left = StepTimer(), cfg.max_new_tokens - produced
+        rows = DraftRows() if drafter and rows_left > 0 else None
+        with timer.phase("build"):
+            plan = plan_step(cfg, left, drafter, lengths, state.last_state)
+            tree, info = grow_tree(plan, drafter, state, RecordingExpand(drafter, timer, rows), step_cost,
+                                   timer, left, shape)
+        with timer.phase("verify"):
+            accepted, bonus, rejected, logits = state.verify(tree, picker, timer, drafted=plan.cfg is not None)
+            if plan.decision:
+                lengths.observe(tree.max_depth, len(accepted))
+        p_target = topk_rows = None
+        if drafter and record_target:   # after the timed phases: the trace's own cost is not the method's
+            p_target, topk_rows = target_side(tree, logits, picker.distribution, rows.for_tree(tree) if rows else {},
+                                              accepted, min(ROWS_PER_STEP, rows_left), TOPK)
+            rows_left -= len(topk_rows)
+        kept = committed_tokens(tree, accepted, bonus, pair.eos_ids, left)
+        state.committed.extend(kept)
+        produced += len(kept)
+        yield StepData(tree, info, accepted, bonus, rejected, kept, draft_ms=timer.ms("draft"),
+                       build_ms=timer.ms("build"), verify_ms=timer.ms("verify"),
+                       p_target=p_target, topk_rows=topk_rows)
+        if kept[-1] in pair.eos_ids:
+            return

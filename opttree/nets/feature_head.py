@@ -1,0 +1,147 @@
+"""The EAGLE-style feature head: a one-layer draft that reads the target's own hidden states.
+
+Input at a token position: [target feature of the previous position ; embedding of this token]
+-> Linear(2h -> h) -> one Llama decoder layer (+ final norm) -> predicted feature -> the target's
+(frozen) LM head. Beyond the first tree layer it feeds on its own predicted features, which is why
+it stays cheap: one small layer per tree layer, batched over that layer's nodes.
+
+The fused head (config `fused_layers`, EAGLE-3's idea) reads more of the target than its last layer:
+its target feature is the last hidden state plus a learned linear map of a low and a middle layer's
+states (each RMS-normed first: the residual stream there is not normalised). The map starts at zero,
+so a fused head warm-started from a plain one computes exactly what that head did, and training
+decides how much the lower layers add. Tree nodes still feed on the head's own predicted features.
+
+The decoder is transformers' own `LlamaModel` with one layer (no copied model code); its token
+embedding is unused (we pass `inputs_embeds`), so it is created with a one-row vocabulary.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from opttree.nets.few_row_linear import PackedWeight, few_row_matmul
+
+
+def fused_layers(num_layers: int) -> tuple[int, int]:
+    """The low and middle target layers a fused head reads besides the last one: the hidden states
+    entering layer 2 and layer L/2 (transformers' `hidden_states[2]`, `hidden_states[L // 2]`; a
+    target of fewer than 8 layers reads layer L/4 as its low one).
+    EAGLE-3 reads layers 2, L/2 and L-3; the fused head here reads the final normed state as its
+    high feature instead, the first-generation head's only input, so that head is its exact start."""
+    return (min(2, num_layers // 4), num_layers // 2)
+
+
+def head_config_from_target(cfg, layers: int = 1, draft_vocab: int = 0) -> dict:
+    """The head mirrors the target's attention shape so features line up with no projection."""
+    return {
+        "hidden_size": cfg.hidden_size,
+        "intermediate_size": cfg.intermediate_size,
+        "num_attention_heads": cfg.num_attention_heads,
+        "num_key_value_heads": getattr(cfg, "num_key_value_heads", cfg.num_attention_heads),
+        "head_dim": getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads,
+        "rms_norm_eps": getattr(cfg, "rms_norm_eps", 1e-5),
+        "rope_theta": rope_theta(cfg),
+        "max_position_embeddings": cfg.max_position_embeddings,
+        "num_hidden_layers": layers,
+        "draft_vocab": draft_vocab,  # 0 = full target vocabulary
+    }
+
+
+def rope_theta(cfg) -> float:
+    params = getattr(cfg, "rope_parameters", None) or {}
+    if isinstance(params, dict) and "rope_theta" in params:
+        return float(params["rope_theta"])
+    return float(getattr(cfg, "rope_theta", 10000.0))
+
+
+class FeatureHead(nn.Module):
+    def __init__(self, config: dict):
+        super().__init__()
+        from transformers import LlamaConfig, LlamaModel  # transformers is heavy: imported when a model is built
+
+        self.config = dict(config)
+        h = config["hidden_size"]
+        self.fc = self.input_layer(h)
+        fused = list(config.get("fused_layers") or [])
+        if fused:   # the fused head's extra inputs (see the module docstring)
+            self.fused_norms = nn.ModuleList(nn.RMSNorm(h, eps=config["rms_norm_eps"]) for _ in fused)
+            self.fuse = nn.Linear(len(fused) * h, h, bias=False)
+            nn.init.zeros_(self.fuse.weight)
+        llama = LlamaConfig(
+            vocab_size=1, hidden_size=h, intermediate_size=config["intermediate_size"],
+            num_hidden_layers=config["num_hidden_layers"],
+            num_attention_heads=config["num_attention_heads"],
+            num_key_value_heads=config["num_key_value_heads"], head_dim=config["head_dim"],
+            rms_norm_eps=config["rms_norm_eps"],
+            rope_parameters={"rope_type": "default", "rope_theta": config["rope_theta"]},
+            max_position_embeddings=config["max_position_embeddings"],
+            bos_token_id=None, eos_token_id=None, pad_token_id=None,
+        )
+        llama._attn_implementation = "sdpa"
+        self.decoder = LlamaModel(llama)
+        if config.get("eagle_norms"):
+            # EAGLE-1/2 checkpoints (nets/eagle_checkpoint.py): layer 0 reads the projection with no
+            # input norm, and no final norm follows the last layer.
+            self.decoder.layers[0].input_layernorm = nn.Identity()
+            self.decoder.norm = nn.Identity()
+        # Optional reduced draft vocabulary: rows of the target LM head the head may propose.
+        n_vocab = int(config.get("draft_vocab") or 0)
+        self.register_buffer("vocab_ids", torch.zeros(n_vocab, dtype=torch.long), persistent=True)
+
+    def input_layer(self, h: int) -> nn.Module | None:
+        """What turns a (previous feature, token embedding) pair into the decoder's input."""
+        return nn.Linear(2 * h, h, bias=True)
+
+    @property
+    def feature_layers(self) -> tuple[int, ...]:
+        """The target's hidden states this head reads, in the order `input_features` takes them side
+        by side: the fused layers (transformers' `hidden_states` numbering), then the last (-1)."""
+        return (*[int(i) for i in self.config.get("fused_layers") or []], -1)
+
+    def input_features(self, target_features: torch.Tensor) -> torch.Tensor:
+        """The first-depth feature from the target's rows (..., len(feature_layers) * h): the last
+        hidden state, plus for a fused head the fused map of the lower layers' normed states."""
+        if not hasattr(self, "fuse"):
+            return target_features
+        *lower, last = target_features.split(self.config["hidden_size"], dim=-1)
+        normed = [norm(x) for norm, x in zip(self.fused_norms, lower)]
+        return last + self.fuse(torch.cat(normed, dim=-1))
+
+    def features(self, prev_features, token_embeds, position_ids, attention_mask=None, cache=None):
+        """Predicted features for a batch of (previous feature, token) pairs, shape (1, k, h)."""
+        x = self.fc(torch.cat([prev_features, token_embeds], dim=-1))
+        out = self.decoder(inputs_embeds=x, position_ids=position_ids,
+                           attention_mask=attention_mask, past_key_values=cache, use_cache=cache is not None)
+        return out.last_hidden_state
+
+    def _draft_rows(self, weight: torch.Tensor) -> torch.Tensor:
+        """The LM-head rows of the draft vocabulary, gathered once: gathering them per call copied
+        14 MB each time and was the largest single cost of a small-tree step on CPU."""
+        key = (weight.data_ptr(), weight.dtype, weight.device, self.vocab_ids.data_ptr(), self.vocab_ids._version)
+        if getattr(self, "_rows_key", None) != key:
+            with torch.no_grad():
+                self._rows = weight[self.vocab_ids].contiguous()
+            self._rows_key, self._rows_pack = key, PackedWeight()
+        return self._rows
+
+    def draft_logits(self, features, lm_head: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logits over the draft vocabulary only, and the target-vocabulary id of each column (None:
+        the full target vocabulary). A tree only needs each node's top children, so softmax and
+        top-k run over these columns; spreading them into a full-vocabulary row first cost more
+        than the layer's forward."""
+        if self.vocab_ids.numel() == 0:
+            return lm_head(features), None
+        rows = self._draft_rows(lm_head.weight)
+        flat = features.reshape(-1, features.shape[-1])
+        sub = few_row_matmul(flat, rows, self._rows_pack).reshape(*features.shape[:-1], rows.shape[0])
+        return sub, self.vocab_ids
+
+    def logits(self, features, lm_head: nn.Module):
+        """Logits over the target vocabulary; with a reduced vocabulary the rest get -inf."""
+        sub, ids = self.draft_logits(features, lm_head)
+        if ids is None:
+            return sub
+        full = sub.new_full((*sub.shape[:-1], lm_head.weight.shape[0]), float("-inf"))
+        full[..., ids] = sub
+        return full

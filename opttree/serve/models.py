@@ -1,0 +1,71 @@
+"""The loaded-model cache: each allow-listed pair loaded once and shared read-only by every run.
+
+Targets are loaded once per (target, trust_remote_code) and each pair is the target with its draft
+(`with_drafter`); every run builds its own KV caches, drafter state and RNG inside `stream_run`, so
+sharing the weights is safe. A pair's cost curve is measured through the run lane, never beside a
+visitor's run. Errors are raised as they come: `RunService` turns them into messages for the page.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+
+from opttree.drafters.registry import load_pair, with_drafter
+from opttree.engine import cost
+from opttree.serve.allow_list import ModelEntry, Registry
+from opttree.serve.lane import Lane
+from opttree.serve.settings import ServerSettings
+
+
+def public_name(draft: str) -> str:
+    """The draft's file name only: traces are shown and exported, server paths stay private."""
+    return os.path.basename(draft) or draft
+
+
+@dataclass
+class ModelCache:
+    registry: Registry
+    lane: Lane                      # what cost-curve measurements wait for, like runs
+    device: str = ServerSettings.device
+    pair_factory: object = None     # tests inject tiny models: callable(entry) -> ModelPair
+    _pairs: dict = field(default_factory=dict, init=False, repr=False)     # entry id -> pair
+    _targets: dict = field(default_factory=dict, init=False, repr=False)   # (target, remote code) -> pair
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def pair_for(self, model_id) -> tuple[object, str]:
+        """The shared pair for an allow-listed id (loaded once), and any stand-in notice."""
+        entry, notice = self.registry.resolve(model_id)
+        with self._lock:
+            if entry.id not in self._pairs:
+                self._pairs[entry.id] = (self.pair_factory or self._load)(entry)
+        return self._pairs[entry.id], notice
+
+    def _load(self, entry: ModelEntry):
+        key = (entry.target, entry.trust_remote_code)
+        if key not in self._targets:
+            self._targets[key] = load_pair(entry.target, drafter="none", device=self.device,
+                                           trust_remote_code=entry.trust_remote_code)
+        base = self._targets[key]
+        if entry.drafter == "self":
+            # The target proposes its own continuations: acceptance is perfect at T=0, speed is not.
+            pair = with_drafter(base, "none")
+            pair.drafter_kind, pair.draft_model, pair.draft_name = "classic", base.target, "self"
+            return pair
+        pair = with_drafter(base, entry.drafter, entry.draft or None, trust_remote_code=entry.trust_remote_code)
+        if pair.draft_model is not None:
+            pair.draft_name = public_name(pair.draft_name)   # traces are shown and exported: no server paths
+        return pair
+
+    def cost_curve(self, model_id, refresh: bool = False) -> dict:
+        """This machine's cost curve for a pair, in the compact form traces record; measured (seconds,
+        waiting for the lane like a run) when not cached yet or when `refresh` asks for it."""
+        ticket = self.lane.enter()
+        try:
+            while self.lane.position(ticket):
+                self.lane.wait(ticket, 0.5)
+            pair, _ = self.pair_for(model_id)
+            return cost.compact(cost.load_or_measure(pair, refresh=refresh))
+        finally:
+            self.lane.leave(ticket)

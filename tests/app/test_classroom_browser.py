@@ -1,0 +1,252 @@
+"""The page in a classroom (issue 33), in Debian Chromium driven by Playwright: at a projector's
+1280 × 720 and at a 390 px phone width.
+
+Deep links keep their node budget (a number or auto, a lesson its own) and Copy link writes what ran;
+an import puts its prompt and settings in the controls and its steps in E(A) vs A; a lesson's caption
+sits above its tree and starting a run brings the tree into view; Run and the lessons are on the first
+screen; presenter mode fits the tree, the text strip and the step's metrics on one 1280 × 720 screen;
+the 60-node tree's labels do not overlap; on a phone every tab is reachable, the tree's title wraps
+and Compare's table scrolls sideways; the HTML export opens at the selected step. Screenshots go to
+tmp/artifacts/ (test artifacts)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from app_server import ROOT, drafting_model_id, launched_app
+
+from viz.lessons import PRESETS
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+ARTIFACTS = ROOT / "tmp" / "artifacts"
+PROJECTOR = {"width": 1280, "height": 720}
+PHONE = {"width": 390, "height": 844}
+PLOT = "#tree-plot .js-plotly-plot"
+RUN_MS = 300_000
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium not installed (make browser)")
+
+STATUS = """(sel) => { const e = document.querySelector(sel + ' [data-testid="markdown"]')
+    || document.querySelector(sel); return e ? e.innerText : ''; }"""
+TREE = """() => { const gd = document.querySelector('#tree-plot .js-plotly-plot');
+    const nodes = gd && gd.data.find(t => t.name === 'draft nodes');
+    return gd ? {title: gd.layout.title && gd.layout.title.text, nodes: nodes ? nodes.x.length : 0} : null; }"""
+RECT = """(sel) => { const e = document.querySelector(sel); if (!e || e.offsetParent === null) return null;
+    const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; }"""
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with launched_app(tmp_path_factory.mktemp("classroom"), default=drafting_model_id()) as (url, _):
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            yield browser, url
+            browser.close()
+
+
+def open_page(app, query: str = "", viewport: dict = PROJECTOR):
+    browser, url = app
+    pg = browser.new_page(viewport=viewport)
+    pg.set_default_timeout(90_000)
+    pg.goto(url + query)
+    pg.wait_for_selector("#tree-plot", state="attached")
+    return pg
+
+
+def wait_done(pg, before: str = "") -> None:
+    """Until #status says Done with other text than `before` (an earlier run's Done)."""
+    pg.wait_for_function(f"([before]) => {{ const t = ({STATUS})('#status'); return t !== before && /Done/.test(t); }}",
+                         arg=[before], timeout=RUN_MS)
+    pg.wait_for_function("() => document.querySelector('#tree-plot .js-plotly-plot .scatterlayer .point')")
+
+
+def rect(pg, sel: str) -> dict | None:
+    return pg.evaluate(RECT, sel)
+
+
+def copied_link(pg) -> dict:
+    pg.click("#copy-link")
+    pg.wait_for_selector("#link textarea, #link input")
+    pg.wait_for_function("() => (document.querySelector('#link textarea, #link input') || {}).value")
+    url = pg.locator("#link textarea, #link input").first.input_value()
+    return {k: v[0] for k, v in parse_qs(urlparse(url).query).items()}
+
+
+def checked_mode(pg) -> str:
+    return pg.evaluate("() => document.querySelector('#nodes-mode input:checked').value")
+
+
+def slider(pg, elem_id: str) -> float:
+    return float(pg.locator(f"#{elem_id} input[type=number]").input_value())
+
+
+def test_run_and_the_lessons_are_on_the_first_screen(app):
+    pg = open_page(app)
+    for sel in ("#prompt", "#run", "#preset-0", "#status"):
+        box = rect(pg, sel)
+        assert box and 0 <= box["top"] and box["bottom"] <= PROJECTOR["height"], (sel, box)
+    pg.screenshot(path=str(ARTIFACTS / "classroom-first-screen.png"))
+    pg.close()
+
+
+LABEL_OVERLAPS = """() => {
+    const boxes = [...document.querySelectorAll('#tree-plot .scatterlayer .textpoint text')]
+        .filter(t => t.textContent.trim()).map(t => t.getBoundingClientRect());
+    let overlaps = 0;
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+        const a = boxes[i], b = boxes[j];
+        const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > 2 && h > 3) overlaps++;
+    }
+    return {labels: boxes.length, overlaps};
+}"""
+
+
+def test_a_lesson_link_runs_at_its_own_budget_with_its_caption_above_the_tree(app):
+    pg = open_page(app, "?preset=1&step=3")
+    wait_done(pg)
+    pg.wait_for_function("() => document.querySelector('#step input[type=number]').value === '3'")
+    tree = pg.evaluate(TREE)
+    assert tree["nodes"] == PRESETS[1]["nodes"] == 60 and "step 3/" in tree["title"], tree
+    assert checked_mode(pg) == "fixed" and slider(pg, "nodes") == 60
+    caption, plot = rect(pg, "#lesson-caption"), rect(pg, "#tree-plot")
+    assert caption and caption["bottom"] <= plot["top"] + 1
+    assert PRESETS[1]["name"] in pg.locator("#lesson-caption").inner_text()
+    assert -2 <= rect(pg, "#step-view")["top"] < 200          # starting the run brought the tree into view
+    labels = pg.evaluate(LABEL_OVERLAPS)
+    assert 5 <= labels["labels"] <= 40 and labels["overlaps"] == 0, labels
+    query = copied_link(pg)
+    assert query["nodes"] == "60" and query["prompt"] == PRESETS[1]["prompt"] and query["step"] == "3"
+    pg.screenshot(path=str(ARTIFACTS / "classroom-lesson-link.png"))
+    # A run that is no lesson hides the caption.
+    pg.locator("#prompt textarea").fill("Name three colours.")
+    pg.locator("#max-new-tokens input[type=number]").fill("6")
+    pg.locator("#max-new-tokens input[type=number]").press("Enter")
+    before = pg.evaluate(STATUS, "#status")
+    pg.click("#run")
+    wait_done(pg, before)
+    assert rect(pg, "#lesson-caption") is None
+    pg.close()
+
+
+def test_a_fixed_budget_link_draws_that_budget_and_copy_link_writes_what_ran(app):
+    pg = open_page(app, "?nodes=25&step=2")
+    wait_done(pg)
+    pg.wait_for_function("() => document.querySelector('#step input[type=number]').value === '2'")
+    tree = pg.evaluate(TREE)
+    assert tree["nodes"] == 25 and "step 2/" in tree["title"], tree
+    assert checked_mode(pg) == "fixed" and slider(pg, "nodes") == 25
+    query = copied_link(pg)
+    assert query["nodes"] == "25" and query["step"] == "2"
+    # The HTML export opens at the selected step.
+    pg.get_by_role("tab", name="Export / Import").click()
+    pg.click("#export-html")
+    href = pg.locator("#export-html-file a").first.get_attribute("href")
+    page = pg.request.get(href).text()
+    assert 'value="2"' in page and "show(1);" in page
+    # An auto run writes nodes=auto, whatever the slider's n.
+    pg.get_by_role("tab", name="Explore").click()
+    pg.locator("#nodes-mode input[value=auto]").check()
+    pg.locator("#max-new-tokens input[type=number]").fill("8")
+    pg.locator("#max-new-tokens input[type=number]").press("Enter")
+    before = pg.evaluate(STATUS, "#status")
+    pg.click("#run")
+    wait_done(pg, before)
+    assert slider(pg, "nodes") == 25 and copied_link(pg)["nodes"] == "auto"
+    pg.close()
+    # Compare reads the same controls: a link naming a budget sets the switch to fixed there too.
+    pg = open_page(app, "?tab=compare&nodes=25")
+    pg.wait_for_selector("#compare-run")
+    pg.wait_for_function("() => document.querySelector('#nodes-mode input[value=fixed]').checked")
+    assert slider(pg, "nodes") == 25
+    pg.close()
+
+
+def test_an_import_restores_its_prompt_and_settings_and_feeds_ea_vs_a(app, tmp_path):
+    pg = open_page(app, "?prompt=Name+three+colours.&method=binary&nodes=12&max_new_tokens=8&run=1")
+    wait_done(pg)
+    pg.get_by_role("tab", name="Export / Import").click()
+    pg.click("#export")
+    href = pg.locator("#export-file a").first.get_attribute("href")
+    saved = tmp_path / "run.json"
+    saved.write_bytes(pg.request.get(href).body())
+    pg.get_by_role("tab", name="Explore").click()
+    pg.locator("#prompt textarea").fill("Something else entirely.")
+    pg.locator("#nodes-mode input[value=auto]").check()
+    pg.get_by_role("tab", name="Export / Import").click()
+    pg.locator("#import-file input[type=file]").set_input_files(str(saved))
+    pg.wait_for_function(f"() => /Loaded a binary run/.test(({STATUS})('#import-status'))")
+    pg.get_by_role("tab", name="Explore").click()
+    assert pg.locator("#prompt textarea").input_value() == "Name three colours."
+    assert checked_mode(pg) == "fixed" and slider(pg, "nodes") == 12 and slider(pg, "max-new-tokens") == 8
+    assert "Binary" in pg.locator("#method input").input_value()
+    query = copied_link(pg)
+    assert query["prompt"] == "Name three colours." and query["nodes"] == "12" and query["method"] == "binary"
+    pg.get_by_role("tab", name="E(A) vs A").click()
+    pg.wait_for_function("() => /of 2 run\\(s\\)/.test(document.querySelector('#ea-r').innerText)")
+    pg.close()
+
+
+def test_presenter_mode_fits_one_step_on_a_projector_screen(app):
+    pg = open_page(app, "?preset=1&step=3&present=1")
+    wait_done(pg)
+    pg.wait_for_timeout(500)
+    for sel in ("#lesson-caption", "#tree-plot", "#gen-text", "#metrics", "#scrubber"):
+        box = rect(pg, sel)
+        assert box and -1 <= box["top"] and box["bottom"] <= PROJECTOR["height"] and box["right"] <= 1280, (sel, box)
+    assert rect(pg, "#controls-col") is None and rect(pg, "#page-head") is None
+    size = pg.evaluate("() => getComputedStyle(document.querySelector('#gen-text .gen-text')).fontSize")
+    assert float(size.removesuffix("px")) >= 18, size
+    assert pg.evaluate(TREE)["nodes"] == 60
+    labels = pg.evaluate(LABEL_OVERLAPS)                      # larger labels on a shorter tree, still apart
+    assert labels["labels"] >= 5 and labels["overlaps"] == 0, labels
+    pg.screenshot(path=str(ARTIFACTS / "classroom-presenter.png"))
+    pg.locator("#present input").uncheck()                    # the toggle leaves presenter mode
+    pg.wait_for_function("() => !document.body.classList.contains('presenter')")
+    assert rect(pg, "#controls-col") is not None and rect(pg, "#page-head") is not None
+    pg.close()
+
+
+TITLE_FITS = """() => {
+    const gd = document.querySelector('#tree-plot .js-plotly-plot');
+    const lines = [...gd.querySelectorAll('.gtitle, .gtitle tspan')].map(t => t.getBoundingClientRect());
+    const box = gd.getBoundingClientRect();
+    return {lines: gd.layout.title.text.split('<br>').length,
+            inside: lines.every(r => r.right <= box.right + 1 && r.left >= box.left - 1)};
+}"""
+
+
+def test_on_a_phone_tabs_titles_and_the_compare_table_stay_reachable(app):
+    pg = open_page(app, "?max_new_tokens=6&run=1", PHONE)
+    for name in ("Explore", "Compare", "E(A) vs A", "Theory", "Learn", "Export / Import"):
+        assert pg.get_by_role("tab", name=name).is_visible(), name      # wrapped, none behind a menu
+    assert pg.locator("button[aria-label='More tabs']").count() == 0
+    wait_done(pg)
+    assert -2 <= rect(pg, "#step-view")["top"] < PHONE["height"]     # the run brought its tree into view
+    title = pg.evaluate(TITLE_FITS)
+    assert title["lines"] == 2 and title["inside"], title
+    assert pg.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"] + 2
+    pg.get_by_role("tab", name="Compare").click()
+    pg.wait_for_selector("#compare-table th")
+    reach = pg.evaluate("""() => {
+        const cells = [...document.querySelectorAll('#compare-table thead th')];
+        let box = cells[cells.length - 1].parentElement;
+        while (box && !(box.scrollWidth > box.clientWidth + 1 && /auto|scroll/.test(getComputedStyle(box).overflowX)))
+            box = box.parentElement;
+        if (!box) return null;
+        box.scrollLeft = box.scrollWidth;
+        const last = cells[cells.length - 1].getBoundingClientRect();
+        return {columns: cells.length, right: last.right, width: window.innerWidth};
+    }""")
+    assert reach and reach["columns"] >= 11 and reach["right"] <= reach["width"], reach
+    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-compare.png"))
+    pg.close()

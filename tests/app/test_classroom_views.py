@@ -1,0 +1,146 @@
+"""The classroom page's pieces without a browser: short hints with the full help folded, a run's
+settings back into the controls, which lesson a run is, the Learn topics, an import that restores
+its prompt, pair and settings and reaches E(A) vs A, presenter-sized trees and two-line titles, and
+the lines that explain numbers which look contradictory."""
+
+from __future__ import annotations
+
+import gradio as gr
+from tiny import tiny_pair
+
+from opttree.config import SETTING_NAMES, SETTINGS, DecodeConfig
+from opttree.engine.speculative import run
+from opttree.serve.allow_list import load_registry
+from opttree.trace import dumps
+from ui import ea_vs_a, explore, files, learn
+from ui.common import Page
+from ui.controls import MAIN, NODES_MODE, checked_settings, control_values, settings_help, short_hint
+from viz import lessons, style
+from viz.step_charts import speed_note
+from viz.tree_figure import LABELLED, PRESENT_HEIGHT, labelled_nodes, step_title, tree_figure
+from viz.tree_layout import tidy_layout
+
+
+def tiny_trace(**settings) -> dict:
+    cfg = DecodeConfig(**{"method": "binary", "nodes": 6, "max_depth": 3, "max_new_tokens": 6, **settings})
+    trace = run(tiny_pair("classic", draft_is_target=True), "", cfg, prompt_ids=[5, 6])
+    trace["prompt"] = "An imported prompt."
+    return trace
+
+
+def test_each_control_shows_a_short_hint_and_the_whole_help_is_one_fold_away():
+    for name in MAIN:
+        text = SETTINGS[name].metadata["help"]
+        hint = short_hint(text)
+        assert text.startswith(hint) and len(hint) <= 80, (name, hint)
+    folded = settings_help()
+    assert all(SETTINGS[name].metadata["help"] in folded for name in SETTING_NAMES)
+
+
+def test_a_runs_settings_go_back_into_the_controls_with_the_budget_switch():
+    assert control_values({"nodes": 25, "threshold": 0.5}) == {"nodes": 25, NODES_MODE: "fixed", "threshold": 0.5}
+    assert control_values({"nodes": 0}) == {NODES_MODE: "auto"}          # auto leaves the slider's n alone
+    meta = tiny_trace()["meta"]
+    settings = checked_settings({**meta, "max_depth": 99, "method": "<b>"})
+    assert settings["nodes"] == 6 and settings["max_new_tokens"] == 6 and "max_depth" not in settings
+    assert "method" not in settings and "device" not in settings
+
+
+def test_a_run_is_the_lesson_whose_prompt_pair_and_settings_it_has():
+    default = "smollm2-eagle"
+    for i, p in enumerate(lessons.PRESETS):
+        settings = {k: p[k] for k in SETTING_NAMES if k in p}
+        assert lessons.lesson_of(p["prompt"], p["model"] or default, settings, default) == i
+        assert lessons.lesson_of(p["prompt"], p["model"] or default, {**settings, "max_depth": 3}, default) is None
+        assert lessons.caption_markdown(i).startswith(f"**Lesson: {p['name']}.**")
+    assert lessons.caption_markdown(None) == ""
+
+
+def test_learn_is_one_section_per_topic():
+    sections = lessons.learn_sections()
+    titles = [t for t, _ in sections]
+    assert titles[0] == "Speculative decoding in one picture" and "Reading the tree" in titles
+    assert len(sections) == lessons.LEARN_TEXT.count("\n### ") + 1 and all(body for _, body in sections)
+    assert "draft's belief" in dict(sections)["p̂ and E(A)"]
+
+
+def built_page():
+    """The Explore, E(A)-vs-A, Learn and Export / Import tabs as the app builds them (no server)."""
+    registry = load_registry()
+    with gr.Blocks():
+        page = Page()
+        page.trace, page.history, page.ran, page.link = gr.State(None), gr.State([]), gr.State({}), gr.State({})
+        explore.build(page, registry)
+        ea_vs_a.build(page)
+        learn.build(page)
+        parts = files.build()
+    return page, parts, registry
+
+
+def test_an_import_restores_the_prompt_and_settings_and_reaches_ea_vs_a():
+    page, parts, registry = built_page()
+    trace = tiny_trace(threshold=0.4)
+    out = files.do_import(page, parts, registry, dumps(trace).encode(), "log_p_hat", False, [])
+    assert out[page.prompt] == "An imported prompt."
+    assert out[page.settings["method"]] == "binary" and out[page.settings["nodes"]] == 6
+    assert out[page.settings[NODES_MODE]] == "fixed" and out[page.settings["threshold"]] == 0.4
+    assert len(out[page.history]) == 1 and "1 run(s)" in out[page.ea_text]
+    assert out[page.ran]["prompt"] == "An imported prompt." and out[page.ran]["settings"]["nodes"] == 6
+    assert page.model not in out                          # no allow-listed pair has the tiny target
+    auto = tiny_trace(nodes=0)
+    auto["prompt"] = ""                                    # decoded from token ids: no prompt text
+    auto = files.do_import(page, parts, registry, dumps(auto).encode(), "log_p_hat", False, [])
+    assert auto[page.settings[NODES_MODE]] == "auto" and page.settings["nodes"] not in auto
+    assert page.prompt not in auto                         # the box keeps its own text
+    bundled = {"target": "smollm2-135m-instruct"}
+    assert files.model_of(page, registry, {**bundled, "drafter": "eagle", "draft": "smollm2-eagle-head.safetensors"}) \
+        == "smollm2-eagle"
+    assert files.model_of(page, registry, {**bundled, "drafter": "eagle", "draft": "random"}) == "smollm2-random"
+    assert files.model_of(page, registry, {**bundled, "drafter": "classic", "draft": "self"}) == "smollm2-self"
+    assert files.model_of(page, registry, {**bundled, "drafter": "recycling", "draft": "x"}) == "smollm2-recycling"
+    assert files.model_of(page, registry, {**bundled, "drafter": "eagle", "draft": "other.safetensors"}) is None
+
+
+def wide_step(n: int = 60) -> dict:
+    parents = [-1] * 12 + [i % 12 for i in range(n - 12)]
+    p_hat = [0.5 / (1 + i) for i in range(n)]
+    return {"tokens": list(range(n)), "texts": [f"t{i}" for i in range(n)], "parents": parents,
+            "depth": [1] * 12 + [2] * (n - 12), "q": p_hat, "p_hat": p_hat, "rank": [0] * n, "accepted": [0],
+            "rejected": 12, "bonus_token": 1, "bonus_text": "b", "expected_accept": 1.0, "accept_length": 1}
+
+
+def test_presenter_trees_stay_short_and_titles_take_two_lines():
+    step = wide_step()
+    tall = tree_figure(step).layout.height
+    short = tree_figure(step, present=True)
+    assert tall > PRESENT_HEIGHT and short.layout.height == PRESENT_HEIGHT
+    labels = [t for t in short.data if t.name == "draft nodes"][0].text
+    assert sum(bool(x) for x in labels) < len(labelled_nodes(step)) <= LABELLED
+    title = step_title({"meta": {"method": "opt-tree"}, "steps": [step]}, 0)
+    assert title.count("<br>") == 1 and "60 nodes" in title.split("<br>")[0]
+
+
+def test_numbers_that_look_contradictory_say_why():
+    assert "belief" in style.P_HAT_TITLE and "belief" in style.coloraxis("log_p_hat")["colorbar"]["title"]["text"]
+    trace = {"steps": [{"auto": {"chosen_nodes": 5}}, {}]}
+    assert "modelled" in speed_note(trace, 0) and "measured" in speed_note(trace, 0)
+    assert speed_note(trace, 1) == "" and speed_note(None, None) == ""
+
+
+def test_labels_keep_a_label_apart_in_a_squeezed_tree_and_clear_the_roots_label():
+    step = wide_step()
+    fig = tree_figure(step, present=True, context="the text so far")
+    nodes = [t for t in fig.data if t.name == "draft nodes"][0]
+    columns: dict = {}
+    for x, y, text in zip(nodes.x, nodes.y, nodes.text):
+        if text:
+            columns.setdefault(x, []).append(y)
+    gaps = [b - a for ys in columns.values() for a, b in zip(sorted(ys), sorted(ys)[1:])]
+    assert gaps and min(gaps) >= 2.0, gaps                   # 18 px labels on rows of about 8 px
+    root = [t for t in fig.data if t.name == "root"][0]
+    assert root.textposition == "bottom right"
+    # An accepted path that leaves the root downwards takes the space below it: the root's label goes above.
+    x, y, root_y, _ = tidy_layout(step["parents"], step["p_hat"])
+    below = next(i for i in range(len(x)) if x[i] == 1 and y[i] > root_y)
+    down = tree_figure({**step, "accepted": [below]}, context="x")
+    assert [t for t in down.data if t.name == "root"][0].textposition == "top right"

@@ -1,0 +1,86 @@
+"""The standalone HTML export: one file, no server, the same trees and text as the app."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from tiny import tiny_pair
+
+from opttree.config import DecodeConfig
+from opttree.engine.speculative import run
+from viz.html_export import standalone_html
+from viz.tree_figure import step_title, tree_figure
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def trace():
+    pair = tiny_pair("classic", draft_is_target=True)
+    t = run(pair, "", DecodeConfig(method="opt-tree", nodes=8, max_depth=3, max_new_tokens=12), prompt_ids=[5, 6])
+    t["prompt"] = "</script><script>alert(1)</script>"    # hostile text stays text
+    return t
+
+
+def embedded(page: str) -> dict:
+    raw = re.search(r'<script id="run-data" type="application/json">(.*?)</script>', page, re.S).group(1)
+    return json.loads(raw.replace("<\\/", "</"))
+
+
+def test_one_file_with_every_step_and_no_network(trace):
+    page = standalone_html(trace)
+    data = embedded(page)
+    n = len(trace["steps"])
+    assert n > 1 and len(data["figures"]) == len(data["texts"]) == len(data["metrics"]) == n
+    for i, step in enumerate(trace["steps"]):
+        fig = tree_figure(step, step_title(trace, i)).to_plotly_json()
+        assert data["figures"][i]["layout"]["title"]["text"] == fig["layout"]["title"]["text"]
+        assert len(data["figures"][i]["data"]) == len(fig["data"])
+    assert "<script>alert(1)</script>" not in page and "&lt;/script&gt;" in page
+    assert not re.search(r'<script[^>]+src=|<link[^>]+href=', page)    # nothing to fetch
+    assert "Plotly" in page and len(page) > 1_000_000     # plotly.js itself is inside
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium not installed (make browser)")
+def test_opens_offline_and_the_scrubber_and_keys_move_the_step(trace, tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    path = tmp_path / "run.html"
+    path.write_text(standalone_html(trace), encoding="utf-8")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_context(offline=True).new_page()       # no network at all
+        page.goto(path.as_uri())
+        title = "() => document.querySelector('#tree .gtitle').textContent"
+        page.wait_for_selector("#tree .gtitle")
+        assert "step 1/" in page.evaluate(title)
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"() => ({title})().includes('step 2/')")
+        page.click("#next")
+        page.wait_for_function(f"() => ({title})().includes('step 3/')")
+        page.locator("#text [data-step='0']").first.click()
+        page.wait_for_function(f"() => ({title})().includes('step 1/')")
+        assert page.locator("#metrics tr").count() == 5
+        browser.close()
+
+
+def test_the_header_names_the_models_once_and_the_page_opens_at_the_exported_step(trace):
+    meta = {**trace["meta"], "target": "target-xyz", "draft": "draft-xyz"}
+    page = standalone_html({**trace, "meta": meta}, start=2)
+    assert page.count("target-xyz") == 1 and page.count("draft-xyz") == 1
+    assert "show(2);" in page and 'value="3"' in page
+    assert "show(0);" in standalone_html(trace, start=-5)                         # clamped into the run
+    last = len(trace["steps"]) - 1
+    assert f"show({last});" in standalone_html(trace, start=10_000)
+
+
+def test_a_run_summary_explains_why_e_a_and_accepted_tokens_differ():
+    from viz.metrics import belief_note
+
+    assert "draft's own belief" in belief_note({"mean_expected_accept": 3.29, "mean_accepted_draft_tokens": 1.40})
+    assert "over-states" in belief_note({"mean_expected_accept": 3.29, "mean_accepted_draft_tokens": 1.40})
+    assert belief_note({"mean_expected_accept": 1.5, "mean_accepted_draft_tokens": 1.4}) == ""

@@ -1,0 +1,173 @@
+"""The CLI: bad input gives a clear message and a non-zero exit; a real run writes a valid trace."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from settings_fuzz import all_settings
+
+from opttree.cli import main
+from opttree.drafters.registry import KINDS
+from opttree.models.draft_assets import card_temperature
+from opttree.trace import loads
+
+BUNDLED_HEAD = KINDS["eagle"].bundled_path
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--prompt", "   "], "prompt is empty"),
+    (["--prompt", "hi", "--nodes", "-1"], "nodes must be between"),
+    (["--prompt", "hi", "--threshold", "-0.1"], "threshold must be between"),
+    (["--prompt", "hi", "--max-depth", "0"], "max_depth must be between"),
+    (["--prompt", "hi", "--temperature", "nan"], "temperature must be between"),
+    (["--prompt", "hi", "--base-model-path", "no-such-org/no-such-model-xyz"], "could not load model"),
+    (["--prompt", "hi", "--device", "tpu"], "unknown device"),
+    (["--prompt", "hi", "--tree-temperature", "0"], "tree temperature must be between"),
+    (["--prompt", "hi", "--tree-temperature", "warm"], "tree temperature must be a number"),
+    (["--prompt", "hi", "--retrieval-corpus", "/no/such/corpus.txt"], "cannot read the retrieval corpus"),
+    (["--prompt", "hi", "--retrieval", "maybe"], None),
+])
+def test_bad_input_clear_error(capsys, args, needle):
+    if needle is None:   # argparse's own choices check
+        with pytest.raises(SystemExit) as exc:
+            main(["generate", *args])
+        assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+        return
+    assert main(["generate", *args]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_drafter_flag_offers_the_training_free_drafters():
+    from opttree.cli import build_parser
+
+    args = build_parser().parse_args(["generate", "--prompt", "x", "--drafter", "recycling", "--retrieval", "on"])
+    assert args.drafter == "recycling" and args.retrieval == "on"
+    assert build_parser().parse_args(["generate", "--prompt", "x", "--drafter", "lookup"]).drafter == "lookup"
+
+
+def test_non_numeric_slider_value_rejected_by_argparse(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["generate", "--prompt", "hi", "--nodes", "many"])
+    assert exc.value.code != 0 and "invalid int value" in capsys.readouterr().err
+
+
+def test_generate_bundled_model_writes_trace(tmp_path):
+    """The command from the engine issue's definition of done, on the real bundled model."""
+    out = tmp_path / "t.json"
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.run(
+        [sys.executable, "-m", "opttree", "generate", "--prompt", "Explain photosynthesis.",
+         "--method", "opt-tree", "--max-new-tokens", "24", "--trace", str(out), "--json"],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    trace = loads(out.read_text())
+    assert summary["summary"]["new_tokens"] == len(trace["output_ids"]) == 24
+    assert trace["meta"]["method"] == "opt-tree" and trace["meta"]["drafter"] == "eagle"
+    # Under the default auto budget the tree temperature is 1 (the card's fitted one is for fixed budgets).
+    assert card_temperature(str(BUNDLED_HEAD)) != 1.0 and trace["meta"]["tree_temperature"] == 1.0
+    assert "photosynthesis" in trace["output_text"].lower()
+    # The default budget is auto: each step sized from this machine's cost curve, recorded in the trace.
+    assert trace["meta"]["nodes"] == 0 and trace["meta"]["cost"]["tokens"][0] == 1
+    # (a last step with one token left drafts nothing and has no auto table)
+    assert all(s["auto"]["chosen_nodes"] == len(s["tokens"]) for s in trace["steps"] if s["tokens"])
+
+
+def test_auto_node_budget_is_the_default_and_zero():
+    """`--nodes auto` (the default) is nodes = 0: each step's size comes from the measured cost curve."""
+    from opttree.cli import build_parser, decode_config
+
+    parse = build_parser().parse_args
+    for argv in ([], ["--nodes", "auto"], ["--nodes", "AUTO"], ["--nodes", "0"]):
+        cfg = decode_config(parse(["generate", "--prompt", "x", *argv]), "opt-tree")
+        assert cfg.nodes == 0 and cfg.auto_nodes, argv
+    fixed = decode_config(parse(["generate", "--prompt", "x", "--nodes", "25"]), "opt-tree")
+    assert fixed.nodes == 25 and not fixed.auto_nodes
+    help_text = build_parser()._subparsers._group_actions[0].choices["generate"].format_help()
+    assert "auto (the default" in " ".join(help_text.split())
+
+
+def test_unexpected_failure_is_one_error_line(monkeypatch, capsys):
+    """Not only the project's own errors: anything else is one `error:` line and status 1."""
+    def broken(*args, **kwargs):
+        raise RuntimeError("weights went missing\nsecond line of the message")
+
+    monkeypatch.setattr("opttree.cli.load_from_args", broken)
+    assert main(["generate", "--prompt", "hi", "--device", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: unexpected RuntimeError: weights went missing second")
+    assert "Traceback" not in err and "--verbose" in err
+
+    assert main(["generate", "--prompt", "hi", "--device", "cpu", "--verbose"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "in broken" in err
+    assert err.strip().splitlines()[-1].startswith("error: unexpected RuntimeError")
+    assert main(["--verbose", "generate", "--prompt", "hi", "--device", "cpu"]) == 1
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_unexpected_failure_in_eval_is_one_error_line(monkeypatch, capsys):
+    def broken(argv):
+        raise KeyError("answers")
+
+    monkeypatch.setattr("opttree.cli.eval_main", broken)
+    assert main(["eval", "--bench-name", "x"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: unexpected KeyError")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=all_settings(everyday=dict(nodes=[3, 8], max_depth=[2, 3], temperature=[0.7], max_new_tokens=[3])))
+def test_cli_fuzz_every_setting_finishes_or_says_why(monkeypatch, capsys, values):
+    """All settings at their edges, outside them and as junk, through `opttree generate` (in
+    process, a tiny pair): text and status 0, or a clear message and status 2; never status 1."""
+    from tiny import tiny_pair
+
+    monkeypatch.setattr("opttree.cli.load_from_args", lambda args, need_draft=True: tiny_pair("eagle"))
+    argv = ["generate", "--prompt", "t1 t2 t3", "--device", "cpu"]
+    for name, value in values.items():
+        argv += ["--" + name.replace("_", "-"), str(value)]
+    try:
+        code = main(argv)
+    except SystemExit as exc:   # argparse refused a value (wrong type or choice): its usage error
+        code = exc.code
+    out, err = capsys.readouterr()
+    event(f"status {code}")   # --hypothesis-show-statistics: how many runs finished
+    assert "Traceback" not in err and "unexpected" not in err, (argv, err)
+    assert code in (0, 2), (argv, code, err)
+    if code == 0:
+        assert out.strip() and "tokens in" in err
+    else:
+        assert err.strip().splitlines()[-1].startswith(("error:", "opttree generate: error:")), err
+
+
+def test_cost_command_measures_caches_and_refreshes(tmp_path, monkeypatch, capsys):
+    """`opttree cost`: the machine's curve (target forward vs tokens, draft layer vs width), cached per
+    device, dtype, threads, target and draft; --refresh measures again."""
+    from tiny import tiny_pair
+
+    import opttree.bench.cli as bench_cli
+    from opttree.engine import cost
+
+    monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path / "costs"))
+    monkeypatch.setattr(bench_cli, "load_from_args", lambda args: tiny_pair("eagle"))
+    measured = []
+    real = cost.measure
+    monkeypatch.setattr(cost, "measure", lambda pair, **kw: measured.append(1) or real(pair, **kw))
+    out = tmp_path / "c.json"
+    assert main(["cost", "--out", str(out), "--plot", str(tmp_path / "c.png")]) == 0
+    first = json.loads(out.read_text())
+    assert [p["tokens"] for p in first["points"]][:2] == [1, 2] and first["draft"]["points"][0]["width"] == 1
+    assert first["key"]["target"] == "tiny-target" and first["key"]["drafter"] == "eagle"
+    assert (tmp_path / "c.png").stat().st_size > 1000 and len(list((tmp_path / "costs").iterdir())) == 1
+    assert main(["cost", "--out", str(out)]) == 0                  # cached: the same measurement
+    assert json.loads(out.read_text()) == first and len(measured) == 1
+    assert main(["cost", "--refresh", "--out", str(out)]) == 0     # measured again
+    assert len(measured) == 2 and json.loads(out.read_text())["key"] == first["key"]
+    assert "tokens:" in capsys.readouterr().out

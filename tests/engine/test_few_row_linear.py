@@ -1,0 +1,150 @@
+"""The few-row CPU linear kernel (oneDNN over reordered weights): same products as F.linear, used
+only where it should be, refreshed when a weight changes, and tree decoding through it still equals
+the target's own greedy output."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from reference import PROMPTS, reference
+from tiny import tiny_pair
+
+from opttree.config import DecodeConfig
+from opttree.engine.speculative import run
+from opttree.nets import few_row_linear as FR
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 6, 7, 12, 64])
+def test_matches_plain_linear(rows, bias):
+    torch.manual_seed(rows)
+    layer = torch.nn.Linear(48, 80, bias=bias)
+    x = torch.randn(1, rows, 48)
+    want = F.linear(x, layer.weight, layer.bias)
+    assert FR.use_few_row_linear(layer) == 1
+    with torch.inference_mode():
+        got = layer(x)
+    assert got.shape == want.shape and got.is_contiguous()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    # 2D input and the unpatched path give the same numbers too
+    with torch.inference_mode():
+        torch.testing.assert_close(layer(x[0]), want[0], rtol=1e-5, atol=1e-5)
+    FR.use_plain_linear(layer)
+    assert "forward" not in layer.__dict__
+
+
+def test_reordered_weight_follows_in_place_changes():
+    """A draft evaluated between training steps must not run on a stale copy of its weights."""
+    layer = torch.nn.Linear(16, 24)
+    FR.use_few_row_linear(layer)
+    x = torch.randn(3, 16)
+    with torch.inference_mode():
+        before = layer(x)
+    with torch.no_grad():
+        layer.weight.mul_(2.0)  # what an optimizer step does: in place, same storage
+    with torch.inference_mode():
+        after = layer(x)
+    torch.testing.assert_close(after, F.linear(x, layer.weight, layer.bias), rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(before, after)
+    with torch.no_grad():
+        layer.weight = torch.nn.Parameter(torch.zeros(24, 16))  # a new tensor altogether
+        torch.testing.assert_close(layer(x), layer.bias.expand(3, 24))
+
+
+def test_switching_kernels_back_and_forth_keeps_the_reordered_copy():
+    """The verify-cost curve alternates kernels every repetition: re-reordering every weight on each
+    switch once made its few-row timings ~130 ms too slow."""
+    layer = torch.nn.Linear(16, 24)
+    FR.use_few_row_linear(layer)
+    x = torch.randn(2, 16)
+    with torch.inference_mode():
+        layer(x)
+        packed = layer._few_row_pack.packed
+        FR.use_plain_linear(layer)
+        layer(x)
+        FR.use_few_row_linear(layer)
+        layer(x)
+    assert packed is not None and layer._few_row_pack.packed is packed
+
+
+def test_a_patched_model_can_still_be_deep_copied():
+    """The reordered copy is an opaque oneDNN tensor: copies start with an empty holder and repack."""
+    import copy
+
+    layer = torch.nn.Linear(16, 24)
+    FR.use_few_row_linear(layer)
+    x = torch.randn(2, 16)
+    with torch.inference_mode():
+        want = layer(x)  # the holder now has a reordered copy
+    twin = copy.deepcopy(layer)
+    with torch.inference_mode():
+        torch.testing.assert_close(twin(x), want, rtol=1e-5, atol=1e-5)
+
+
+def test_few_row_matmul_matches_a_plain_product():
+    w, x = torch.randn(40, 16), torch.randn(4, 16)
+    with torch.inference_mode():
+        torch.testing.assert_close(FR.few_row_matmul(x, w, FR.PackedWeight()), x @ w.T, rtol=1e-5, atol=1e-5)
+
+
+def test_without_the_onednn_op_everything_keeps_f_linear(monkeypatch):
+    monkeypatch.setattr(FR, "_have_onednn", lambda: False)
+    layer = torch.nn.Linear(8, 8)
+    assert FR.use_few_row_linear(layer) == 0 and "forward" not in layer.__dict__
+    x = torch.randn(2, 8)
+    with torch.inference_mode():
+        torch.testing.assert_close(FR.few_row_matmul(x, layer.weight, FR.PackedWeight()), x @ layer.weight.T)
+
+
+def test_only_cpu_fp32_inference_is_rerouted(monkeypatch):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8).to(torch.bfloat16))
+    assert FR.use_few_row_linear(model) == 1  # the bf16 layer is left alone
+    assert "forward" in model[0].__dict__ and "forward" not in model[1].__dict__
+    # with grad enabled (training) the plain kernel runs, so autograd sees an ordinary linear
+    x = torch.randn(3, 8, requires_grad=True)
+    model[0](x).sum().backward()
+    assert x.grad is not None
+    FR.use_plain_linear(model)
+    monkeypatch.setenv("OPTTREE_PLAIN_LINEAR", "1")
+    assert FR.use_few_row_linear(model) == 0
+    monkeypatch.delenv("OPTTREE_PLAIN_LINEAR")
+    # a forward wrapped by someone else (accelerate's hooks) is neither replaced nor removed
+    hooked = torch.nn.Linear(8, 8)
+    hooked.forward = lambda x: x
+    assert FR.use_few_row_linear(hooked) == 0
+    FR.use_plain_linear(hooked)
+    assert "forward" in hooked.__dict__
+
+
+def test_loaded_bundled_target_uses_it(smollm):
+    patched = [m for m in smollm.target.modules() if type(m) is torch.nn.Linear and "forward" in m.__dict__]
+    assert len(patched) == 30 * 7 + 1  # every projection of the 30 layers and the LM head
+
+
+@pytest.mark.parametrize("drafter", ["classic", "eagle", "early-exit"])
+def test_small_trees_through_the_kernel_stay_exact(drafter):
+    """Budgets of 1-5 nodes verify 2-6 tokens: the small trees the kernel exists for."""
+    pair = tiny_pair(drafter, eos=9)
+    assert FR.use_few_row_linear(pair.target) > 0
+    FR.use_few_row_linear(pair.draft_model)
+    for nodes in (1, 3, 5):
+        for prompt in PROMPTS:
+            ref = reference(pair.target, prompt, 24)
+            cfg = DecodeConfig(method="opt-tree", nodes=nodes, threshold=0.0, max_depth=5, max_new_tokens=24)
+            assert run(pair, "", cfg, prompt_ids=prompt)["output_ids"] == ref
+
+
+def test_verify_cost_curve_times_both_kernels_and_leaves_the_fast_one_on(tmp_path):
+    from opttree.bench.plots import plot_verify_cost
+    from opttree.bench.verify_cost import verify_cost_curve
+
+    pair = tiny_pair("none")
+    FR.use_few_row_linear(pair.target)
+    cost = verify_cost_curve(pair, (1, 3, 9), reps=2, warmup=0)
+    assert cost["meta"]["kernel"] == "few-row"
+    for p in cost["points"]:
+        assert p["plain_median_ms"] > 0 and p["plain_relative"] > 0 and p["reps"] == 2
+    assert all("forward" in m.__dict__ for m in pair.target.modules() if type(m) is torch.nn.Linear)
+    assert plot_verify_cost(cost, tmp_path / "c.png") and (tmp_path / "c.png").stat().st_size > 1000
+    FR.use_plain_linear(pair.target)
+    plain = verify_cost_curve(pair, (1, 3), reps=1, warmup=0)
+    assert plain["meta"]["kernel"] == "default" and "plain_median_ms" not in plain["points"][0]

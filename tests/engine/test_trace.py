@@ -1,0 +1,192 @@
+"""Traces validate, and hostile or malformed traces are rejected with a clear message."""
+
+import copy
+import json
+
+import pytest
+from tiny import tiny_pair
+
+from opttree.config import DecodeConfig
+from opttree.engine.speculative import run
+from opttree.errors import BadInput
+from opttree.trace import dumps, loads, validate_trace
+
+STEP_FIELDS = {"tokens", "texts", "parents", "depth", "q", "p_hat", "accepted", "bonus_token",
+               "expected_accept", "ea_by_depth", "draft_ms", "build_ms", "verify_ms", "rank",
+               "accept_length", "committed", "stop_reason", "rejected"}
+META_FIELDS = {"target", "draft", "drafter", "method", "nodes", "threshold", "max_depth", "temperature",
+               "device", "dtype", "seed"}
+SUMMARY_FIELDS = {"new_tokens", "steps", "tau", "wall_s", "tokens_per_s"}
+
+
+@pytest.fixture(scope="module")
+def trace():
+    pair = tiny_pair("eagle")
+    return run(pair, "", DecodeConfig(method="opt-tree", nodes=15, threshold=0.01, max_new_tokens=25),
+               prompt_ids=[5, 6, 7])
+
+
+def test_trace_fields_and_invariants(trace):
+    assert META_FIELDS <= set(trace["meta"]) and SUMMARY_FIELDS <= set(trace["summary"])
+    json.loads(dumps(trace))  # plain JSON
+    validate_trace(trace)
+    assert sum(len(s["committed"]) for s in trace["steps"]) == len(trace["output_ids"])
+    assert trace["summary"]["tau"] == pytest.approx(len(trace["output_ids"]) / len(trace["steps"]), abs=1e-3)
+    for s in trace["steps"]:
+        assert STEP_FIELDS <= set(s)
+        for i, p in enumerate(s["parents"]):
+            want = s["q"][i] * (1.0 if p == -1 else s["p_hat"][p])
+            assert s["p_hat"][i] == pytest.approx(want, rel=1e-4, abs=1e-7)
+        prev = -1
+        for a in s["accepted"]:
+            assert s["parents"][a] == prev
+            prev = a
+        assert s["committed"][: len(s["accepted"])] == [s["tokens"][a] for a in s["accepted"]]
+        assert s["expected_accept"] == pytest.approx(sum(s["p_hat"]), abs=1e-4)
+
+
+def test_every_node_names_its_source_and_old_traces_still_load(trace):
+    assert all(s["source"] == ["draft"] * len(s["tokens"]) for s in trace["steps"])   # a draft model's tree
+    old = copy.deepcopy(trace)
+    for s in old["steps"]:
+        del s["source"]            # written before sources existed
+    assert loads(dumps(old))["steps"][0]["tokens"] == trace["steps"][0]["tokens"]
+
+
+def test_roundtrip(trace):
+    assert loads(dumps(trace)) == json.loads(dumps(trace))
+
+
+def broken(trace, mutate):
+    bad = copy.deepcopy(trace)
+    mutate(bad)
+    return dumps(bad)
+
+
+@pytest.mark.parametrize("mutate,needle", [
+    (lambda t: t["steps"][0]["parents"].__setitem__(0, 0), "parents must precede"),
+    (lambda t: t["steps"][0].__setitem__("tokens", "abc"), "tokens"),
+    (lambda t: t["steps"][0]["q"].__setitem__(0, 7.5), "q must be"),
+    (lambda t: t["steps"][0]["p_hat"].__setitem__(0, 0.123456), "p_hat"),
+    (lambda t: t.__setitem__("steps", [{}]), "lacks"),
+    (lambda t: t.pop("meta"), "missing field"),
+    (lambda t: t["steps"][0].__setitem__("accepted", [10**9]), "accepted"),
+    (lambda t: t["steps"][0].__setitem__("tokens", list(range(10**5))), "at most"),
+    (lambda t: t["steps"][0]["source"].__setitem__(0, "oracle"), "source must list"),
+    (lambda t: t["steps"][0]["source"].pop(), "source must list"),
+])
+def test_bad_traces_rejected(trace, mutate, needle):
+    with pytest.raises(BadInput, match=needle):
+        loads(broken(trace, mutate))
+
+
+@pytest.fixture(scope="module")
+def auto_trace():
+    cfg = DecodeConfig(method="opt-tree", nodes=0, max_new_tokens=20)
+    return run(tiny_pair("eagle"), "", cfg, prompt_ids=[5, 6, 7])
+
+
+def test_auto_trace_records_the_cost_curve_and_each_steps_objective(auto_trace):
+    meta = auto_trace["meta"]
+    assert meta["nodes"] == 0 and meta["auto_max_nodes"] == 60
+    cost = meta["cost"]
+    assert cost["tokens"][0] == 1 and len(cost["tokens"]) == len(cost["verify_ms"]) > 1
+    assert len(cost["widths"]) == len(cost["layer_ms"]) > 1 and cost["threads"] >= 1
+    validate_trace(auto_trace)
+    for s in auto_trace["steps"]:
+        auto = s["auto"]
+        d, n = auto["chosen_depth"], auto["chosen_nodes"]
+        assert len(s["tokens"]) == n and max(s["depth"], default=0) <= d
+        assert auto["objective"][d - 1][n - 1] == max(max(r) for r in auto["objective"])
+        assert len(auto["draft_model_ms"]) == len(auto["objective"]) == len(auto["widths"])
+
+
+def test_traces_without_the_auto_fields_still_load(auto_trace):
+    old = copy.deepcopy(auto_trace)
+    old["meta"].pop("cost")
+    old["meta"].pop("auto_max_nodes")
+    for s in old["steps"]:
+        s.pop("auto")
+    assert loads(dumps(old))["steps"]
+
+
+@pytest.mark.parametrize("mutate,needle", [
+    (lambda t: t["meta"].__setitem__("cost", "fast"), "meta.cost must be an object"),
+    (lambda t: t["meta"]["cost"].__setitem__("verify_ms", [1.0]), "equal-length"),
+    (lambda t: t["meta"]["cost"]["tokens"].__setitem__(0, 0), "positive"),
+    (lambda t: t["steps"][0]["auto"].__setitem__("objective", [["x"]]), "auto.objective"),
+    (lambda t: t["steps"][0]["auto"].__setitem__("chosen_depth", 99), "point into the objective"),
+    (lambda t: t["steps"][0]["auto"].__setitem__("widths", "wide"), "auto.draft_model_ms"),
+])
+def test_bad_auto_fields_rejected(auto_trace, mutate, needle):
+    with pytest.raises(BadInput, match=needle):
+        loads(broken(auto_trace, mutate))
+
+
+@pytest.mark.parametrize("text", ["", "not json", "[1, 2]", "null", "{" * 100000, b"\xff\xfe\x00"])
+def test_garbage_rejected(text):
+    with pytest.raises(BadInput):
+        loads(text)
+
+
+def test_accept_length_counts_only_committed_draft_tokens():
+    """When EOS ends a run inside the accepted path, the step's accept_length (and the summary's
+    mean, and the E(A)-vs-A points) count the tokens committed, not the verifier's whole path."""
+    from viz.step_charts import ea_points
+
+    pair = tiny_pair("classic", draft_is_target=True)   # the draft proposes past EOS, the target accepts
+    prompt = [1, 2, 3]
+    free = run(pair, "", DecodeConfig(method="chain", max_depth=8, nodes=8, max_new_tokens=12), prompt_ids=prompt)
+    out = free["output_ids"]
+    k = next(i for i in range(2, 7) if out[i] not in out[:i])   # EOS: a token first emitted at index k
+    pair.target.generation_config.eos_token_id = out[k]
+    trace = run(pair, "", DecodeConfig(method="chain", max_depth=8, nodes=8, max_new_tokens=12), prompt_ids=prompt)
+    (only,) = trace["steps"]                                      # one step: the chain reaches past EOS
+    assert trace["output_ids"] == out[: k + 1] == only["committed"]
+    assert len(only["accepted"]) > k + 1                          # the verifier accepted past EOS
+    assert only["accept_length"] == k + 1 == trace["summary"]["mean_accepted_draft_tokens"]
+    assert ea_points(trace)["a"] == [k + 1]
+    validate_trace(trace)
+
+
+def test_old_traces_with_uncut_accept_length_still_load_and_count_committed(trace):
+    """A trace written when accept_length was the whole accepted path: it loads, and the views
+    count what the step committed."""
+    from opttree.trace import committed_draft
+    from viz.step_charts import accept_bars, ea_points
+
+    old = copy.deepcopy(trace)
+    step = old["steps"][-1]
+    step["committed"] = step["committed"][:1]                  # a step cut after one token
+    step["accept_length"] = len(step["accepted"]) + 2          # as an older engine may have recorded it
+    loaded = loads(dumps(old))
+    assert committed_draft(loaded["steps"][-1]) == 1
+    assert ea_points(loaded)["a"][-1] == 1 and accept_bars(loaded).data[0].y[-1] == 1
+
+
+def test_acceptance_figures_by_hand():
+    """Three steps, counted by hand: trees of depth 3, 2 and 1; committed draft tokens 2, 0 and 1."""
+    from opttree.trace import acceptance, by_depth_text
+
+    def step(depths, accepted):
+        return {"tokens": [0] * len(depths), "depth": depths, "accept_length": accepted}
+
+    steps = [step([1, 1, 2, 3], 2), step([1, 2], 0), step([1, 1, 1], 1)]
+    got = acceptance(steps)
+    assert got["mean_accepted_draft_tokens"] == 1.0                    # (2 + 0 + 1) / 3
+    assert got["draft_acceptance_rate"] == round(3 / 9, 4)             # 3 committed of 9 verified
+    assert got["drafted_by_depth"] == [3, 2, 1]                        # trees reaching depth 1, 2, 3
+    assert got["acceptance_by_depth"] == [round(2 / 3, 4), 0.5, 0.0]   # depth 2: step 1 of steps 1, 2
+    assert by_depth_text(got["acceptance_by_depth"]) == "67% · 50% · 0%"
+    assert acceptance([]) == {"mean_accepted_draft_tokens": 0.0, "draft_acceptance_rate": 0.0,
+                              "acceptance_by_depth": [], "drafted_by_depth": []}
+
+
+def test_an_older_summary_name_is_replaced_on_load(trace):
+    old = copy.deepcopy(trace)
+    for key in ("mean_accepted_draft_tokens", "draft_acceptance_rate", "acceptance_by_depth", "drafted_by_depth"):
+        del old["summary"][key]
+    old["summary"]["mean_accept_length"] = trace["summary"]["mean_accepted_draft_tokens"]
+    loaded = loads(dumps(old))
+    assert "mean_accept_length" not in loaded["summary"]
+    assert {k: loaded["summary"][k] for k in trace["summary"]} == trace["summary"]

@@ -1,0 +1,81 @@
+"""Deep links: what a URL may ask for, checked; a link made by the page reopens the same run, its node
+budget (auto or a number) included."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from urllib.parse import parse_qs, urlparse
+
+from opttree.config import app_defaults
+from ui.controls import NODES_MODE, settings_from
+from ui.links import copy_link, link_for, parse_link
+from viz.lessons import PRESETS
+
+
+def query_of(url: str) -> dict:
+    return {k: v[0] for k, v in parse_qs(urlparse(url).query).items()}
+
+
+def test_a_preset_link_sets_its_prompt_settings_and_budget_and_runs():
+    link = parse_link({"preset": "1", "step": "3"})
+    assert link["prompt"] == PRESETS[1]["prompt"] and link["run"] and link["step"] == 3 and link["lesson"] == 1
+    # The lesson's own fixed budget: the slider's n and the switch at fixed (the auto default would ignore it).
+    assert link["settings"]["nodes"] == PRESETS[1]["nodes"] == 60 and link["settings"][NODES_MODE] == "fixed"
+    assert settings_from(link["settings"])["nodes"] == 60 and link["tab"] == "explore"
+    by_name = parse_link({"preset": PRESETS[2]["name"].upper()})
+    assert by_name["prompt"] == PRESETS[2]["prompt"]
+    assert settings_from(by_name["settings"])["nodes"] == PRESETS[2]["nodes"]
+    assert "model" not in link                                  # a lesson on the default pair
+    own = next(i for i, p in enumerate(PRESETS) if p.get("model"))
+    assert parse_link({"preset": str(own)})["model"] == PRESETS[own]["model"]   # a lesson on its own pair
+    auto = next(i for i, p in enumerate(PRESETS) if p["nodes"] == 0)
+    settings = parse_link({"preset": str(auto)})["settings"]
+    assert settings[NODES_MODE] == "auto" and "nodes" not in settings         # the slider's n is left alone
+
+
+def test_a_number_of_nodes_fixes_the_budget_and_auto_frees_it():
+    for query in ({"nodes": "25", "step": "2"}, {"tab": "compare", "nodes": "25"}):
+        link = parse_link(query)
+        assert link["settings"] == {"nodes": 25, NODES_MODE: "fixed"}, query
+        assert settings_from(link["settings"])["nodes"] == 25
+    assert parse_link({"tab": "compare", "nodes": "25"})["tab"] == "compare"
+    for spelled in ("auto", "AUTO", "0"):
+        assert parse_link({"nodes": spelled})["settings"] == {NODES_MODE: "auto"}
+    # An explicit budget overrides the lesson's own.
+    assert settings_from(parse_link({"preset": "1", "nodes": "auto"})["settings"])["nodes"] == 0
+    assert parse_link({"present": "1"})["present"] and "present" not in parse_link({"present": "no"})
+
+
+def test_bad_values_fall_back_instead_of_breaking_the_page():
+    link = parse_link({"nodes": "9999", "temperature": "nan", "method": "<script>", "tab": "nowhere",
+                       "preset": "99", "colour": "pink", "step": "-2", "max_depth": "5", "bogus": "1"})
+    assert link["settings"] == {"max_depth": 5} and "tab" not in link and "colour" not in link
+    assert "step" not in link and "prompt" not in link and not link.get("run") and "lesson" not in link
+
+
+def test_a_copied_link_round_trips_with_its_budget():
+    for nodes, written in ((25, "25"), (0, "auto")):
+        settings = {**app_defaults(), "nodes": nodes, "method": "binary", "temperature": 0.5, "seed": 7}
+        url = link_for("http://127.0.0.1:7860/", "explore", "Hi & bye?", "smollm2-eagle", "q", 4, settings,
+                       present=True)
+        query = query_of(url)
+        assert "threshold" not in query and query["nodes"] == written    # defaults left out, the budget never
+        link = parse_link(query)
+        assert link["prompt"] == "Hi & bye?" and link["colour"] == "q" and link["step"] == 4 and link["run"]
+        assert link["present"] and link["model"] == "smollm2-eagle"
+        assert settings_from(link["settings"]) == settings_from({**app_defaults(), **settings})
+
+
+def test_copy_link_writes_what_ran_not_what_the_controls_say_now():
+    page = SimpleNamespace(settings={"nodes": None, "max_new_tokens": None, NODES_MODE: None})
+    request = SimpleNamespace(headers={"referer": "http://host:1/?old=1"})
+    ran = {"model": "smollm2-eagle", "prompt": "ran", "settings": {**app_defaults(), "nodes": 0}}
+    url = copy_link(page, request, ran, "edited since", "smollm2-classic", "log_p_hat", 3, False, 60, 32, "fixed")
+    query = query_of(url)
+    assert url.startswith("http://host:1/?") and query["prompt"] == "ran" and query["nodes"] == "auto"
+    assert query["model"] == "smollm2-eagle" and query["step"] == "3" and "present" not in query
+    # Before any run: the controls, the switch deciding the budget (an auto run never writes nodes=60).
+    query = query_of(copy_link(page, request, {}, "typed", "smollm2-eagle", "log_p_hat", 1, True, 60, 32, "auto"))
+    assert query["prompt"] == "typed" and query["nodes"] == "auto" and query["present"] == "1"
+    query = query_of(copy_link(page, request, {}, "typed", "smollm2-eagle", "log_p_hat", 1, False, 60, 32, "fixed"))
+    assert query["nodes"] == "60"

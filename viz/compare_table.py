@@ -1,0 +1,119 @@
+"""Compare's table and its words: one row per method at each node budget, each figure a mean over the
+comparison's prompts with its standard error where it varies by prompt. Pure functions of a
+comparison's summary (plain data, `opttree/bench/compare.py`)."""
+
+from __future__ import annotations
+
+import html
+
+from viz.cost_chart import usable
+from viz.metrics import why_slower
+
+ALL = "all"    # the table's budget filter: every row
+
+
+COLUMNS = ["method", "budget", "nodes / step", "τ ± SE", "speedup vs AR ± SE", "same output as AR", "depth",
+           "accepted / step", "acceptance", "ms draft+build / verify", "why slower than AR"]
+WIDTHS = ["10%", "6%", "9%", "10%", "11%", "8%", "5%", "6%", "6%", "9%", "20%"]   # ± figures on one line
+
+
+def prompts_text(n: int) -> str:
+    return f"{n} prompt{'' if n == 1 else 's'}"
+
+
+def table_label(summary: dict | None) -> str:
+    """What every figure in the table is: a mean over the prompts, ± one standard error."""
+    if not summary:
+        return "Each method's figures (press Compare)"
+    return (f"Each figure is a mean over {prompts_text(summary['prompts'])} ± one standard error (SE) over them; "
+            "tokens per step (τ) and speedup are per prompt, then averaged")
+
+
+def budget_label(budget) -> str:
+    return "—" if budget is None else ("auto" if budget == 0 else f"n = {budget}")
+
+
+def budget_choices(summary: dict | None) -> list[str]:
+    """The table's filter: every row, then each budget the comparison ran (fixed ones smallest first, auto)."""
+    budgets = {r["budget"] for r in (summary or {}).get("rows", []) if r["budget"] is not None}
+    return [ALL, *(budget_label(b) for b in sorted(budgets - {0})), *(["auto"] if 0 in budgets else [])]
+
+
+def _num(x, spec: str = ".1f") -> str:
+    return format(x, spec) if isinstance(x, (int, float)) else "—"
+
+
+def _pm(x, se) -> str:
+    if not isinstance(x, (int, float)):
+        return "—"
+    return f"{x:.2f}" + (f" ± {se:.2f}" if isinstance(se, (int, float)) else "")
+
+
+def nodes_cell(row: dict) -> str:
+    """The nodes a step drafted on average; where a static shape holds fewer than the budget, it says so."""
+    if row["budget"] is None:
+        return "—"
+    text = _num(row.get("mean_nodes"))
+    if row.get("capacity"):
+        return f"{text} (holds {row['capacity']} of {row['budget']})"
+    return text
+
+
+def same_cell(row: dict, greedy: bool) -> str:
+    if row["budget"] is None:
+        return "—"
+    match = row.get("exact_match")
+    if not greedy or match is None:
+        return "n/a (sampled: each run draws its own text)"
+    n = row.get("prompts") or 0
+    same = round(match * n)
+    return f"yes ({same}/{n})" if same == n else f"NO ({same}/{n})"
+
+
+def _why(row: dict, ar: dict | None, cost) -> str:
+    """why_slower's sentence for a row slower than AR on average over prompts."""
+    if ar is None or row is ar or not usable(cost) or not isinstance(row.get("speedup"), (int, float)) \
+            or row["speedup"] >= 1 or not isinstance(row.get("mean_nodes"), (int, float)):
+        return ""
+    keys = ("tokens_per_s", "mean_nodes", "tau", "mean_draft_ms", "mean_build_ms", "mean_verify_ms")
+    return why_slower({"summary": {k: row.get(k) or 0 for k in keys}},
+                      {"summary": {k: ar.get(k) or 0 for k in keys}}, cost)
+
+
+def table_row(row: dict, ar: dict | None, cost, greedy: bool) -> list[str]:
+    drafted = row["budget"] is not None and bool(row.get("mean_nodes"))
+    ms = (f"{(row.get('mean_draft_ms') or 0) + (row.get('mean_build_ms') or 0):.0f} / "
+          f"{_num(row.get('mean_verify_ms'), '.0f')}")
+    rate = row.get("draft_acceptance_rate")
+    return [row["shape"], budget_label(row["budget"]), nodes_cell(row), _pm(row.get("tau"), row.get("tau_se")),
+            _pm(row.get("speedup"), row.get("speedup_se")) + ("×" if row.get("speedup") is not None else ""),
+            same_cell(row, greedy), _num(row.get("mean_depth")),
+            _num(row.get("mean_accepted_draft_tokens"), ".2f") if drafted else "—",
+            f"{rate * 100:.0f}%" if drafted and isinstance(rate, (int, float)) else "—", ms,
+            _why(row, ar, cost)]
+
+
+def compare_table(summary: dict | None, budget: str = ALL) -> dict:
+    """{"headers", "data"}: AR first, then the rows at `budget` (a `budget_choices` label; ALL: every row)."""
+    if not summary:
+        return {"headers": COLUMNS, "data": []}
+    rows = summary["rows"]
+    ar = next((r for r in rows if r["budget"] is None), None)
+    shown = [r for r in rows if r["budget"] is None or budget == ALL or budget_label(r["budget"]) == budget]
+    order = {b: i for i, b in enumerate(budget_choices(summary))}
+    shown.sort(key=lambda r: -1 if r["budget"] is None else order.get(budget_label(r["budget"]), 0))
+    return {"headers": COLUMNS,
+            "data": [table_row(r, ar, summary.get("cost"), summary.get("greedy", True)) for r in shown]}
+
+
+def verdict_text(summary: dict | None) -> str:
+    """The verdict (Markdown, one or two sentences computed from the spread), and how many prompts it rests on."""
+    if not summary:
+        return ""
+    said = html.escape(summary.get("verdict") or "No OPT-Tree row to judge: tick at least one static tree.")
+    n = summary["prompts"]
+    early = f" ⚠️ {html.escape(summary['stopped_early'])}." if summary.get("stopped_early") else ""
+    alone = (" One prompt has no spread, so nothing can be told apart: compare over the built-in prompts too."
+             if n == 1 else "")
+    return (f"**Verdict** ({prompts_text(n)}; a difference counts only beyond two standard errors of its "
+            f"per-prompt mean): {said}{early}{alone}")
