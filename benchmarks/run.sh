@@ -14,6 +14,9 @@
 #   THEORY_LIMIT=8 THEORY_TOKENS=64 (STEP=theory: the multi-draft acceptance table at temperature 0.7, budget NODES)
 #   STEP=compare (only when asked): the app's Compare tab at its defaults for COMPARE_PROMPT (default: the page's
 #     Explore prompt), the command opttree/bench/compare.py writes: same prompts, methods, harness and verdict
+#   STEP=serving (only when asked; docs/serving.md): Sequoia against the static shapes and OPT-Tree at n = 25
+#     (SEQUOIA_LIMIT eval prompts, SEQUOIA_TOKENS each), OPT-Tree against its static stand-in at n = 25 and 60
+#     (export-tree --method opt-tree), and the batched serving model with its checks (serving.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -67,6 +70,18 @@ if [ "$STEP" = compare ]; then
   PROMPT=${COMPARE_PROMPT:-$("$PY" -c 'from viz.lessons import PRESETS; print(PRESETS[1]["prompt"])')}
   CMD=$("$PY" -m opttree.bench.compare "$PROMPT")
   eval "\"\$PY\" ${CMD#python }" --out "$OUT/compare.json" 2>&1 | tee "$OUT/compare.log"
+fi
+if [ "$STEP" = serving ]; then
+  "$PY" -m opttree bench --prompts opttree/assets/prompts/eval.jsonl --limit "${SEQUOIA_LIMIT:-16}" \
+    --max-new-tokens "${SEQUOIA_TOKENS:-96}" --nodes 25 "${COMMON[@]}" \
+    --methods ar,sequoia,eagle-static,binary,opt-tree --out "$OUT/sequoia.json" 2>&1 | tee "$OUT/sequoia.log"
+  for n in 25 60; do
+    "$PY" -m opttree export-tree --format vllm --method opt-tree --nodes "$n" --threads "$THREADS" \
+      --drafter "$DRAFTER" "${EA_ARGS[@]}" --threshold "$THRESHOLD" --max-depth "$DEPTH" \
+      --max-new-tokens "${ADAPT_TOKENS:-64}" --report "$OUT/adaptivity_n$n.json" 2>&1 | tee "$OUT/adaptivity_n$n.log"
+  done
+  "$PY" -m opttree serving --threads "$THREADS" --drafter "$DRAFTER" "${EA_ARGS[@]}" \
+    --out "$OUT/serving.md" --json "$OUT/serving.json" 2>&1 | tee "$OUT/serving.log"
 fi
 if step report; then
   # E(A) vs A: pool the bench's verification steps with the sweep's (≥ 1000 steps).

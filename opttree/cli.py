@@ -13,19 +13,27 @@ from pathlib import Path
 import torch
 
 from opttree.args import add_decode_args, add_model_args, context_from_args, decode_config, load_from_args
-from opttree.bench import serving, serving_report, tree_export
+from opttree.bench import serving_report, tree_export
 from opttree.bench.answers import main as eval_main
 from opttree.bench.cli import register as register_bench
 from opttree.bench.prompts import read_prompts
 from opttree.config import DecodeConfig, models_from_args
 from opttree.decoding.prompts import clean_prompt
 from opttree.drafters.registry import KINDS
-from opttree.engine import cost
+from opttree.engine import batch_cost
 from opttree.errors import OptTreeError
 from opttree.models.draft_assets import card_acceptance
 from opttree.trace import by_depth_text, dumps
 from opttree.train.card import heldout_questions
-from opttree.trees.export import VLLM_METHODS, sglang_flags, sglang_note, uniform_per_level, vllm_json
+from opttree.trees.export import (
+    EXPORT_METHODS,
+    VLLM_METHODS,
+    sglang_flags,
+    sglang_note,
+    static_paths,
+    uniform_per_level,
+    vllm_json,
+)
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE
 
 
@@ -97,7 +105,7 @@ def cmd_export_tree(args) -> int:
             f"(+{c['tau_gain']}); OPT-Tree's speed / the static tree's: ×{c['speed_ratio_opt_tree_over_static']}")
     else:
         vector, source = _vector(models) if args.method == "sequoia" else (None, None)
-        paths = tree_export.static_paths(args.method, args.nodes, args.max_depth, vector)
+        paths = static_paths(args.method, args.nodes, args.max_depth, vector)
         if vector is not None:
             report["acceptance_by_rank"], report["acceptance_source"] = list(vector), source
     method = VLLM_METHODS.get(models.kind())
@@ -127,8 +135,7 @@ def cmd_serving(args) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     pair = load_from_args(args)
-    surface = dict(serving.load_or_measure_surface(pair, refresh=args.refresh, log=log))
-    surface["draft"] = cost.compact(cost.load_or_measure(pair, log=log))   # the per-sequence drafting
+    surface = batch_cost.surface_with_draft(pair, refresh=args.refresh, log=log)
     data = serving_report.serving_data(pair, surface, heldout_questions(args.check_prompts), args.tree_prompts,
                                        log=log)
     prog = "python -m opttree" if sys.argv[0].endswith("__main__.py") else "opttree"
@@ -145,7 +152,7 @@ def register_serving(sub) -> None:
     """`export-tree` and `serving` (docs/serving.md)."""
     e = sub.add_parser("export-tree", help="print a vLLM speculative_config or SGLang flags for a method's tree")
     e.add_argument("--format", choices=("vllm", "sglang"), required=True)
-    e.add_argument("--method", choices=tree_export.EXPORT_METHODS, required=True)
+    e.add_argument("--method", choices=EXPORT_METHODS, required=True)
     e.add_argument("--nodes", type=int, default=25, help="tree size n (default 25)")
     e.add_argument("--max-depth", type=int, default=10, dest="max_depth")
     e.add_argument("--threshold", type=float, default=0.5, help="opt-tree: δ of the runs it is fitted on")

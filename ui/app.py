@@ -24,7 +24,7 @@ from opttree.config import SETTING_NAMES, SETTINGS, python_type  # noqa: E402
 from opttree.errors import OptTreeError  # noqa: E402
 from opttree.serve.service import RunError, RunService  # noqa: E402
 from opttree.serve.settings import ServerSettings  # noqa: E402
-from ui import compare, ea_vs_a, explore, files, learn, links, theory  # noqa: E402
+from ui import compare, ea_vs_a, explore, files, learn, links, serving, theory  # noqa: E402
 from ui.common import PRIVATE, Page, bind, md_safe  # noqa: E402
 from viz.style import PAGE_CSS  # noqa: E402
 
@@ -66,6 +66,8 @@ def build_app(service: RunService, waiting_runs: int = ServerSettings.max_waitin
                 ea_parts = ea_vs_a.build(page)
             with gr.Tab("Theory", id="theory") as theory_tab:
                 theory_parts = theory.build(page)
+            with gr.Tab("Serving", id="serving") as serving_tab:
+                serving_parts = serving.build()
             with gr.Tab("Learn", id="learn") as learn_tab:
                 learn_parts = learn.build(page)
             with gr.Tab("Export / Import", id="files"):
@@ -76,6 +78,7 @@ def build_app(service: RunService, waiting_runs: int = ServerSettings.max_waitin
         compare.wire(page, compare_parts, service, bind(explore.stop, service), lane)
         ea_vs_a.wire(page, ea_parts)
         theory.wire(page, theory_parts, theory_tab)
+        serving.wire(page, serving_parts, serving_tab, service, lane)
         wire_links(demo, page, explore_parts, tabs)
         learn.wire(page, learn_tab)
         files.wire(page, file_parts, registry)

@@ -23,7 +23,7 @@ from ui.controls import checked_settings, control_values, settings_from
 from viz import lessons
 from viz.style import COLOUR_MODES
 
-TABS = ("explore", "compare", "ea", "theory", "learn", "files")
+TABS = ("explore", "compare", "ea", "theory", "serving", "learn", "files")
 YES = ("1", "true", "yes", "on")
 
 

@@ -57,6 +57,8 @@ RUNS = {
     "early-exit": {"prompt": "List the planets of the solar system in order.", "method": "chain", "nodes": 10,
                    "max_depth": 8, "threshold": 0.3, "max_new_tokens": 48, "length_control": "thompson",
                    "model": "smollm2-early-exit"},
+    "sequoia": {"prompt": PHOTOSYNTHESIS, "method": "sequoia", "nodes": 25, "max_depth": 10, "threshold": 0.3,
+                "max_new_tokens": 24},
 }
 
 # What a preset does not name is set to these (ui/explore.apply_preset sets every key): greedy, the

@@ -1,5 +1,5 @@
 """`opttree serving`: the verify cost surface, the throughput model and its checks against real runs,
-as one dated page (benchmarks/serving.md). The model is bench/serving.py; this module runs the checks
+as one dated page (benchmarks/serving.md). The model is engine/batch_cost.py; this module runs the checks
 and writes the page.
 
 Two checks, one per axis of the model:
@@ -21,16 +21,16 @@ from dataclasses import replace
 
 import torch
 
-from opttree.bench import serving
 from opttree.bench.env import machine_info, note_load
 from opttree.config import DecodeConfig
 from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.prompts import encode_prompt
+from opttree.engine import batch_cost
 from opttree.engine.speculative import run, run_acceptance
 from opttree.trees.sequoia import expected_accepted
 
 CHECK_NODES = (4, 8, 16, 25)
-CHECK_CONFIG = DecodeConfig(method="sequoia", nodes=8, max_depth=serving.MODEL_DEPTH, max_new_tokens=64,
+CHECK_CONFIG = DecodeConfig(method="sequoia", nodes=8, max_depth=batch_cost.MODEL_DEPTH, max_new_tokens=64,
                             temperature=0.0)
 
 
@@ -60,7 +60,7 @@ def check_batches(pair, surface: dict, prompt_ids: list[list[int]], batches, ste
     rows = []
     for b in batches:
         m = batched_ar(pair, prompt_ids, b, steps)
-        m["modelled_ms"] = round(serving.verify_ms(surface, b, 1), 3)
+        m["modelled_ms"] = round(batch_cost.verify_ms(surface, b, 1), 3)
         m["measured_over_modelled"] = round(m["median_ms"] / m["modelled_ms"], 3) if m["modelled_ms"] else None
         rows.append(m)
     return rows
@@ -80,7 +80,7 @@ def check_trees(pair, surface: dict, questions: list[dict], nodes=CHECK_NODES, c
             tokens += trace["summary"]["new_tokens"]
             steps += trace["summary"]["steps"]
             step_ms += [s["draft_ms"] + s["build_ms"] + s["verify_ms"] for s in trace["steps"]]
-        model = serving.model_point(surface, acceptance, n, 1, c.max_depth)
+        model = batch_cost.model_point(surface, acceptance, n, 1, c.max_depth)
         rows.append({"nodes": n, "tau": round(tokens / max(1, steps), 3),
                      "modelled_tau": round(expected_accepted(acceptance, n, c.max_depth) + 1, 3),
                      "step_ms": round(statistics.median(step_ms), 3), "modelled_step_ms": model["step_ms"]})
@@ -91,16 +91,16 @@ def check_trees(pair, surface: dict, questions: list[dict], nodes=CHECK_NODES, c
 
 
 def serving_data(pair, surface: dict, questions: list[dict], tree_prompts: int = 4,
-                 batches=serving.SURFACE_BATCHES, chat: bool = True, log=None) -> dict:
+                 batches=batch_cost.SURFACE_BATCHES, chat: bool = True, log=None) -> dict:
     """Everything the page shows: machine, surface, model table, best tree per batch, both checks
     (batched AR over all `questions`, the tree check over the first `tree_prompts`)."""
     acceptance, source = run_acceptance(pair)
     info = machine_info(pair.device)
     ids = [encode_prompt(pair.tokenizer, q["turns"][0], chat=chat) for q in questions]
-    table = serving.model_table(surface, acceptance)
+    table = batch_cost.model_table(surface, acceptance)
     data = {"machine": info, "target": pair.target_name, "drafter": pair.drafter_kind, "draft": str(pair.draft_name),
             "acceptance_by_rank": list(acceptance), "acceptance_source": source, "surface": surface,
-            "model": table, "best_by_batch": serving.best_by_batch(table),
+            "model": table, "best_by_batch": batch_cost.best_by_batch(table),
             "check_batches": check_batches(pair, surface, ids, batches),
             "check_trees": check_trees(pair, surface, questions[:tree_prompts], log=log),
             "check_prompts": [q["question_id"] for q in questions], "tree_prompts": tree_prompts}
@@ -141,7 +141,7 @@ def serving_markdown(data: dict, command: str) -> str:
              f"{m.get('date_utc')} · {data['target']} + {data['drafter']} draft · `{command}`", "",
              "**This is a model built from measurements**, not a measured batched speculative run: the verify cost "
              "surface below is measured on this machine, the acceptance vector on held-out training prompts; their "
-             "product (B sequences, each with a Sequoia tree) is modelled (opttree/bench/serving.py).", "",
+             "product (B sequences, each with a Sequoia tree) is modelled (opttree/engine/batch_cost.py).", "",
              f"Acceptance by rank ({data['acceptance_source']}): {a}.", "",
              f"## Verify cost surface (ms, fastest of {s['reps']}; prefix {s['prefix_tokens']} tokens per "
              "sequence)", "",

@@ -1,5 +1,6 @@
-"""The static tree each method exports to a serving engine (`opttree export-tree`), and for OPT-Tree
-the static tree nearest its adaptive ones, with what adaptivity is worth, measured.
+"""OPT-Tree's static stand-in for a serving engine (`opttree export-tree --method opt-tree`): the static
+tree nearest its adaptive ones, fitted over real runs, with what adaptivity is worth, measured. The
+shapes and the pure path arithmetic (`static_paths`, `rank_paths`, `frequent_paths`) are trees/export.py.
 
 OPT-Tree grows a new shape every step, which vLLM and SGLang cannot take. Its static stand-in is
 the shape its trees share most: over OPT-Tree runs at budget n on held-out training prompts (never
@@ -12,52 +13,16 @@ counts are ordered too). `compare` decodes OPT-Tree and that static tree on the 
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections import Counter
 from dataclasses import replace
 
 from opttree.config import DecodeConfig
 from opttree.engine.speculative import run
-from opttree.trees.export import check_paths
-from opttree.trees.sequoia import optimal_tree
-from opttree.trees.static import shape_paths
+from opttree.trees.export import frequent_paths, rank_paths
 
-EXPORT_METHODS = ("sequoia", "binary", "eagle-static", "chain", "opt-tree")
 # Any static method carries a given shape (trees/methods.py: `paths` replaces its own).
 STATIC_CARRIER = "eagle-static"
-
-
-def static_paths(method: str, nodes: int, max_depth: int, acceptance=None) -> list[tuple[int, ...]]:
-    """The level-order rank paths of a static method at `nodes` nodes."""
-    if method == "sequoia":
-        return optimal_tree(acceptance, nodes, max_depth)
-    return check_paths(shape_paths(method, nodes, max_depth))
-
-
-def rank_paths(step: dict) -> list[tuple[int, ...]]:
-    """Each node's rank path in a recorded step (ranks from the root down)."""
-    out: list[tuple[int, ...]] = []
-    for parent, rank in zip(step["parents"], step["rank"]):
-        out.append((out[parent] if parent >= 0 else ()) + (rank,))
-    return out
-
-
-def frequent_paths(counts: Counter, nodes: int) -> list[tuple[int, ...]]:
-    """The `nodes` most frequent paths kept a rank tree (module docstring), in level order."""
-    chosen: list[tuple[int, ...]] = []
-    heap = [(-counts[(0,)], (1, (0,)))]
-    seen = {(0,)}
-    while heap and len(chosen) < nodes:
-        neg, (_, path) = heapq.heappop(heap)
-        if neg == 0:
-            break
-        chosen.append(path)
-        for nxt in (path + (0,), path[:-1] + (path[-1] + 1,)):
-            if nxt not in seen:
-                seen.add(nxt)
-                heapq.heappush(heap, (-counts[nxt], (len(nxt), nxt)))
-    return check_paths(chosen)
 
 
 def fit_static(pair, questions: list[dict], cfg: DecodeConfig, log=None) -> tuple[list[tuple[int, ...]], dict]:

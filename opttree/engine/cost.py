@@ -222,7 +222,7 @@ def cache_path(key: dict) -> Path:
 
 def read_cached(path: Path, key: dict, version: int = VERSION) -> dict | None:
     """A cached measurement with this key and version and some points, else None (the bench's cost
-    surfaces, bench/serving.py, share the cache and this check)."""
+    surfaces, engine/batch_cost.py, share the cache and this check)."""
     try:
         curve = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -58,7 +58,7 @@ def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], recor
         meta["auto_max_nodes"] = AUTO_MAX_NODES
     if curve is not None:
         meta["cost"] = cost.compact(curve)   # what a forward costs here: the auto budget's input
-    if cfg.method == "sequoia" and paths is None:   # the vector this run's tree is optimal for
+    if cfg.method != "ar":   # the draft's acceptance by rank: Sequoia's tree is optimal for it, exports read it
         vector, meta["acceptance_source"] = run_acceptance(pair)
         meta["acceptance_by_rank"] = list(vector)
     if paths is not None and cfg.method != "ar":     # a given static shape replaced the method's tree

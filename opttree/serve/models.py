@@ -13,7 +13,8 @@ import threading
 from dataclasses import dataclass, field
 
 from opttree.drafters.registry import load_pair, with_drafter
-from opttree.engine import cost
+from opttree.engine import batch_cost, cost
+from opttree.engine.speculative import run_acceptance
 from opttree.serve.allow_list import ModelEntry, Registry
 from opttree.serve.lane import Lane
 from opttree.serve.settings import ServerSettings
@@ -58,14 +59,28 @@ class ModelCache:
             pair.draft_name = public_name(pair.draft_name)   # traces are shown and exported: no server paths
         return pair
 
-    def cost_curve(self, model_id, refresh: bool = False) -> dict:
-        """This machine's cost curve for a pair, in the compact form traces record; measured (seconds,
-        waiting for the lane like a run) when not cached yet or when `refresh` asks for it."""
+    def _in_lane(self, model_id, measure):
+        """`measure(pair)` once the run lane is free, so a measurement is never timed beside a run."""
         ticket = self.lane.enter()
         try:
             while self.lane.position(ticket):
                 self.lane.wait(ticket, 0.5)
             pair, _ = self.pair_for(model_id)
-            return cost.compact(cost.load_or_measure(pair, refresh=refresh))
+            return measure(pair)
         finally:
             self.lane.leave(ticket)
+
+    def cost_curve(self, model_id, refresh: bool = False) -> dict:
+        """This machine's cost curve for a pair, in the compact form traces record; measured (seconds,
+        waiting for the lane like a run) when not cached yet or when `refresh` asks for it."""
+        return self._in_lane(model_id, lambda pair: cost.compact(cost.load_or_measure(pair, refresh=refresh)))
+
+    def serving_model(self, model_id, refresh: bool = False) -> dict:
+        """What the batching model reads for a pair (engine/batch_cost.py): the verify cost surface with
+        the draft's costs, and the draft's acceptance by rank with its source; measured through the
+        lane (a minute or so on a CPU) when not cached yet or when `refresh` asks for it."""
+        def measure(pair):
+            vector, source = run_acceptance(pair)
+            return {"surface": batch_cost.surface_with_draft(pair, refresh=refresh), "acceptance": list(vector),
+                    "acceptance_source": source}
+        return self._in_lane(model_id, measure)

@@ -109,16 +109,28 @@ class RunService:
     def cost_curve(self, model_id, refresh: bool = False) -> dict:
         """This machine's cost curve for a pair, in the compact form traces record; measured (seconds,
         through the lane like a run) when not cached yet or when `refresh` asks for it."""
+        return self._measured(model_id, "cost_curve", refresh)
+
+    def serving_model(self, model_id, refresh: bool = False) -> dict:
+        """The batching model's inputs for a pair (serve/models.py `serving_model`): measured through the
+        lane when not cached yet or when `refresh` asks for it."""
+        return self._measured(model_id, "serving_model", refresh)
+
+    def _measured(self, model_id, what: str, refresh: bool) -> dict:
         try:
             self.registry.get(model_id)
         except OptTreeError as exc:
             raise RunError("bad_input", str(exc)) from None
         try:
-            return self.models.cost_curve(model_id, refresh=refresh)
+            return getattr(self.models, what)(model_id, refresh=refresh)
         except ModelLoadError as exc:
             raise _unavailable(exc) from None
         except Exception as exc:  # noqa: BLE001 (one request's failure must not reach other visitors)
-            log.exception("measuring the cost curve failed (model=%r)", model_id)
+            if _is_oom(exc):
+                _free_memory()
+                raise RunError("oom", "Out of memory while measuring: try again when the machine is less busy.") \
+                    from None
+            log.exception("measuring failed (%s, model=%r)", what, model_id)
             raise RunError("internal", f"Measuring failed unexpectedly ({type(exc).__name__}).") from None
 
     # ---- sessions (closing a tab cancels its runs) -------------------------------------------

@@ -1,7 +1,9 @@
 """A static tree as serving engines take it: vLLM's `speculative_token_tree` and SGLang's flags.
 
-Pure conversions (rank paths ↔ text), so the CLI (`opttree export-tree`) and the app show the same
-strings and the tests read them back into the engine's own trees.
+Pure conversions (rank paths ↔ text), so the CLI (`opttree export-tree`) and the app's Serving tab
+show the same strings and the tests read them back into the engine's own trees; each export method's
+rank paths (`static_paths`), a recorded step's (`rank_paths`) and the most frequent shape over many
+steps (`frequent_paths`, OPT-Tree's static stand-in).
 
 - vLLM: `speculative_config = {"method", "num_speculative_tokens", "speculative_token_tree"}`,
   the tree a string of child-rank paths, "[(0,), (1,), (0, 0), …]", sorted level by level with
@@ -18,9 +20,14 @@ strings and the tests read them back into the engine's own trees.
 from __future__ import annotations
 
 import ast
+import heapq
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
+
+from opttree.trees.sequoia import optimal_tree
+from opttree.trees.static import shape_paths
 
 Path = tuple[int, ...]
 
@@ -150,3 +157,39 @@ def parse_sglang_args(text: str) -> SGLangFlags:
     if missing:
         raise ValueError(f"missing SGLang flag(s) for {', '.join(missing)}")
     return SGLangFlags(**found)
+
+
+EXPORT_METHODS = ("sequoia", "binary", "eagle-static", "chain", "opt-tree")
+
+
+def static_paths(method: str, nodes: int, max_depth: int, acceptance=None) -> list[tuple[int, ...]]:
+    """The level-order rank paths of a static method at `nodes` nodes."""
+    if method == "sequoia":
+        return optimal_tree(acceptance, nodes, max_depth)
+    return check_paths(shape_paths(method, nodes, max_depth))
+
+
+def rank_paths(step: dict) -> list[tuple[int, ...]]:
+    """Each node's rank path in a recorded step (ranks from the root down)."""
+    out: list[tuple[int, ...]] = []
+    for parent, rank in zip(step["parents"], step["rank"]):
+        out.append((out[parent] if parent >= 0 else ()) + (rank,))
+    return out
+
+
+def frequent_paths(counts: Counter, nodes: int) -> list[tuple[int, ...]]:
+    """The `nodes` most frequent paths kept a rank tree (each path after its parent and its elder
+    sibling), in level order: OPT-Tree's static stand-in from the rank paths its trees held."""
+    chosen: list[tuple[int, ...]] = []
+    heap = [(-counts[(0,)], (1, (0,)))]
+    seen = {(0,)}
+    while heap and len(chosen) < nodes:
+        neg, (_, path) = heapq.heappop(heap)
+        if neg == 0:
+            break
+        chosen.append(path)
+        for nxt in (path + (0,), path[:-1] + (path[-1] + 1,)):
+            if nxt not in seen:
+                seen.add(nxt)
+                heapq.heappush(heap, (-counts[nxt], (len(nxt), nxt)))
+    return check_paths(chosen)

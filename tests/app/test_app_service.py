@@ -427,3 +427,32 @@ def test_a_live_run_redraws_the_page_at_a_bounded_rate_and_always_shows_the_end(
     frozen["on"] = False
     every = statuses()
     assert len(every) > 3 and all(s.startswith("Running") for s in every[:-1]) and every[-1].startswith("Done")
+
+
+def test_the_serving_tab_exports_a_real_run_and_measures_its_model_through_the_lane(service, monkeypatch):
+    """Serving: a finished run's trees export as a vLLM config that parses back to a rank tree of the run's
+    own paths; the batching model is measured through the service (once, then cached) and drawn with its
+    note that it is modelled; an unknown model is a message, not a traceback."""
+    import ui.serving as serving_ui
+    from opttree.engine import batch_cost
+    from opttree.trees.export import parse_vllm_config, rank_paths
+
+    trace = service.run("tiny", "t1 t2 t3", dict(SETTINGS, nodes=6, max_new_tokens=8))
+    slider, text = serving_ui.on_open(trace, "run")
+    assert slider.value == 6
+    _, paths = parse_vllm_config(text.split("```json\n")[1].split("\n```")[0])
+    seen = {p for s in trace["steps"] if s["parents"] for p in rank_paths(s)}
+    assert paths and set(paths) <= seen and len(paths) <= 6
+
+    real, calls = batch_cost.load_or_measure_surface, []
+    monkeypatch.setattr(batch_cost, "load_or_measure_surface", lambda p, refresh=False, log=None: calls.append(
+        refresh) or real(p, (1, 2, 4), (1, 2, 4), refresh=refresh, reps=1))
+    got = service.serving_model("tiny", refresh=True)
+    assert len(got["surface"]["points"]) == 9 and got["acceptance_source"] == "default" and calls == [True]
+    updates = list(serving_ui.measure_model(service, False, "tiny"))
+    assert updates[0]["status"].startswith("⏳") and "not a measured batched run" in updates[-1]["status"]
+    assert [t.name for t in updates[-1]["plot"].data][:3] == ["B = 1", "B = 2", "B = 4"]
+    assert "Best size per batch" in updates[-1]["summary"]
+    assert len(calls) == 2 and batch_cost.load_or_measure_surface(service.pair_for("tiny")[0]) is not None
+    bad = list(serving_ui.measure_model(service, False, "meta-llama/Llama-2-7b-hf"))
+    assert "unknown model" in bad[-1]["status"] and "plot" not in bad[-1]

@@ -167,3 +167,15 @@ def test_early_exit_drafts_short_chains_whose_length_thompson_sampling_picks(les
         assert step["parents"] == list(range(-1, len(step["parents"]) - 1))     # a chain
         assert step["length"]["control"] == "thompson" and len(step["tokens"]) <= step["length"]["depth"]
     assert statistics.median(depths(trace)) == 1
+
+
+def test_sequoia_keeps_its_optimal_shape_every_step(lesson_run):
+    from opttree.trees.export import rank_paths
+    from opttree.trees.sequoia import optimal_tree
+
+    trace = lesson_run("sequoia")
+    assert "the same shape every step" in caption("sequoia") and "25 nodes" in caption("sequoia")
+    vector = trace["meta"]["acceptance_by_rank"]
+    assert trace["meta"]["acceptance_source"] == "card"          # the draft's measured vector, from its card
+    want = optimal_tree(vector, 25, 10)
+    assert len(full_steps(trace)) >= 3 and all(rank_paths(s) == want for s in full_steps(trace))

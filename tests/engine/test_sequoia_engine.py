@@ -125,3 +125,12 @@ def test_bundled_target_sequoia_matches_greedy(smollm):
     trace = run(pair, prompt, DecodeConfig(method="sequoia", nodes=25, max_depth=8, max_new_tokens=24))
     assert trace["output_ids"] == greedy(smollm.target, ids, 24)
     assert trace["meta"]["acceptance_source"] == ("card" if pair.acceptance_by_rank else "default")
+
+
+def test_every_drafted_run_records_its_acceptance_vector_and_ar_none():
+    pair = tiny_pair("classic", eos=9)
+    pair.acceptance_by_rank = (0.5, 0.2)
+    trace = run(pair, "", DecodeConfig(method="opt-tree", nodes=6, max_depth=3, max_new_tokens=6), prompt_ids=PROMPT)
+    assert trace["meta"]["acceptance_by_rank"] == [0.5, 0.2] and trace["meta"]["acceptance_source"] == "card"
+    ar = run(pair, "", DecodeConfig(method="ar", max_new_tokens=4), prompt_ids=PROMPT)
+    assert "acceptance_by_rank" not in ar["meta"]

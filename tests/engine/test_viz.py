@@ -344,7 +344,7 @@ def test_every_lesson_reads_its_text_from_assets(tmp_path, monkeypatch):
     from viz import lessons
 
     texts = json.loads((paths.PAGE_ASSETS / "lessons.json").read_text(encoding="utf-8"))
-    assert list(texts) == list(lessons.RUNS) and len(lessons.PRESETS) == len(texts) == 13
+    assert list(texts) == list(lessons.RUNS) and len(lessons.PRESETS) == len(texts) == 14
     source = Path(lessons.__file__).read_text(encoding="utf-8")
     for preset, text in zip(lessons.PRESETS, texts.values()):
         assert (preset["name"], preset["lesson"]) == (text["name"], text["lesson"])

@@ -7,15 +7,17 @@ from collections import Counter
 import pytest
 import torch
 
-from opttree.bench.tree_export import frequent_paths, rank_paths, static_paths
 from opttree.trees.draft_tree import ROOT
 from opttree.trees.export import (
     check_paths,
+    frequent_paths,
     parse_sglang_args,
     parse_vllm_config,
     parse_vllm_tree,
+    rank_paths,
     sglang_flags,
     sglang_note,
+    static_paths,
     uniform_per_level,
     vllm_config,
     vllm_json,

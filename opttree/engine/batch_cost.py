@@ -17,7 +17,8 @@ measured T (and B); draft(n) the per-sequence drafting of that tree from the dra
 (one step base plus a layer per depth), paid once per sequence because this engine drafts one
 sequence at a time. Autoregressive decoding is n = 0: B / verify(B, 1). Speculation pays at B where
 some n beats that. It is a model built from measurements, not a measured batched speculative
-run; bench/serving_report.py checks it against real runs and writes the dated page.
+run; bench/serving_report.py checks it against real runs and writes the dated page, and the app's
+Serving tab (ui/serving.py) draws it (viz/serving_chart.py).
 """
 
 from __future__ import annotations
@@ -118,6 +119,14 @@ def load_or_measure_surface(pair, batches=SURFACE_BATCHES, tokens=SURFACE_TOKENS
     return surface
 
 
+def surface_with_draft(pair, refresh: bool = False, log=None) -> dict:
+    """The surface as the model reads it: the target's (B, T) times plus the draft's per-sequence
+    costs (`draft`, the decoder's compact cost curve, measured once and cached like the surface)."""
+    surface = dict(load_or_measure_surface(pair, refresh=refresh, log=log))
+    surface["draft"] = cost.compact(cost.load_or_measure(pair, log=log))
+    return surface
+
+
 # ---- the model (pure) -------------------------------------------------------------------------------
 
 def verify_ms(surface: dict, batch: int, tokens: int) -> float:
@@ -175,25 +184,3 @@ def best_by_batch(table: list[dict]) -> dict[int, dict]:
         if row["batch"] not in best or row["tokens_per_s"] > best[row["batch"]]["tokens_per_s"]:
             best[row["batch"]] = row
     return best
-
-
-def serving_figure(surface: dict, acceptance=DEFAULT_ACCEPTANCE):
-    """Modelled speedup over AR against the tree size, one line per batch size (a plotly Figure)."""
-    import plotly.graph_objects as go  # plotly only where a figure is drawn (the bench runs without it)
-
-    table = model_table(surface, acceptance)
-    data = []
-    for b in sorted({r["batch"] for r in table}):
-        rows = [r for r in table if r["batch"] == b]
-        data.append(dict(type="scatter", mode="lines+markers", name=f"B = {b}", x=[r["nodes"] for r in rows],
-                         y=[r["speedup"] for r in rows],
-                         hovertemplate=f"B = {b}, n = %{{x}}: ×%{{y:.2f}} over AR (modelled)<extra></extra>"))
-    key = surface.get("key", {})
-    layout = dict(height=340, margin=dict(l=50, r=10, t=48, b=40),
-                  title=dict(text=f"Modelled speedup over AR by batch size ({key.get('device_name', 'this machine')},"
-                                  " from the measured verify surface and acceptance vector)", x=0.01,
-                             font=dict(size=13)),
-                  xaxis=dict(title=dict(text="Sequoia tree size n (nodes)")),
-                  yaxis=dict(title=dict(text="speedup over AR (modelled)")),
-                  shapes=[dict(type="line", xref="paper", x0=0, x1=1, y0=1, y1=1, line=dict(dash="dot", width=1))])
-    return go.Figure(dict(data=data, layout=layout))

@@ -1,0 +1,100 @@
+"""The Serving tab's views (viz/serving.py): a run's trees exported as vLLM and SGLang take them, parsed
+back, and the batching chart and sentence from a model table. Pure: traces and tables, no model."""
+
+import json
+
+import pytest
+
+from opttree.trees.export import parse_sglang_args, parse_vllm_config, rank_paths, static_paths
+from opttree.trees.sequoia import DEFAULT_ACCEPTANCE, optimal_tree
+from opttree.trees.static import EAGLE_25
+from viz import serving
+
+
+def step_of(paths):
+    """A recorded step (parents, rank) holding these level-order rank paths."""
+    index = {p: i for i, p in enumerate(paths)}
+    return {"parents": [index[p[:-1]] if len(p) > 1 else -1 for p in paths], "rank": [p[-1] for p in paths],
+            "tokens": list(range(len(paths)))}
+
+
+def trace_of(steps, **meta):
+    return {"meta": {"drafter": "eagle", "nodes": 25, **meta}, "steps": steps}
+
+
+def test_a_static_runs_export_is_its_own_shape():
+    trace = trace_of([step_of(EAGLE_25)] * 3)
+    paths, notes = serving.export_paths(trace, "run", 25)
+    assert paths == EAGLE_25 and "3 trees" in notes[0]
+    assert serving.export_paths(trace, "run", 10)[0] == EAGLE_25[:10]     # the 10 most frequent, still a rank tree
+
+
+def test_an_adaptive_runs_export_is_its_most_frequent_shape():
+    a, b = [(0,), (0, 0), (0, 0, 0)], [(0,), (1,), (0, 0)]
+    trace = trace_of([step_of(a), step_of(a), step_of(b)])
+    assert serving.export_paths(trace, "run", 3)[0] == [(0,), (0, 0), (0, 0, 0)]
+    paths, notes = serving.export_paths(trace, "run", 10)       # only 4 distinct paths ever stood
+    assert sorted(paths) == sorted({*a, *b}) and "only 4 distinct" in notes[0]
+
+
+def test_sequoia_reads_the_runs_vector_and_falls_back_to_the_prior():
+    vector = [0.6, 0.15, 0.05]
+    trace = trace_of([], acceptance_by_rank=vector, acceptance_source="card")
+    assert serving.export_paths(trace, "sequoia", 12)[0] == optimal_tree(vector, 12, serving.EXPORT_DEPTH)
+    for bad in ([1.5], [0.7, 0.7], "x", [True], []):
+        got, source = serving.run_vector(trace_of([], acceptance_by_rank=bad))
+        assert got == DEFAULT_ACCEPTANCE and source.startswith("default")
+    assert serving.export_paths(None, "binary", 7)[0] == static_paths("binary", 7, 10)
+
+
+def test_the_panel_prints_strings_that_parse_back_to_the_tree():
+    trace = trace_of([step_of(EAGLE_25)] * 2)
+    text = serving.export_markdown(trace, "run", 25)
+    vllm = text.split("```json\n")[1].split("\n```")[0]
+    method, paths = parse_vllm_config(vllm)
+    assert method == "eagle" and sorted(paths) == sorted(EAGLE_25)
+    assert json.loads(vllm)["speculative_config"]["num_speculative_tokens"] == 25
+    flags = parse_sglang_args(text.split("```bash\n")[1].split("\n```")[0])
+    assert flags.draft_tokens == 26 and flags.steps == max(len(p) for p in EAGLE_25)
+    assert "--method opt-tree --nodes 25 --drafter eagle" in text
+    data = json.loads(serving.export_json(trace, "run", 25))
+    assert [tuple(p) for p in data["paths"]] == EAGLE_25 and data["sglang"].count("--speculative") == 3
+
+
+def test_no_tree_says_so_and_other_drafters_are_named():
+    ar = trace_of([{"parents": [], "rank": [], "tokens": []}], drafter="none")
+    assert "drafted no tree" in serving.export_markdown(ar, "run", 25)
+    text = serving.export_markdown(trace_of([], drafter="recycling"), "chain", 4)
+    assert "no speculative method for the recycling drafter" in text
+
+
+def test_the_default_size_is_the_runs_budget_or_its_median_tree():
+    assert serving.default_nodes(trace_of([], nodes=60)) == 60
+    auto = trace_of([step_of([(0,)] * 1), step_of(EAGLE_25[:5]), step_of(EAGLE_25[:7])], nodes=0)
+    assert serving.default_nodes(auto) == 5
+    assert serving.default_nodes(None) == 25
+
+
+def table_of(speedups: dict) -> list[dict]:
+    """A model table from {batch: {nodes: speedup}} (tokens/s = 10 × speedup)."""
+    return [{"batch": b, "nodes": n, "speedup": s, "tokens_per_s": 10 * s} for b, row in speedups.items()
+            for n, s in row.items()]
+
+
+def test_the_chart_stars_each_batch_sizes_best_and_the_sentence_says_where_it_stops_paying():
+    table = table_of({1: {0: 1.0, 4: 1.6, 25: 1.9}, 4: {0: 1.0, 4: 1.2, 25: 0.9}, 16: {0: 1.0, 4: 0.8, 25: 0.5}})
+    best = {1: table[2], 4: table[4], 16: table[6]}
+    fig = serving.speedup_figure(table, best, "Test CPU")
+    assert [t.name for t in fig.data] == ["B = 1", "B = 4", "B = 16", "best n for that B"]
+    assert list(fig.data[-1].x) == [25, 4, 0] and "modelled" in fig.layout.title.text
+    text = serving.batch_summary(best)
+    assert "pays up to B = 4" in text and "from B = 16" in text and "B = 16: AR" in text
+    empty = serving.speedup_figure([], {})
+    assert not empty.data and "Measure" in empty.layout.annotations[0].text
+    assert "not a measured batched run" in serving.MODEL_NOTE
+
+
+@pytest.mark.parametrize("choice", [c for _, c in serving.EXPORT_CHOICES if c != "run"])
+def test_every_shape_exports_a_rank_tree(choice):
+    paths, _ = serving.export_paths(trace_of([]), choice, 25)
+    assert 0 < len(paths) <= 25 and rank_paths(step_of(paths)) == paths

@@ -1,0 +1,204 @@
+"""The Serving tab's views: the shown run's tree as a serving engine takes it (vLLM's
+`speculative_config`, SGLang's flags), and what a batch of sequences does to the case for a tree (the
+modelled speedup over AR by tree size and batch size, opttree/engine/batch_cost.py). Pure functions of
+a trace or of the model's table: no model.
+
+Which static tree a run exports (`export_paths`):
+- "run": the shape the run's own trees shared most, at n nodes: every verified tree's rank paths
+  counted over the run's steps and the n most frequent kept a rank tree (trees/export.py
+  `frequent_paths`, what `opttree export-tree --method opt-tree` fits over many prompts). A static
+  method's run gives back its own shape; an OPT-Tree run its static stand-in.
+- "sequoia": Sequoia's tree for the acceptance vector the trace records (`meta.acceptance_by_rank`,
+  the draft card's measured one), else the default prior, said in the note.
+- "binary", "eagle-static", "chain": those shapes at n nodes.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import statistics
+from collections import Counter
+
+import plotly.graph_objects as go
+
+from opttree.trees.export import (
+    VLLM_METHODS,
+    frequent_paths,
+    rank_paths,
+    sglang_flags,
+    sglang_note,
+    static_paths,
+    uniform_per_level,
+    vllm_json,
+)
+from opttree.trees.sequoia import DEFAULT_ACCEPTANCE, expected_accepted
+
+from . import style
+
+EXPORT_CHOICES = (("this run's trees (their most frequent shape)", "run"),
+                  ("Sequoia (the draft's acceptance by rank)", "sequoia"),
+                  ("binary", "binary"), ("EAGLE-25", "eagle-static"), ("chain", "chain"))
+MAX_EXPORT_NODES = 128      # the export panel's size slider (the CLI takes any n)
+EXPORT_DEPTH = 10           # the deepest exported tree (the paper's and the CLI's default)
+
+
+def run_vector(trace: dict | None) -> tuple[tuple[float, ...], str]:
+    """The acceptance vector a trace records (its draft card's) and where it came from; the default
+    prior when the trace has none or an unusable one (traces are imported untrusted)."""
+    meta = (trace or {}).get("meta") or {}
+    vector = meta.get("acceptance_by_rank")
+    ok = (isinstance(vector, list) and 0 < len(vector) <= 64
+          and all(isinstance(a, (int, float)) and not isinstance(a, bool) and 0 <= a <= 1 for a in vector)
+          and sum(vector) <= 1 + 1e-6)
+    if not ok:
+        return DEFAULT_ACCEPTANCE, "default prior (the run records no measured vector)"
+    return tuple(float(a) for a in vector), str(meta.get("acceptance_source") or "trace")
+
+
+def default_nodes(trace: dict | None) -> int:
+    """The size a run's export starts at: its fixed budget, or under the auto budget the median size
+    of its trees (at least 1)."""
+    meta = (trace or {}).get("meta") or {}
+    nodes = meta.get("nodes")
+    if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0:
+        return min(nodes, MAX_EXPORT_NODES)
+    sizes = [len(s.get("tokens") or []) for s in (trace or {}).get("steps") or []]
+    sizes = [n for n in sizes if n > 0]
+    return max(1, min(MAX_EXPORT_NODES, round(statistics.median(sizes)))) if sizes else 25
+
+
+def run_counts(trace: dict) -> Counter:
+    """How often each rank path stood in one of the run's trees (steps with no tree add nothing)."""
+    counts: Counter = Counter()
+    for step in trace.get("steps") or []:
+        if step.get("parents") and step.get("rank") and len(step["parents"]) == len(step["rank"]):
+            counts.update(set(rank_paths(step)))
+    return counts
+
+
+def export_paths(trace: dict | None, choice: str, nodes: int) -> tuple[list[tuple[int, ...]], list[str]]:
+    """The rank paths the panel exports for `choice` (module docstring) and notes on where they came from."""
+    nodes = max(1, min(int(nodes), MAX_EXPORT_NODES))
+    if choice == "run":
+        counts = run_counts(trace or {})
+        if not counts:
+            return [], ["The shown run drafted no tree (AR, or no run yet): pick a shape, or run a tree method."]
+        paths = frequent_paths(counts, nodes)
+        steps = sum(1 for s in (trace or {}).get("steps") or [] if s.get("parents"))
+        note = (f"The {len(paths)} rank paths that stood most often in this run's {steps} trees"
+                + (f" (its trees held only {len(paths)} distinct paths)" if len(paths) < nodes else "") + ".")
+        return paths, [note]
+    if choice == "sequoia":
+        vector, source = run_vector(trace)
+        paths = static_paths("sequoia", nodes, EXPORT_DEPTH, vector)
+        shown = ", ".join(f"{a:.2f}" for a in vector[:6])
+        return paths, [f"Sequoia's tree for the acceptance by rank {shown}… ({source}): it expects "
+                       f"{expected_accepted(vector, nodes, EXPORT_DEPTH):.2f} accepted draft tokens a step."]
+    paths = static_paths(choice, nodes, EXPORT_DEPTH)
+    held = f" (the shape holds {len(paths)} of the {nodes} nodes asked for)" if len(paths) < nodes else ""
+    return paths, [f"The {dict((v, k) for k, v in EXPORT_CHOICES).get(choice, choice)} shape{held}."]
+
+
+def _code(text: str, lang: str = "") -> str:
+    fence = "````" if "```" in text else "```"
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def export_markdown(trace: dict | None, choice: str, nodes: int) -> str:
+    """The panel: the tree's size and depth, vLLM's config, SGLang's flags, what each loses, the CLI line."""
+    paths, notes = export_paths(trace, choice, nodes)
+    if not paths:
+        return "\n\n".join(notes)
+    meta = (trace or {}).get("meta") or {}
+    drafter = str(meta.get("drafter") or "eagle")
+    method = VLLM_METHODS.get(drafter)
+    vllm = vllm_json(paths, method)
+    flags = sglang_flags(paths)
+    lines = [f"**{len(paths)} nodes, depth {max(len(p) for p in paths)}.** " + " ".join(notes)]
+    lines += ["", "**vLLM** (`speculative_config`; add the draft's own path as `\"model\"`):", "",
+              _code(vllm, "json")]
+    if method is None:
+        lines.append(f"vLLM has no speculative method for the {html.escape(drafter)} drafter: set `method` to "
+                     "the draft you serve with.")
+    if not uniform_per_level(paths):
+        lines.append("Nodes on one level of this tree have different numbers of children; vLLM's EAGLE tree "
+                     "proposer drafts one child count per level, so check that your vLLM version takes it as "
+                     "written.")
+    lines += ["", "**SGLang** (the nearest flags):", "", _code(flags.args(), "bash"), sglang_note(paths)]
+    cli = {"run": "opt-tree"}.get(choice, choice)
+    lines += ["", "The same from the command line (for OPT-Tree it fits the shape over many prompts and "
+              "measures what adaptivity is worth): "
+              f"`opttree export-tree --format vllm --method {cli} --nodes {len(paths)} --drafter {drafter}`. "
+              "docs/serving.md says how to start each engine with it."]
+    return "\n".join(lines)
+
+
+def export_json(trace: dict | None, choice: str, nodes: int) -> str:
+    """The exported tree as data: rank paths and both engines' strings (what Download saves)."""
+    paths, notes = export_paths(trace, choice, nodes)
+    drafter = str(((trace or {}).get("meta") or {}).get("drafter") or "eagle")
+    return json.dumps({"choice": choice, "nodes": len(paths), "paths": [list(p) for p in paths], "notes": notes,
+                       "vllm": json.loads(vllm_json(paths, VLLM_METHODS.get(drafter))) if paths else None,
+                       "sglang": sglang_flags(paths).args() if paths else None}, indent=1, ensure_ascii=False)
+
+
+# ---- batching: the modelled speedup by tree size and batch size -------------------------------------
+
+MODEL_NOTE = ("**A model built from measurements, not a measured batched run**: this machine's verify cost "
+              "(one forward of B sequences × T tokens, measured) and the draft's acceptance by rank "
+              "(measured on held-out training prompts) combined as tokens/s = B·(E(n)+1) / (verify(B, n+1) + "
+              "B·draft(n)); `opttree serving` checks each axis against real runs (docs/serving.md).")
+
+
+def speedup_figure(table: list[dict], best: dict, where: str = "") -> go.Figure:
+    """Modelled speedup over AR at the same batch size against the Sequoia tree size, one line per batch
+    size B, each line's best size starred; the dotted line is AR (×1)."""
+    layout = dict(template=style.TEMPLATE, height=380, margin=dict(l=55, r=10, t=60, b=45),
+                  title=dict(text="What batching does to a tree (modelled)" + (f"<br><sup>{where}</sup>" if where
+                                                                                  else ""), x=0.01,
+                             font=dict(size=14)),
+                  legend=dict(orientation="h", y=-0.2, x=0))
+    if not table:
+        layout["annotations"] = [dict(text="Press Measure to build the model for this machine", showarrow=False,
+                                      xref="paper", yref="paper", x=0.5, y=0.5)]
+        layout.update(xaxis=dict(visible=False), yaxis=dict(visible=False))
+        return go.Figure(dict(data=[], layout=layout), _validate=False)
+    data = []
+    for b in sorted({r["batch"] for r in table}):
+        rows = sorted((r for r in table if r["batch"] == b), key=lambda r: r["nodes"])
+        data.append(dict(type="scatter", mode="lines+markers", name=f"B = {b}", x=[r["nodes"] for r in rows],
+                         y=[r["speedup"] for r in rows], customdata=[r["tokens_per_s"] for r in rows],
+                         hovertemplate=(f"B = {b}, n = %{{x}}: ×%{{y:.2f}} over AR, %{{customdata:.0f}} tokens/s "
+                                        "(modelled)<extra></extra>")))
+    stars = [best[b] for b in sorted(best)]
+    data.append(dict(type="scatter", mode="markers", name="best n for that B", x=[r["nodes"] for r in stars],
+                     y=[r["speedup"] for r in stars], marker=dict(symbol="star", size=14, color=style.BONUS,
+                                                                  line=dict(color=style.GUIDE, width=1)),
+                     hovertemplate="best at B = %{text}: n = %{x}, ×%{y:.2f}<extra></extra>",
+                     text=[str(r["batch"]) for r in stars]))
+    layout.update(xaxis=dict(title=dict(text="Sequoia tree size n (draft nodes verified per sequence; 0 = AR)")),
+                  yaxis=dict(title=dict(text="speedup over AR at the same B (modelled)"), rangemode="tozero"),
+                  shapes=[dict(type="line", xref="paper", x0=0, x1=1, y0=1, y1=1,
+                               line=dict(color=style.GUIDE, dash="dot", width=1))])
+    return go.Figure(dict(data=data, layout=layout), _validate=False)
+
+
+def batch_summary(best: dict) -> str:
+    """One sentence from the model: up to which batch size a tree pays, and the best size at each B."""
+    if not best:
+        return ""
+    rows = [best[b] for b in sorted(best)]
+    paying = [r for r in rows if r["nodes"] > 0 and (r.get("speedup") or 0) > 1.0]
+    per_b = "; ".join(f"B = {r['batch']}: " + (f"n = {r['nodes']} (×{r['speedup']:.2f})" if r["nodes"] > 0
+                                                else "AR") for r in rows)
+    if not paying:
+        head = "On this machine, by the model, no tree pays at any batch size measured."
+    elif len(paying) == len(rows):
+        head = (f"By the model, a tree pays at every batch size measured, but its best size shrinks from "
+                f"n = {rows[0]['nodes']} to n = {rows[-1]['nodes']} as the batch grows.")
+    else:
+        stop = next(r for r in rows if r not in paying)
+        head = (f"By the model, speculation pays up to B = {paying[-1]['batch']} and stops paying from "
+                f"B = {stop['batch']}: a batch fills the forward that a tree would have used.")
+    return f"{head} Best size per batch: {per_b}."
