@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -14,6 +15,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "opttree" / "assets" / "models.json"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"     # Debian's (`make browser`): Playwright cannot download
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+ARTIFACTS = ROOT / "tmp" / "artifacts"     # the browser tests' screenshots
 
 
 def free_port() -> int:
@@ -81,3 +86,18 @@ def launched_app(folder: Path, default: str | None = None, startup_s: float = 18
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextmanager
+def browser_on_app(folder: Path, default: str | None = None):
+    """Headless Chromium (Playwright) beside the real app launched in `folder`: yields (browser, url)."""
+    from playwright import sync_api
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with launched_app(folder, default=default) as (url, _):
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            try:
+                yield browser, url
+            finally:
+                browser.close()

@@ -6,21 +6,16 @@ is printed and saved to tmp/artifacts/redraw.json for docs/app.md, never asserte
 on the machine and its load)."""
 
 import json
-import shutil
 import statistics
 from pathlib import Path
 
 import pytest
-from app_server import ROOT, drafting_model_id, launched_app
+from app_server import ARTIFACTS, CHROMIUM, browser_on_app, drafting_model_id
 
 from viz.lessons import PRESETS
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-ARTIFACTS = ROOT / "tmp" / "artifacts"
 PLOT = "#tree-plot .js-plotly-plot"
 RUN_TIMEOUT_MS = 240_000
 
@@ -29,16 +24,12 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium no
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with launched_app(tmp_path_factory.mktemp("browser"), default=drafting_model_id()) as (url, _):
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-            pg.set_default_timeout(60_000)
-            pg.goto(url)
-            pg.wait_for_selector(PLOT)
-            yield pg
-            browser.close()
+    with browser_on_app(tmp_path_factory.mktemp("browser"), default=drafting_model_id()) as (browser, url):
+        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pg.set_default_timeout(60_000)
+        pg.goto(url)
+        pg.wait_for_selector(PLOT)
+        yield pg
 
 
 def shot(pg, name):

@@ -11,21 +11,16 @@ tmp/artifacts/ (test artifacts)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from app_server import ROOT, drafting_model_id, launched_app
+from app_server import ARTIFACTS, CHROMIUM, browser_on_app, drafting_model_id
 
 from viz.lessons import PRESETS
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-ARTIFACTS = ROOT / "tmp" / "artifacts"
 PROJECTOR = {"width": 1280, "height": 720}
 PHONE = {"width": 390, "height": 844}
 PLOT = "#tree-plot .js-plotly-plot"
@@ -44,12 +39,8 @@ RECT = """(sel) => { const e = document.querySelector(sel); if (!e || e.offsetPa
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with launched_app(tmp_path_factory.mktemp("classroom"), default=drafting_model_id()) as (url, _):
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            yield browser, url
-            browser.close()
+    with browser_on_app(tmp_path_factory.mktemp("classroom"), default=drafting_model_id()) as (browser, url):
+        yield browser, url
 
 
 def open_page(app, query: str = "", viewport: dict = PROJECTOR):

@@ -2,17 +2,14 @@
 a result over several prompts with its spread, the two charts against the node budget, the verdict, the
 table's budget filter (no model work) and Stop. Screenshots go to tmp/artifacts/ (test artifacts)."""
 
-import shutil
 import time
 from pathlib import Path
 
 import pytest
-from app_server import ROOT, drafting_model_id, launched_app
+from app_server import ARTIFACTS, CHROMIUM, browser_on_app, drafting_model_id
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = ROOT / "tmp" / "artifacts"
 # The default comparison takes about a minute on an idle 2-core CPU; this machine is shared, so the wait
 # and the server's per-run limit leave room for a much busier one (never a timing assertion).
 COMPARE_S = 1500
@@ -35,20 +32,15 @@ CHART = """(sel) => {
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OPTTREE_RUN_TIME_LIMIT", str(COMPARE_S))
-        with launched_app(tmp_path_factory.mktemp("compare"), default=drafting_model_id()) as (url, _):
-            with sync_api.sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-                pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-                pg.set_default_timeout(60_000)
-                pg.goto(url)
-                pg.wait_for_selector("#tree-plot .js-plotly-plot")
-                pg.get_by_role("tab", name="Compare").click()
-                yield pg
-                browser.close()
+        with browser_on_app(tmp_path_factory.mktemp("compare"), default=drafting_model_id()) as (browser, url):
+            pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+            pg.set_default_timeout(60_000)
+            pg.goto(url)
+            pg.wait_for_selector("#tree-plot .js-plotly-plot")
+            pg.get_by_role("tab", name="Compare").click()
+            yield pg
 
 
 def status(pg) -> str:
