@@ -32,6 +32,13 @@ METHOD_LABELS = {"opt-tree": "OPT-Tree (adaptive)", "chain": "Chain (one guess p
 LENGTH_CONTROLS = ("delta", "thompson", "predictor")     # opttree/trees/length_control.py
 LENGTH_CONTROL_LABELS = {"delta": "δ rule (OPT-Tree)", "thompson": "Thompson sampling (EESD)",
                          "predictor": "learned predictor (AdaEAGLE)"}
+RETRIEVAL_CHOICES = ("off", "on", "auto")
+# retrieval = "auto" fuses retrieval into the draft tree for prompts of at least this many tokens (chat
+# template included). Measured with the bundled pair at T = 0 (benchmarks/long_input.md,
+# benchmarks/training_free.md): on pasted passages of 458-716 tokens fusion lifts τ 1.50 -> 2.00 at the
+# auto budget (0.97x -> 1.14x AR); on given texts of 142-167 tokens 1.80 -> 2.67 (n = 20); on chat
+# prompts (36-92 tokens: the eval set, the lessons, Compare's set) it adds little, so they stay unfused.
+LONG_PROMPT_TOKENS = 128
 TREE_TEMPERATURE_RANGE = (0.05, 5.0)   # a real tree temperature; 0 stands for "the draft's fitted value"
 
 # nodes = 0 is the auto budget: each step's size is chosen from this machine's measured costs
@@ -105,11 +112,12 @@ class DecodeConfig:
                          help="sample only from the k most likely tokens; 0 = off")
     eagle_top_k: int = setting(10, lo=1, hi=64, label="EAGLE-2 top-k", ui=dict(min=1, max=64, step=1),
                                help="EAGLE-2 dynamic trees: children each frontier node proposes per layer")
-    retrieval: str = setting("off", choices=("off", "on"), label="Retrieval fusion (RASD)",
+    retrieval: str = setting("off", choices=RETRIEVAL_CHOICES, app_default="auto", label="Retrieval fusion (RASD)",
                              help="on: continuations retrieved from the prompt and the output so far (and a "
                                   "--retrieval-corpus file on the command line) are pruned by the draft model's "
                                   "probabilities and merged into its tree; the node budget covers the fused tree. "
-                                  "Needs a draft model (classic or eagle); AR ignores it")
+                                  f"auto: on for a prompt of {LONG_PROMPT_TOKENS}+ tokens (a pasted text to work "
+                                  "on), off otherwise. Needs a draft model (classic or eagle); AR ignores it")
     recycling_scope: str = setting("run", choices=("run", "session"), label="Token Recycling table kept for",
                                    help="Token Recycling's table of next-token candidates: run = starts empty "
                                         "every run; session = kept between the runs of one browser session (never "

@@ -27,7 +27,7 @@ STATUS = ("(sel) => { const e = document.querySelector(sel + ' [data-testid=\"ma
 RUN_MS = 600_000
 WIDE = {"width": 1400, "height": 1000}
 PROJECTOR = {"width": 1280, "height": 720}
-TABS = {"ea-vs-a": "E(A) vs A", "theory": "Theory", "learn": "Learn"}
+TABS = {"ea-vs-a": "E(A) vs A", "theory": "Theory", "serving": "Serving", "learn": "Learn"}
 
 
 def wait_status(pg, sel: str, pattern: str) -> None:
@@ -55,6 +55,11 @@ def explore(browser, url: str, wanted=()) -> None:
             continue
         pg.get_by_role("tab", name=tab).click()
         pg.wait_for_timeout(2000)
+        if name == "serving":       # the batching model too: measured through the lane (cached after once)
+            pg.locator("#serving-measure").click()
+            pg.wait_for_function("() => document.querySelector('#serving-summary').innerText.trim().length > 0",
+                                 timeout=RUN_MS)
+            pg.wait_for_timeout(1500)
         pg.screenshot(path=str(OUT / f"{name}.png"), full_page=True)
     pg.close()
 
@@ -103,7 +108,7 @@ def main(names: list[str]) -> int:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
             for name, shoot in VIEWS.items():
-                # The E(A)-vs-A, Theory and Learn tabs are shot after Explore's run.
+                # The E(A)-vs-A, Theory, Serving and Learn tabs are shot after Explore's run.
                 if name in wanted or (name == "explore" and set(TABS) & set(wanted)):
                     shoot(browser, url, wanted)
             browser.close()

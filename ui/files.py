@@ -85,7 +85,7 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
     except OptTreeError as exc:
         return {status: f"⚠️ {md_safe(str(exc))}", box: None}
     meta, prompt = trace["meta"], str(trace.get("prompt", ""))
-    settings = checked_settings(meta)
+    settings = checked_settings({**meta, "retrieval": meta.get("retrieval_asked", meta.get("retrieval"))})
     controls = control_values(settings)
     model = model_of(page, registry, meta)
     out = {box: None, **explore.shown_run(page, trace, 0, colour, present),

@@ -9,11 +9,11 @@ config.TRAINING_FREE); a test checks that this registry covers exactly those.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from opttree import paths
-from opttree.config import DRAFT_FLAGS, MODEL_DRAFTERS, TRAINING_FREE, DecodeConfig
+from opttree.config import DRAFT_FLAGS, LONG_PROMPT_TOKENS, MODEL_DRAFTERS, TRAINING_FREE, DecodeConfig
 from opttree.drafters.base import Drafter
 from opttree.drafters.classic import ClassicDrafter
 from opttree.drafters.context import DraftContext
@@ -129,6 +129,19 @@ def load_pair(target: str = bundled.BUNDLED_ID, drafter: str = "eagle", draft: s
     (early-exit only) checks the head exits where asked (None: where it was trained to)."""
     base = load_target(target, device, dtype, device_map, trust_remote_code)
     return with_drafter(base, drafter, draft, exit_layer, trust_remote_code)
+
+
+def resolve_retrieval(cfg: DecodeConfig, pair: ModelPair, prompt_tokens: int) -> DecodeConfig:
+    """`cfg` with retrieval = "auto" made "on" or "off" for this pair and prompt: on where the run drafts
+    with a draft model (the fusion's pruner) and the prompt holds `LONG_PROMPT_TOKENS` or more tokens
+    (a pasted text the answer copies from; config.py has the measurement), off otherwise. Other values
+    are returned as they are."""
+    if cfg.retrieval != "auto":
+        return cfg
+    kind = KINDS.get(pair.drafter_kind)
+    fuses = (cfg.method != "ar" and kind is not None and kind.load is not None and pair.draft_model is not None
+             and prompt_tokens >= LONG_PROMPT_TOKENS)
+    return replace(cfg, retrieval="on" if fuses else "off")
 
 
 def make_drafter(pair: ModelPair, cfg: DecodeConfig, context: DraftContext | None = None) -> Drafter | None:

@@ -17,7 +17,7 @@ from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.sampling import TokenPicker, theory_distribution_note
 from opttree.decoding.verify import target_side
 from opttree.drafters.context import DraftContext
-from opttree.drafters.registry import make_drafter
+from opttree.drafters.registry import make_drafter, resolve_retrieval
 from opttree.drafters.tree_temperature import for_decoding
 from opttree.engine import cost
 from opttree.engine.recording import DraftRows, RecordingExpand, TokenTexts
@@ -86,8 +86,12 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
     if limit and len(prompt_ids) + cfg.max_new_tokens + cfg.max_depth + 1 > limit:
         raise BadInput(f"prompt ({len(prompt_ids)} tokens) + max new tokens exceeds the model's "
                        f"context of {limit} tokens.")
+    asked = cfg.retrieval
+    cfg = resolve_retrieval(cfg, pair, len(prompt_ids))   # "auto": on for a long prompt (config.LONG_PROMPT_TOKENS)
     curve = cost.load_or_measure(pair)   # measured once per machine and pair (seconds), then cached
     trace = new_trace(pair, cfg, prompt, prompt_ids, record_target, curve, paths)
+    if asked != cfg.retrieval:
+        trace["meta"]["retrieval_asked"] = asked    # the setting; meta["retrieval"] is what the run did
     text_of = TokenTexts(pair.tokenizer)
     start = time.perf_counter()
     for step in decode(pair, prompt_ids, cfg, cancel, record_target, cost.step_cost(curve), context, paths):
@@ -179,6 +183,7 @@ def committed_tokens(tree: DraftTree, accepted: list[int], bonus: int, eos: set[
 def decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel=None, record_target: bool = True,
            step_cost=None, context: DraftContext | None = None, paths=None):
     """Yield one StepData per step: draft a tree, verify it in one target forward, commit."""
+    cfg = resolve_retrieval(cfg, pair, len(prompt_ids))
     drafter = make_drafter(pair, cfg, context)
     shape = {"acceptance": run_acceptance(pair)[0], "paths": paths}
     lengths = length_control.controller_for(cfg, lambda: length_predictor_for(pair))  # None: the δ rule

@@ -22,7 +22,7 @@ import gc
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from opttree.config import SETTING_NAMES, DecodeConfig
 from opttree.decoding.prompts import clean_prompt
@@ -165,6 +165,8 @@ class RunService:
             if cfg.retrieval == "on" and cfg.method != "ar" and not entry.retrieval:
                 raise BadInput(f"retrieval fusion is not offered for “{entry.label}”: choose a pair that "
                                "allows it, or set retrieval off.")
+            if cfg.retrieval == "auto" and not entry.retrieval:
+                cfg = replace(cfg, retrieval="off")     # auto fuses only where the allow-list lets it
         except OptTreeError as exc:
             raise RunError("bad_input", str(exc)) from None
         return cfg

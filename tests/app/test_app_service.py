@@ -117,6 +117,12 @@ def test_retrieval_only_where_the_allow_list_allows_it(free_service):
     fusing = RunService(registry=registry, pair_factory=lambda e: pair)
     trace = fusing.run("fuse", "t1 t2 t1", dict(SETTINGS, retrieval="on"))
     assert trace["meta"]["retrieval"] == "on" and "retrieval:" in trace["steps"][0]["stop_reason"]
+    # "auto" (the app's default) is never refused: a pair the allow-list does not let fuse runs unfused.
+    long_prompt = " ".join(f"t{i % 7}" for i in range(200))
+    unfused = free_service.run("tiny", long_prompt, dict(SETTINGS, retrieval="auto", max_new_tokens=3))
+    assert unfused["meta"]["retrieval"] == "off"
+    fused = fusing.run("fuse", long_prompt, dict(SETTINGS, retrieval="auto", max_new_tokens=3))
+    assert fused["meta"]["retrieval"] == "on" and fused["meta"]["retrieval_asked"] == "auto"
 
 
 def test_allow_list_declares_training_free_pairs_and_retrieval(tmp_path):

@@ -253,6 +253,31 @@ def test_retrieval_needs_a_draft_model():
                prompt_ids=[1, 2])["output_ids"]
 
 
+def test_retrieval_auto_fuses_long_prompts_only_and_stays_lossless(monkeypatch):
+    """retrieval = "auto" (the app's default) fuses for a prompt of LONG_PROMPT_TOKENS or more tokens with
+    a draft model, and not for a short prompt, a drafter without a draft model or AR; the meta records what
+    the run did and that it was asked "auto"; the output is the target's greedy output either way."""
+    import opttree.drafters.registry as registry
+
+    monkeypatch.setattr(registry, "LONG_PROMPT_TOKENS", 8)
+    pair = tiny_pair("classic", vocab=64)
+    long_prompt, short_prompt = [20, 21, 22, 23, 24, 25, 26, 20, 21], [20, 21, 22]
+    cfg = DecodeConfig(method="opt-tree", nodes=12, max_depth=6, max_new_tokens=7, retrieval="auto")
+    fused = run(pair, "", cfg, prompt_ids=long_prompt)
+    assert fused["meta"]["retrieval"] == "on" and fused["meta"]["retrieval_asked"] == "auto"
+    assert "retrieval:" in fused["steps"][0]["stop_reason"]
+    assert fused["output_ids"] == run(pair, "", replace(cfg, method="ar"), prompt_ids=long_prompt)["output_ids"]
+    on = run(pair, "", replace(cfg, retrieval="on"), prompt_ids=long_prompt)
+    assert [s["tokens"] for s in fused["steps"]] == [s["tokens"] for s in on["steps"]]   # auto = on here
+    short = run(pair, "", cfg, prompt_ids=short_prompt)
+    assert short["meta"]["retrieval"] == "off" and short["meta"]["retrieval_asked"] == "auto"
+    assert all(set(s["source"]) <= {"draft"} for s in short["steps"])
+    free = run(tiny_pair("recycling"), "", replace(cfg, method="tr-static"), prompt_ids=long_prompt)
+    assert free["meta"]["retrieval"] == "off"          # no draft model to prune with: auto never raises
+    assert run(pair, "", replace(cfg, method="ar"), prompt_ids=long_prompt)["meta"]["retrieval"] == "off"
+    validate_trace(fused)
+
+
 # ---------------------------------------------------------------- the bundled model
 
 SUMMARY_PROMPT = ("Summarize this text in one sentence.\n\nThe Great Barrier Reef is the world's largest coral reef "
