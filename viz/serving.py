@@ -128,9 +128,9 @@ def export_markdown(trace: dict | None, choice: str, nodes: int) -> str:
     lines += ["", "**SGLang** (the nearest flags):", "", _code(flags.args(), "bash"), sglang_note(paths)]
     cli = {"run": "opt-tree"}.get(choice, choice)
     lines += ["", "The same from the command line (for OPT-Tree it fits the shape over many prompts and "
-              "measures what adaptivity is worth): "
-              f"`opttree export-tree --format vllm --method {cli} --nodes {len(paths)} --drafter {drafter}`. "
-              "docs/serving.md says how to start each engine with it."]
+              "measures what adaptivity is worth); docs/serving.md says how to start each engine with it:", "",
+              _code(f"opttree export-tree --format vllm --method {cli} --nodes {len(paths)} --drafter {drafter}",
+                    "bash")]
     return "\n".join(lines)
 
 
