@@ -22,43 +22,39 @@ SUMMARY_PROMPT = (
     "living organisms. This reef structure is composed of and built by billions of tiny organisms, known as coral "
     "polyps.")
 
+
+def run_of(prompt: str, method: str, nodes: int, threshold: float, tokens: int, depth: int = 10, **extra) -> dict:
+    """One lesson's run: its prompt, tree method, node budget (0 = auto), δ, new tokens, max depth and any
+    other setting it names (a model pair, a length control, ...)."""
+    return {"prompt": prompt, "method": method, "nodes": nodes, "max_depth": depth, "threshold": threshold,
+            "max_new_tokens": tokens, **extra}
+
+
 # The summarising lessons (prompt lookup, retrieval fusion): the same prompt and settings, their own pair.
-SUMMARY_RUN = {"prompt": SUMMARY_PROMPT, "method": "opt-tree", "nodes": 20, "max_depth": 10, "threshold": 0.3,
-               "max_new_tokens": 32}
+SUMMARY_RUN = run_of(SUMMARY_PROMPT, "opt-tree", 20, 0.3, 32)
 COUNT = "Count from 1 to 30, separated by commas."
 POEM = "Write a short poem about autumn."
 PHOTOSYNTHESIS = "Explain photosynthesis in two sentences."
+PLANETS = "List the planets of the solar system in order"
 
 # What each lesson runs, by its id in assets/lessons.json, in the order the page lists them.
 RUNS = {
-    "deep-chain": {"prompt": COUNT, "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2,
-                   "max_new_tokens": 24},
-    "wide-tree": {"prompt": POEM, "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3,
-                  "max_new_tokens": 24},
-    "high-delta": {"prompt": PHOTOSYNTHESIS, "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.9,
-                   "max_new_tokens": 24},
-    "low-delta": {"prompt": PHOTOSYNTHESIS, "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.02,
-                  "max_new_tokens": 24},
-    "auto-budget": {"prompt": POEM, "method": "opt-tree", "nodes": 0, "max_depth": 10, "threshold": 0.3,
-                    "max_new_tokens": 24},
-    "static-binary": {"prompt": PHOTOSYNTHESIS, "method": "binary", "nodes": 60, "max_depth": 10, "threshold": 0.3,
-                      "max_new_tokens": 24},
-    "tree-temperature": {"prompt": POEM, "method": "opt-tree", "nodes": 60, "max_depth": 10, "threshold": 0.3,
-                         "max_new_tokens": 24, "tree_temperature": 0.3},
-    "token-recycling": {"prompt": "List the planets of the solar system in order from the Sun, one per line.",
-                        "method": "tr-static", "nodes": 40, "max_depth": 10, "threshold": 0.3, "max_new_tokens": 32,
-                        "model": "smollm2-recycling", "recycling_scope": "session"},
+    "deep-chain": run_of(COUNT, "opt-tree", 30, 0.2, 24, depth=12),
+    "wide-tree": run_of(POEM, "opt-tree", 60, 0.3, 24),
+    "high-delta": run_of(PHOTOSYNTHESIS, "opt-tree", 60, 0.9, 24),
+    "low-delta": run_of(PHOTOSYNTHESIS, "opt-tree", 60, 0.02, 24),
+    "auto-budget": run_of(POEM, "opt-tree", 0, 0.3, 24),
+    "static-binary": run_of(PHOTOSYNTHESIS, "binary", 60, 0.3, 24),
+    "tree-temperature": run_of(POEM, "opt-tree", 60, 0.3, 24, tree_temperature=0.3),
+    "token-recycling": run_of(PLANETS + " from the Sun, one per line.", "tr-static", 40, 0.3, 32,
+                              model="smollm2-recycling", recycling_scope="session"),
     "prompt-lookup": {**SUMMARY_RUN, "model": "smollm2-lookup"},
     "retrieval-fusion": {**SUMMARY_RUN, "model": "smollm2-eagle", "retrieval": "on"},
-    "thompson-sampling": {"prompt": COUNT, "method": "opt-tree", "nodes": 30, "max_depth": 12, "threshold": 0.2,
-                          "max_new_tokens": 48, "length_control": "thompson"},
-    "learned-predictor": {"prompt": PHOTOSYNTHESIS, "method": "opt-tree", "nodes": 30, "max_depth": 10,
-                          "threshold": 0.3, "max_new_tokens": 32, "length_control": "predictor"},
-    "early-exit": {"prompt": "List the planets of the solar system in order.", "method": "chain", "nodes": 10,
-                   "max_depth": 8, "threshold": 0.3, "max_new_tokens": 48, "length_control": "thompson",
-                   "model": "smollm2-early-exit"},
-    "sequoia": {"prompt": PHOTOSYNTHESIS, "method": "sequoia", "nodes": 25, "max_depth": 10, "threshold": 0.3,
-                "max_new_tokens": 24},
+    "thompson-sampling": run_of(COUNT, "opt-tree", 30, 0.2, 48, depth=12, length_control="thompson"),
+    "learned-predictor": run_of(PHOTOSYNTHESIS, "opt-tree", 30, 0.3, 32, length_control="predictor"),
+    "early-exit": run_of(PLANETS + ".", "chain", 10, 0.3, 48, depth=8, length_control="thompson",
+                         model="smollm2-early-exit"),
+    "sequoia": run_of(PHOTOSYNTHESIS, "sequoia", 25, 0.3, 24),
 }
 
 # What a preset does not name is set to these (ui/explore.apply_preset sets every key): greedy, the
