@@ -33,7 +33,7 @@ test: setup browser
 
 # The quick loop while editing: unit and engine tests on tiny models (no page, no bundled model).
 test-fast: setup
-	PYTHONPATH=. $(BIN)/python -m pytest -q -m "not app and not model" tests
+	PYTHONPATH=. $(BIN)/python -m pytest -q -n auto -m "not app and not model" tests
 
 lint: setup
 	$(BIN)/ruff check opttree viz ui tests tools app.py

@@ -9,7 +9,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no hub in CI: unknown ids must f
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 # Cost curves measured by the tests (tiny models, this session's threads) stay out of the user's cache.
 os.environ.setdefault("OPTTREE_COSTS", tempfile.mkdtemp(prefix="opttree-costs-"))
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# Under pytest-xdist (make test-fast runs one worker per core) each worker keeps to one thread.
+torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, min(2, os.cpu_count() or 1)))
 
 # Tests live in folders by what they need (pyproject.toml declares the markers): unit/ (no model),
 # engine/ (tiny random models, or the bundled target: marked `model`), app/ (the page, the browser,

@@ -236,7 +236,7 @@ def write_cached(path: Path, data: dict) -> None:
     """Write a measurement to the cache atomically; a read-only cache only means measuring again."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")  # one per process: parallel writers never share it
         tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
         tmp.replace(path)
     except OSError:

@@ -57,6 +57,7 @@ def test_non_numeric_slider_value_rejected_by_argparse(capsys):
     assert exc.value.code != 0 and "invalid int value" in capsys.readouterr().err
 
 
+@pytest.mark.model
 def test_generate_bundled_model_writes_trace(tmp_path):
     """The command from the engine issue's definition of done, on the real bundled model."""
     out = tmp_path / "t.json"
