@@ -27,11 +27,16 @@ def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
     return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
 
 
-def save_checkpoint(path: Path, **state) -> None:
+def save_atomic(path: Path, obj) -> None:
+    """torch.save through a temporary file: a killed run leaves the old file or the new one, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    torch.save(state, tmp)
+    torch.save(obj, tmp)
     os.replace(tmp, path)
+
+
+def save_checkpoint(path: Path, **state) -> None:
+    save_atomic(path, state)
 
 
 def load_checkpoint(path: Path):

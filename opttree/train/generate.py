@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from opttree.config import BUNDLED_ID
 from opttree.decoding.prompts import encode_prompt
 from opttree.models.loading import load_causal_lm, load_tokenizer
 from opttree.nets.feature_head import fused_layers
-from opttree.train.common import ThreadTuner
+from opttree.train.common import ThreadTuner, save_atomic
 from opttree.train.prompts import read_prompts, write_prompts
 
 DEFAULT_DIR = paths.data_dir() / "gen"
@@ -165,9 +164,7 @@ def fill_layer_feats(model, data_dir, layers: tuple[int, ...]) -> int:
             out = model.model(input_ids=ids, output_hidden_states=True)
             s["layer_feats"] = torch.stack([out.hidden_states[i][0] for i in layers], 1).to(torch.float16)
             s["feat_layers"] = torch.tensor(layers, dtype=torch.int32)
-        tmp = path.with_suffix(".tmp")
-        torch.save(seqs, tmp)
-        os.replace(tmp, path)
+        save_atomic(path, seqs)
         filled += 1
     return filled
 
@@ -249,9 +246,7 @@ def run_generation(args):
         seqs = generate_batch(model, batch, args.max_new, args.topk, eos, tuner, layers)
         for s, i in zip(seqs, range(start, start + len(seqs))):
             s["prompt_index"] = i
-        tmp = path.with_suffix(".tmp")
-        torch.save(seqs, tmp)
-        os.replace(tmp, path)
+        save_atomic(path, seqs)
         n = sum(int(s["ids"].numel() - s["plen"]) for s in seqs)
         have += n
         add_stats(out, time.time() - t_shard, n, len(seqs))

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from opttree.config import BUNDLED_ID
 from opttree.models.loading import load_causal_lm, load_tokenizer
 from opttree.nets.feature_head import fused_layers
 from opttree.train import sharegpt as S
-from opttree.train.common import ThreadTuner
+from opttree.train.common import ThreadTuner, save_atomic
 from opttree.train.generate import add_stats, target_eos
 
 DEFAULT_DIR = paths.data_dir() / "sharegpt"
@@ -162,9 +161,7 @@ def make_shard(model, tok, convs: list[S.Conversation], cfg: argparse.Namespace,
 
 def _write_shard(out: Path, b: int, seqs: list[dict], entry: dict, log: S.ReadLog, source: str) -> None:
     path = out / f"shard_{b:05d}.pt"
-    tmp = path.with_suffix(".tmp")
-    torch.save(seqs, tmp)
-    os.replace(tmp, path)
+    save_atomic(path, seqs)
     with open(out / "manifest.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps({"shard": b, **entry}) + "\n")
     add_stats(out, entry["wall_s"], entry["target_tokens"], entry["sequences"])
