@@ -22,6 +22,25 @@ class ToyTokenizer:
         return {"input_ids": [int(w[1:]) for w in text.split() if w.startswith("t")]}
 
 
+START, END, NEWLINE = 1, 2, 7
+ROLE_IDS = {"system": 3, "user": 4, "assistant": 5}
+
+
+class ChatToyTokenizer(ToyTokenizer):
+    """A chat template of the target's shape: a default system line, then per message
+    <start> role text <end> newline, and <start> assistant for the generation prompt."""
+
+    chat_template = "toy"
+
+    def apply_chat_template(self, messages, add_generation_prompt=False, return_dict=True):
+        ids = [START, ROLE_IDS["system"], 6, END, NEWLINE]
+        for m in messages:
+            ids += [START, ROLE_IDS[m["role"]], *self(m["content"])["input_ids"], END, NEWLINE]
+        if add_generation_prompt:
+            ids += [START, ROLE_IDS["assistant"]]
+        return {"input_ids": ids}
+
+
 def tiny_llama(seed: int = 0, vocab: int = 64, layers: int = 2, hidden: int = 32, eos: int | None = None,
                attn: str = "sdpa", scale: float = 1.0) -> LlamaForCausalLM:
     torch.manual_seed(seed)

@@ -35,7 +35,9 @@ def parse(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kind", choices=list(C.KINDS), required=True)
     ap.add_argument("--target", default=BUNDLED_ID)
-    ap.add_argument("--data", default=str(DEFAULT_DIR), help="generated shards (shared by all kinds)")
+    ap.add_argument("--data", nargs="+", default=[str(DEFAULT_DIR)],
+                    help="generated shards (shared by all kinds); several folders train together, e.g. "
+                         "data/gen data/sharegpt-answers (generation writes to the first)")
     ap.add_argument("--tokens", type=int, default=400_000, help="response tokens to generate / train on")
     ap.add_argument("--no-generate", dest="generate", action="store_false",
                     help="train on whatever data exists")
@@ -95,13 +97,13 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     if args.generate:
         run_generation(argparse.Namespace(
-            target=args.target, out=args.data, prompts=args.prompts, tokens=args.tokens,
+            target=args.target, out=args.data[0], prompts=args.prompts, tokens=args.tokens,
             max_prompts=args.max_prompts, first_prompt=args.first_prompt, batch=args.gen_batch,
             max_new=args.max_new, topk=args.topk, layer_feats=args.fused,
             threads=args.threads))
     train, test = D.load_split(args.data, args.tokens, layer_feats=args.fused)
     if not train:
-        raise SystemExit(f"no generated data in {args.data}: run without --no-generate.")
+        raise SystemExit(f"no generated data in {' '.join(args.data)}: run without --no-generate.")
     print(f"data: {D.response_tokens(train)} train / {D.response_tokens(test)} held-out response tokens "
           f"({len(train)} / {len(test)} sequences)", flush=True)
     target = C_load_target(args.target)
@@ -111,7 +113,8 @@ def main(argv=None) -> dict:
             "data": {"train_response_tokens": D.response_tokens(train),
                      "heldout_response_tokens": D.response_tokens(test),
                      "train_sequences": len(train), "heldout_sequences": len(test),
-                     "generation": gen_stats(args.data)},
+                     "generation": {d: gen_stats(d) for d in args.data} if len(args.data) > 1
+                     else gen_stats(args.data[0])},
             **result}
     card_path = Path(args.out).with_suffix(".json")
     C.write_card(card_path, card)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from pathlib import Path
 
 import torch
 
@@ -21,10 +22,12 @@ def split(seqs: list[dict]) -> tuple[list[dict], list[dict]]:
     return train, test
 
 
-def load_split(data_dir, max_tokens: int = 0, layer_feats: bool = False):
-    """Train / held-out sequences; `layer_feats`: keep the lower layers' features (only a fused head
-    reads them, and they take twice the memory of the rest)."""
-    seqs = load_shards(data_dir, layer_feats)
+def load_split(data_dirs, max_tokens: int = 0, layer_feats: bool = False):
+    """Train / held-out sequences of one data folder or several (in order; e.g. the training prompts'
+    own answers and a ShareGPT recipe's); `layer_feats`: keep the lower layers' features (only a
+    fused head reads them, and they take twice the memory of the rest)."""
+    dirs = [data_dirs] if isinstance(data_dirs, (str, Path)) else list(data_dirs)
+    seqs = [s for d in dirs for s in load_shards(d, layer_feats)]
     if max_tokens:
         kept, n = [], 0
         for s in seqs:

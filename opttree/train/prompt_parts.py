@@ -1,7 +1,7 @@
 """How parts 5 and 6 of the training prompts (`opttree/assets/prompts/train.jsonl`) were written.
 
 The frozen file is the truth; this module documents how those lines were made, reproduces them byte
-for byte (tests/test_drafts.py runs it) and refuses to append a part twice. The templates and word
+for byte (tests/engine/test_drafts.py runs it) and refuses to append a part twice. The templates and word
 lists are data, `opttree/assets/prompts/parts/part5.json` and `part6.json` (values exactly as the
 lines were generated from: editing one breaks the reproduction); the recipe that combines them, with
 every random draw in its order, is the code below.

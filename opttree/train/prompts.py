@@ -5,7 +5,7 @@ generated data shards; the id and the held-out flag travel with the text, so the
 split is a property of each prompt, not of where it sits in a list. New prompts are appended as new
 lines with new ids (a new `part`); an existing line is never edited or reordered (a test pins the
 file's hash). The evaluation prompts (`eval.jsonl`) are written separately and are checked to be
-disjoint from this set (tests/test_drafts.py).
+disjoint from this set (tests/engine/test_drafts.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ FIT_PARTS = (1, 2, 3, 4)
 
 # Long pasted inputs (summarise / answer about / translate a given passage of 300-1,000 words), in the
 # eval set's format: frozen, measured and reported apart from the eval set, never trained on
-# (docs/drafts.md, "ShareGPT conversations"; tests/test_long_input.py pins it).
+# (docs/drafts.md, "ShareGPT conversations"; tests/unit/test_long_input.py pins it).
 LONG_INPUT_PROMPTS = paths.PROMPTS / "long_input.jsonl"
 
 

