@@ -108,6 +108,23 @@ def fit_tree_temperature(pair, n_prompts: int = 12, grid=TEMPERATURE_GRID) -> di
                                                    runs[t]["mean_accepted_draft_tokens"]] for t in grid}}
 
 
+SET_KEYS = {"eval": "tau_eval", "final": "tau_final", "long-input": "tau_long_input"}
+
+
+def paired_difference(base: dict, new: dict) -> dict:
+    """`new`'s per-prompt τ minus `base`'s (two cards' results on one set) over the prompts both
+    measured: the mean with one standard error, and how many prompts went up and down. Two drafts
+    are compared this way, prompt by prompt, before one replaces the other."""
+    before = {p["question_id"]: p["tau"] for p in base["per_prompt"]}
+    diffs = [p["tau"] - before[p["question_id"]] for p in new["per_prompt"] if p["question_id"] in before]
+    if len(diffs) < 2:
+        raise SystemExit("a paired comparison needs two or more prompts measured in both cards.")
+    mean = sum(diffs) / len(diffs)
+    se = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs)) ** 0.5
+    return {"n": len(diffs), "mean": round(mean, 3), "se": round(se, 3), "tau": [base["tau"], new["tau"]],
+            "up": sum(d > 0 for d in diffs), "down": sum(d < 0 for d in diffs)}
+
+
 def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, torch {torch.__version__}"
 
@@ -123,7 +140,10 @@ def main(argv=None):
     """Re-measure τ for a shipped draft and update its card:
     python -m opttree.train.card --kind head --prompts 10
     or measure its acceptance by rank (Sequoia's vector) on held-out training prompts instead:
-    python -m opttree.train.card --kind head --acceptance 16"""
+    python -m opttree.train.card --kind head --acceptance 16
+    or compare a candidate's measured τ with the shipped draft's, prompt by prompt:
+    python -m opttree.train.card --kind head --draft cand.safetensors \\
+        --compare opttree/assets/drafts/smollm2-eagle-head.json"""
     ap = argparse.ArgumentParser()
     ap.add_argument("--kind", choices=list(KINDS), required=True)
     ap.add_argument("--draft", default=None)
@@ -138,10 +158,21 @@ def main(argv=None):
     ap.add_argument("--acceptance", type=int, default=0, metavar="N",
                     help="only measure the acceptance by rank (Sequoia's vector, train/acceptance.py) on N held-out "
                          "training prompts and store it in the card as acceptance_by_rank; τ is not measured")
+    ap.add_argument("--compare", default=None, metavar="CARD",
+                    help="measure nothing: print the draft's card's τ on --set against this other card's, "
+                         "prompt by prompt (mean difference ± one standard error, prompts up and down)")
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
     drafter, bundled = KINDS[args.kind]
     draft = Path(args.draft or bundled)
+    if args.compare:
+        key = SET_KEYS[args.set]
+        cards = [json.loads(Path(c).read_text()) for c in (args.compare, draft.with_suffix(".json"))]
+        if missing := [str(c) for c, card in zip((args.compare, draft.with_suffix(".json")), cards) if key not in card]:
+            raise SystemExit(f"no {key} in {', '.join(missing)}: measure it first (--set {args.set}).")
+        diff = paired_difference(cards[0][key], cards[1][key])
+        print(json.dumps({"set": args.set, "base": args.compare, "draft": str(draft), **diff}))
+        return diff
+    torch.set_num_threads(args.threads)
     pair = load_pair(args.target, drafter=drafter, draft=str(draft), device="cpu")
     card_path = draft.with_suffix(".json")
     card = json.loads(card_path.read_text()) if card_path.exists() else {}
@@ -159,7 +190,7 @@ def main(argv=None):
         path = paths.FINAL_PROMPTS if args.set == "final" else LONG_INPUT_PROMPTS
         result = measure_tau(pair, 0, questions=eval_questions(path))
         result["date"] = time.strftime("%Y-%m-%d")
-        card["tau_final" if args.set == "final" else "tau_long_input"] = result
+        card[SET_KEYS[args.set]] = result
     else:
         result = measure_tau(pair, args.prompts)
         card.pop("machine", None)
