@@ -37,4 +37,5 @@ def test_the_cli_compares_two_cards_on_the_chosen_set_and_says_what_is_missing(t
               str(tmp_path / "base.json"), "--set", "long-input"])
     assert d["mean"] == 0.5 and d["up"] == 2 and json.loads(capsys.readouterr().out)["set"] == "long-input"
     with pytest.raises(SystemExit, match=r"no tau_eval in .*cand.json"):
-        main(["--kind", "head", "--draft", str(tmp_path / "cand.safetensors"), "--compare", str(tmp_path / "base.json")])
+        main(["--kind", "head", "--draft", str(tmp_path / "cand.safetensors"),
+              "--compare", str(tmp_path / "base.json")])
