@@ -164,17 +164,17 @@ def main(argv=None):
     args = ap.parse_args(argv)
     drafter, bundled = KINDS[args.kind]
     draft = Path(args.draft or bundled)
+    card_path = draft.with_suffix(".json")
     if args.compare:
         key = SET_KEYS[args.set]
-        cards = [json.loads(Path(c).read_text()) for c in (args.compare, draft.with_suffix(".json"))]
-        if missing := [str(c) for c, card in zip((args.compare, draft.with_suffix(".json")), cards) if key not in card]:
+        base, mine = (json.loads(Path(c).read_text()) for c in (args.compare, card_path))
+        if missing := [str(c) for c, card in ((args.compare, base), (card_path, mine)) if key not in card]:
             raise SystemExit(f"no {key} in {', '.join(missing)}: measure it first (--set {args.set}).")
-        diff = paired_difference(cards[0][key], cards[1][key])
+        diff = paired_difference(base[key], mine[key])
         print(json.dumps({"set": args.set, "base": args.compare, "draft": str(draft), **diff}))
         return diff
     torch.set_num_threads(args.threads)
     pair = load_pair(args.target, drafter=drafter, draft=str(draft), device="cpu")
-    card_path = draft.with_suffix(".json")
     card = json.loads(card_path.read_text()) if card_path.exists() else {}
     if args.acceptance:
         fit = measure_acceptance(pair, heldout_questions(args.acceptance), log=print)

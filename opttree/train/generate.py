@@ -27,9 +27,9 @@ from tqdm import tqdm
 from opttree import paths
 from opttree.config import BUNDLED_ID
 from opttree.decoding.prompts import encode_prompt
-from opttree.models.loading import load_causal_lm, load_tokenizer
+from opttree.models.loading import load_tokenizer
 from opttree.nets.feature_head import fused_layers
-from opttree.train.common import ThreadTuner, save_atomic
+from opttree.train.common import ThreadTuner, load_target, save_atomic
 from opttree.train.prompts import read_prompts, write_prompts
 
 DEFAULT_DIR = paths.data_dir() / "gen"
@@ -225,7 +225,7 @@ def run_generation(args):
     if args.max_prompts:
         prompts = prompts[: args.max_prompts]
     tok = load_tokenizer(args.target)
-    model = load_causal_lm(args.target, torch.device("cpu"), torch.float32)
+    model = load_target(args.target)
     eos = target_eos(model, tok)
     layers = fused_layers(model.config.num_hidden_layers) if getattr(args, "layer_feats", False) else ()
     if layers and (n := fill_layer_feats(model, out, layers)):

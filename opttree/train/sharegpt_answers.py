@@ -34,7 +34,9 @@ def turn_prompts(tok, conv: S.Conversation, turns: int, max_prompt: int) -> list
     """The prompt of each of the conversation's first `turns` user turns that fits in `max_prompt` tokens."""
     prompts = []
     for i, (role, _) in enumerate(conv.turns):
-        if role != S.USER or len(prompts) >= turns:
+        if len(prompts) >= turns:
+            break
+        if role != S.USER:
             continue
         ids = template_ids(tok, [{"role": r, "content": t} for r, t in conv.turns[: i + 1]], generation_prompt=True)
         if len(ids) > max_prompt:

@@ -31,10 +31,10 @@ import torch
 
 from opttree import paths
 from opttree.config import BUNDLED_ID
-from opttree.models.loading import load_causal_lm, load_tokenizer
+from opttree.models.loading import load_tokenizer
 from opttree.nets.feature_head import fused_layers
 from opttree.train import sharegpt as S
-from opttree.train.common import ThreadTuner, save_atomic
+from opttree.train.common import ThreadTuner, load_target, save_atomic
 from opttree.train.generate import add_stats, target_eos
 
 DEFAULT_DIR = paths.data_dir() / "sharegpt"
@@ -250,7 +250,7 @@ def parse(argv=None) -> argparse.Namespace:
 def load_target_for(cfg: argparse.Namespace):
     """The target and tokenizer a recipe runs on, with the run's threads set."""
     torch.set_num_threads(cfg.threads)
-    return load_causal_lm(cfg.target, torch.device("cpu"), torch.float32), load_tokenizer(cfg.target)
+    return load_target(cfg.target), load_tokenizer(cfg.target)
 
 
 def main(argv=None) -> dict:
