@@ -76,11 +76,11 @@ def test_wide_tree_spreads_its_budget_sideways(lesson_run):
     assert statistics.mean(depths(wide)) < statistics.mean(depths(deep))
 
 
-def test_high_delta_stops_after_one_to_four_layers_and_low_delta_drafts_twice_as_deep(lesson_run):
+def test_high_delta_stops_after_two_to_five_layers_and_low_delta_drafts_twice_as_deep(lesson_run):
     high, low = lesson_run("high-delta"), lesson_run("low-delta")
-    assert "one to four layers" in caption("high-delta") and "twice as deep" in caption("high-delta")
+    assert "two to five layers" in caption("high-delta") and "twice as deep" in caption("high-delta")
     assert "twice as deep" in caption("low-delta")
-    assert 1 <= min(depths(high)) and max(depths(high)) <= 4, depths(high)
+    assert 2 <= min(depths(high)) and max(depths(high)) <= 5, depths(high)
     assert statistics.mean(depths(low)) >= 1.7 * statistics.mean(depths(high)), (depths(low), depths(high))
     # Low δ stops where a layer adds (almost) nothing, or at the maximum depth.
     assert all("δ" in s["stop_reason"] or "max depth" in s["stop_reason"] for s in full_steps(low))
