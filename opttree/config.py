@@ -35,9 +35,10 @@ LENGTH_CONTROL_LABELS = {"delta": "δ rule (OPT-Tree)", "thompson": "Thompson sa
 RETRIEVAL_CHOICES = ("off", "on", "auto")
 # retrieval = "auto" fuses retrieval into the draft tree for prompts of at least this many tokens (chat
 # template included). Measured with the bundled pair at T = 0 (benchmarks/long_input.md,
-# benchmarks/training_free.md): on pasted passages of 458-716 tokens fusion lifts τ 1.50 -> 2.00 at the
-# auto budget (0.97x -> 1.14x AR); on given texts of 142-167 tokens 1.80 -> 2.67 (n = 20); on chat
-# prompts (36-92 tokens: the eval set, the lessons, Compare's set) it adds little, so they stay unfused.
+# benchmarks/training_free.md): on pasted passages of 458-716 tokens fusion lifts the head's τ
+# 1.61 -> 2.27 at the auto budget (1.12x -> 1.37x AR; 1.50 -> 2.00 with the previous head); on given
+# texts of 142-167 tokens 1.80 -> 2.67 (n = 20); on chat prompts (36-92 tokens: the eval set, the
+# lessons, Compare's set) it adds little, so they stay unfused.
 LONG_PROMPT_TOKENS = 128
 TREE_TEMPERATURE_RANGE = (0.05, 5.0)   # a real tree temperature; 0 stands for "the draft's fitted value"
 
