@@ -5,12 +5,15 @@ before the step's root (what the decoding loop holds when the step starts). The 
 accepted length A of that step when the draft is allowed to go deep (OPT-Tree, a fixed budget, δ = 0,
 the deepest trees the settings allow), i.e. how far this context lets the draft get.
 
-Data comes from decoding the training prompts (never the eval sets): each run's trace gives the
-steps' A, and one forward of the target over prompt + output gives every position's hidden state
-(a causal model's state at a position depends only on the tokens up to it, so these equal the states
-the loop held). Prompts flagged held-out in `train.jsonl` are the validation set.
+Data comes from decoding prompts of the drafts' own training data (never the eval sets): the
+training prompts, and the real users' turns recipe (b) answered (opttree/train/sharegpt_answers.py,
+read back from its shards), the mix the shipped head learnt from. Each run's trace gives the steps'
+A, and one forward of the target over prompt + output gives every position's hidden state (a causal
+model's state at a position depends only on the tokens up to it, so these equal the states the loop
+held). Held-out prompts of both sources (`train.jsonl`'s flag, each conversation's own) are the
+validation set, reported per source and against the predictor the run replaces.
 
-    python -m opttree.train --kind length-predictor [--prompts 96] [--tokens 64] [--threads 2]
+    python -m opttree.train --kind length-predictor [--prompts 96] [--sharegpt 96] [--tokens 64] [--threads 2]
 
 Writes `opttree/assets/length/<name>.safetensors` (fp16, a few thousand parameters; the network is in
 opttree/nets/length_predictor.py) and its JSON card (data, held-out error against a constant
@@ -36,7 +39,9 @@ from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.decoding.prompts import encode_prompt
 from opttree.drafters.registry import load_pair
 from opttree.engine.speculative import run
-from opttree.nets.length_predictor import DEFAULT_PREDICTOR, HIDDEN, LengthPredictor
+from opttree.errors import BadInput
+from opttree.nets.length_predictor import DEFAULT_PREDICTOR, HIDDEN, LengthPredictor, load_length_predictor
+from opttree.train.generate import load_shards, shard_paths
 from opttree.train.prompts import FIT_PARTS, train_prompts
 
 
@@ -105,6 +110,33 @@ def collect(pair, prompts: list, cfg, log=None) -> tuple[torch.Tensor, torch.Ten
     return (torch.stack(xs) if xs else torch.zeros(0, dim)), torch.tensor(ys)
 
 
+def sharegpt_prompts(data_dir, n: int, n_held: int, rng: random.Random) -> tuple[list, list]:
+    """`n` training and `n_held` held-out prompts (token ids: earlier turns as context, the user's
+    turn, the generation prompt) of the real users' turns stored in recipe (b)'s folder, drawn with
+    `rng`; the split is each conversation's own `heldout` flag."""
+    if not shard_paths(data_dir):
+        raise SystemExit(f"no recipe (b) shards in {data_dir}: make them with `python -m opttree.train."
+                         f"sharegpt_answers --out {data_dir} --tokens N`, or pass --sharegpt 0 --sharegpt-heldout 0.")
+    seen, pools = set(), ([], [])
+    for s in load_shards(data_dir, layer_feats=False):
+        ids = tuple(int(t) for t in s["ids"][: int(s["plen"])])
+        if ids not in seen:
+            seen.add(ids)
+            pools[bool(s["heldout"])].append(list(ids))
+    for pool, want, name in ((pools[0], n, "training"), (pools[1], n_held, "held-out")):
+        if want > len(pool):
+            raise SystemExit(f"{data_dir} holds {len(pool)} {name} prompts; {want} were asked for.")
+    return rng.sample(pools[0], n), rng.sample(pools[1], n_held)
+
+
+def previous_predictor(path, dim: int) -> LengthPredictor | None:
+    """The predictor a run replaces (at its --out path), to score on the same held-out rows."""
+    try:
+        return load_length_predictor(str(path), dim) if Path(path).is_file() else None
+    except BadInput:
+        return None
+
+
 def save(model: LengthPredictor, out: Path, card: dict) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}, str(out))
@@ -116,6 +148,10 @@ def main(argv=None) -> dict:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--prompts", type=int, default=96, help="training prompts decoded (held-out ones on top)")
     ap.add_argument("--heldout", type=int, default=24, help="held-out training prompts for validation")
+    ap.add_argument("--sharegpt", type=int, default=96, help="real users' turns decoded, from recipe (b)'s shards")
+    ap.add_argument("--sharegpt-heldout", type=int, default=24, help="held-out real users' turns for validation")
+    ap.add_argument("--sharegpt-data", default=str(paths.data_dir() / "sharegpt-answers"),
+                    help="recipe (b)'s folder (opttree/train/sharegpt_answers.py)")
     ap.add_argument("--tokens", type=int, default=64, help="new tokens per prompt")
     ap.add_argument("--nodes", type=int, default=25, help="the fixed budget of the labelling runs")
     ap.add_argument("--threads", type=int, default=2)
@@ -135,6 +171,10 @@ def main(argv=None) -> dict:
     every = [p for p in train_prompts() if p.part in FIT_PARTS]
     train = rng.sample([p.text for p in every if not p.heldout], args.prompts)
     held = rng.sample([p.text for p in every if p.heldout], args.heldout)
+    users, users_held = (sharegpt_prompts(args.sharegpt_data, args.sharegpt, args.sharegpt_heldout, rng)
+                         if args.sharegpt or args.sharegpt_heldout else ([], []))
+    train = train + users
+    rng.shuffle(train)              # the fit's validation rows (the last prompts) mix both sources
     pair = load_pair(drafter="eagle", device="cpu")
     cfg = DecodeConfig(method="opt-tree", nodes=args.nodes, threshold=0.0, max_depth=10,
                        max_new_tokens=args.tokens, temperature=0.0)
@@ -145,18 +185,21 @@ def main(argv=None) -> dict:
 
     # Rows depend on the prompts drawn (seed), the decoding and the pair that decoded them.
     draft = Path(str(pair.draft_name))
-    key = f"{args.prompts}-{args.heldout}-{args.tokens}-{args.nodes}-s{args.seed}-{draft.stem}"
+    key = (f"{args.prompts}-{args.heldout}-{args.sharegpt}-{args.sharegpt_heldout}-{args.tokens}-{args.nodes}"
+           f"-s{args.seed}-{draft.stem}")
     if draft.is_file():
         key += f"-{draft.stat().st_size}-{int(draft.stat().st_mtime)}"
     cache = paths.data_dir() / "length" / f"rows-{key}.pt"
     cached = cache.exists()
     if cached:                         # the decoding is the slow part: refits reuse its rows
-        x, y, hx, hy = torch.load(cache).values()
+        x, y, hx, hy, ux, uy = torch.load(cache).values()
     else:
         x, y = collect(pair, train, cfg, log)
         hx, hy = collect(pair, held, cfg, log)
+        ux, uy = collect(pair, users_held, cfg, log)
         cache.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"x": x, "y": y, "hx": hx, "hy": hy}, cache)
+        torch.save({"x": x, "y": y, "hx": hx, "hy": hy, "ux": ux, "uy": uy}, cache)
+    previous = previous_predictor(args.out, x.shape[1])
     model = fit(x, y, epochs=args.epochs, lr=args.lr, weight_decay=args.weight_decay, seed=args.seed,
                 hidden=args.hidden, validation=args.validation)
     baseline = float(y.mean())
@@ -170,11 +213,19 @@ def main(argv=None) -> dict:
             "decode": cfg.to_dict(), "parameters": sum(p.numel() for p in model.parameters()),
             "hparams": {k: getattr(args, k) for k in ("hidden", "weight_decay", "lr", "epochs", "validation")},
             "baseline": "a constant predictor at the training rows' mean A (mae_constant)",
-            "data": {"train_prompts": len(train), "train_rows": len(y), "heldout_prompts": len(held),
-                     "heldout_rows": len(hy)},
+            "data": {"train_prompts": len(train), "of_them_sharegpt": len(users), "train_rows": len(y),
+                     "heldout_prompts": len(held), "heldout_rows": len(hy),
+                     "heldout_sharegpt_prompts": len(users_held), "heldout_sharegpt_rows": len(uy)},
             "train": evaluate(model, x, y, baseline), "heldout": evaluate(model, hx, hy, baseline)}
+    if len(uy):
+        card["heldout_sharegpt"] = evaluate(model, ux, uy, baseline)
+    if previous is not None:           # the predictor this run replaces, on the same held-out rows
+        card["previous"] = {"heldout": evaluate(previous, hx, hy, baseline)}
+        if len(uy):
+            card["previous"]["heldout_sharegpt"] = evaluate(previous, ux, uy, baseline)
     save(model, Path(args.out), card)
-    print(json.dumps({k: card[k] for k in ("train", "heldout", "parameters")}), flush=True)
+    print(json.dumps({k: card[k] for k in ("train", "heldout", "heldout_sharegpt", "previous", "parameters")
+                      if k in card}), flush=True)
     return card
 
 

@@ -181,6 +181,31 @@ def test_the_predictor_drafts_one_layer_past_its_prediction():
     assert c.choose(None) == {"control": "predictor", "predicted": None, "depth": 6}
 
 
+def test_real_users_turns_come_from_recipe_b_shards_split_by_their_own_flag(tmp_path):
+    """The predictor's ShareGPT prompts are the stored prompts (ids before `plen`), once each, training
+    and held-out by each conversation's flag; too few, or no shards, stop with a message saying why."""
+    import random
+
+    import torch
+
+    from opttree.train.length_predictor import sharegpt_prompts
+
+    def seq(prompt, held):
+        return {"ids": torch.tensor(prompt + [90, 91]), "plen": len(prompt), "heldout": held}
+
+    shards = [[seq([1, 2], False), seq([3], True), seq([1, 2], False)],     # a second turn's answer: same prompt
+              [seq([4, 5, 6], False), seq([7], True), seq([8], False)]]
+    for i, shard in enumerate(shards):
+        torch.save(shard, tmp_path / f"shard_{i:05d}.pt")
+    train, held = sharegpt_prompts(tmp_path, 3, 2, random.Random(0))
+    assert sorted(train) == [[1, 2], [4, 5, 6], [8]] and sorted(held) == [[3], [7]]
+    assert sharegpt_prompts(tmp_path, 1, 1, random.Random(1))[0][0] in ([1, 2], [4, 5, 6], [8])
+    with pytest.raises(SystemExit, match="holds 2 held-out prompts; 3 were asked for"):
+        sharegpt_prompts(tmp_path, 1, 3, random.Random(0))
+    with pytest.raises(SystemExit, match="--sharegpt 0"):
+        sharegpt_prompts(tmp_path / "absent", 1, 1, random.Random(0))
+
+
 @pytest.fixture()
 def tiny_predictor(tmp_path, monkeypatch):
     """A predictor for the tiny models' 32-wide states, installed where the loop looks for it."""
@@ -236,3 +261,11 @@ def test_a_predictor_for_another_target_is_refused_clearly():
     with pytest.raises(BadInput, match="trained for the target"):
         run(tiny_pair("classic"), "", DecodeConfig(method="chain", nodes=4, max_depth=3, max_new_tokens=6,
                                                    length_control="predictor"), prompt_ids=PROMPT)
+
+
+def test_a_run_scores_the_predictor_it_replaces_only_when_that_one_reads_this_target(tiny_predictor, tmp_path):
+    from opttree.train.length_predictor import previous_predictor
+
+    assert previous_predictor(tiny_predictor, 32) is not None
+    assert previous_predictor(tiny_predictor, 16) is None            # made for a target 32 wide
+    assert previous_predictor(tmp_path / "none.safetensors", 32) is None
