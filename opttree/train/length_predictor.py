@@ -143,7 +143,7 @@ def save(model: LengthPredictor, out: Path, card: dict) -> None:
     out.with_suffix(".json").write_text(json.dumps(card, indent=1), encoding="utf-8")
 
 
-def main(argv=None) -> dict:
+def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m opttree.train --kind length-predictor", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--prompts", type=int, default=96, help="training prompts decoded (held-out ones on top)")
@@ -165,7 +165,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--epochs", type=int, default=300)
     ap.add_argument("--validation", type=float, default=0.15,
                     help="the last share of the training rows kept out to pick the epoch")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse(argv)
     torch.set_num_threads(args.threads)
     rng = random.Random(args.seed)
     every = [p for p in train_prompts() if p.part in FIT_PARTS]
