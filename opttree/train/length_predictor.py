@@ -220,13 +220,11 @@ def main(argv=None) -> dict:
             "data": {"train_prompts": len(train), "of_them_sharegpt": len(users), "train_rows": len(y),
                      "heldout_prompts": len(held), "heldout_rows": len(hy),
                      "heldout_sharegpt_prompts": len(users_held), "heldout_sharegpt_rows": len(uy)},
-            "train": evaluate(model, x, y, baseline), "heldout": evaluate(model, hx, hy, baseline)}
-    if len(uy):
-        card["heldout_sharegpt"] = evaluate(model, ux, uy, baseline)
+            "train": evaluate(model, x, y, baseline)}
+    held_sets = {"heldout": (hx, hy), **({"heldout_sharegpt": (ux, uy)} if len(uy) else {})}
+    card.update({name: evaluate(model, *rows, baseline) for name, rows in held_sets.items()})
     if previous is not None:           # the predictor this run replaces, on the same held-out rows
-        card["previous"] = {"heldout": evaluate(previous, hx, hy, baseline)}
-        if len(uy):
-            card["previous"]["heldout_sharegpt"] = evaluate(previous, ux, uy, baseline)
+        card["previous"] = {name: evaluate(previous, *rows, baseline) for name, rows in held_sets.items()}
     save(model, Path(args.out), card)
     print(json.dumps({k: card[k] for k in ("train", "heldout", "heldout_sharegpt", "previous", "parameters")
                       if k in card}), flush=True)
