@@ -168,9 +168,10 @@ def parse(argv=None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def main(argv=None) -> dict:
-    args = parse(argv)
-    torch.set_num_threads(args.threads)
+def draw_prompts(args) -> tuple[list, list, list]:
+    """The prompts a run decodes, drawn with its seed: training prompts (the training file's and real
+    users' turns, shuffled together so the fit's validation rows mix both sources), the training
+    file's held-out prompts, and real users' held-out turns."""
     rng = random.Random(args.seed)
     every = [p for p in train_prompts() if p.part in FIT_PARTS]
     train = rng.sample([p.text for p in every if not p.heldout], args.prompts)
@@ -178,7 +179,13 @@ def main(argv=None) -> dict:
     users, users_held = (sharegpt_prompts(args.sharegpt_data, args.sharegpt, args.sharegpt_heldout, rng)
                          if args.sharegpt or args.sharegpt_heldout else ([], []))
     train = train + users
-    rng.shuffle(train)              # the fit's validation rows (the last prompts) mix both sources
+    rng.shuffle(train)
+    return train, held, users_held
+
+
+def main(argv=None) -> dict:
+    args = parse(argv)
+    torch.set_num_threads(args.threads)
     pair = load_pair(drafter="eagle", device="cpu")
     cfg = DecodeConfig(method="opt-tree", nodes=args.nodes, threshold=0.0, max_depth=10,
                        max_new_tokens=args.tokens, temperature=0.0)
@@ -195,9 +202,10 @@ def main(argv=None) -> dict:
         key += f"-{draft.stat().st_size}-{int(draft.stat().st_mtime)}"
     cache = paths.data_dir() / "length" / f"rows-{key}.pt"
     cached = cache.exists()
-    if cached:                         # the decoding is the slow part: refits reuse its rows
+    if cached:                         # the decoding is the slow part: refits reuse its rows (no prompt is read)
         x, y, hx, hy, ux, uy = torch.load(cache).values()
     else:
+        train, held, users_held = draw_prompts(args)
         x, y = collect(pair, train, cfg, log)
         hx, hy = collect(pair, held, cfg, log)
         ux, uy = collect(pair, users_held, cfg, log)
@@ -217,9 +225,9 @@ def main(argv=None) -> dict:
             "decode": cfg.to_dict(), "parameters": sum(p.numel() for p in model.parameters()),
             "hparams": {k: getattr(args, k) for k in ("hidden", "weight_decay", "lr", "epochs", "validation")},
             "baseline": "a constant predictor at the training rows' mean A (mae_constant)",
-            "data": {"train_prompts": len(train), "of_them_sharegpt": len(users), "train_rows": len(y),
-                     "heldout_prompts": len(held), "heldout_rows": len(hy),
-                     "heldout_sharegpt_prompts": len(users_held), "heldout_sharegpt_rows": len(uy)},
+            "data": {"train_prompts": args.prompts + args.sharegpt, "of_them_sharegpt": args.sharegpt,
+                     "train_rows": len(y), "heldout_prompts": args.heldout, "heldout_rows": len(hy),
+                     "heldout_sharegpt_prompts": args.sharegpt_heldout, "heldout_sharegpt_rows": len(uy)},
             "train": evaluate(model, x, y, baseline)}
     held_sets = {"heldout": (hx, hy), **({"heldout_sharegpt": (ux, uy)} if len(uy) else {})}
     card.update({name: evaluate(model, *rows, baseline) for name, rows in held_sets.items()})

@@ -269,3 +269,42 @@ def test_a_run_scores_the_predictor_it_replaces_only_when_that_one_reads_this_ta
     assert previous_predictor(tiny_predictor, 32) is not None
     assert previous_predictor(tiny_predictor, 16) is None            # made for a target 32 wide
     assert previous_predictor(tmp_path / "none.safetensors", 32) is None
+
+
+def test_a_refit_from_cached_rows_reads_no_prompts_and_records_the_same_counts(tmp_path, monkeypatch):
+    """Decoding is the slow part, so a run whose rows are cached fits on them without drawing a prompt:
+    neither the training prompt file nor recipe (b)'s shards are read, and the card's counts are the
+    command's own. A run without cached rows draws its prompts (here: none, and it says why)."""
+    import json
+    from types import SimpleNamespace
+
+    import torch
+
+    import opttree.train.length_predictor as lp
+
+    draft = tmp_path / "head.safetensors"
+    draft.write_bytes(b"0")
+
+    def no_prompt_file():
+        raise AssertionError("the training prompts were read on a cache hit")
+
+    monkeypatch.setattr(lp.paths, "data_dir", lambda: tmp_path)
+    monkeypatch.setattr(lp, "load_pair", lambda **kw: SimpleNamespace(draft_name=str(draft)))
+    monkeypatch.setattr(lp, "train_prompts", no_prompt_file)
+    argv = ["--prompts", "6", "--heldout", "2", "--sharegpt", "6", "--sharegpt-heldout", "2", "--tokens", "8",
+            "--epochs", "5", "--threads", "1", "--sharegpt-data", str(tmp_path / "absent"),
+            "--out", str(tmp_path / "out" / "predictor.safetensors")]
+    key = f"6-2-6-2-8-25-s0-head-{draft.stat().st_size}-{int(draft.stat().st_mtime)}"
+    g = torch.Generator().manual_seed(0)
+    rows = {name: torch.randn(n, 8, generator=g) if name.endswith("x") else torch.randint(0, 4, (n,)).float()
+            for name, n in (("x", 40), ("y", 40), ("hx", 6), ("hy", 6), ("ux", 5), ("uy", 5))}
+    (tmp_path / "length").mkdir()
+    torch.save(rows, tmp_path / "length" / f"rows-{key}.pt")
+    lp.main(argv)
+    card = json.loads((tmp_path / "out" / "predictor.json").read_text())
+    assert card["rows_from_cache"] is True
+    assert card["data"] == {"train_prompts": 12, "of_them_sharegpt": 6, "train_rows": 40, "heldout_prompts": 2,
+                            "heldout_rows": 6, "heldout_sharegpt_prompts": 2, "heldout_sharegpt_rows": 5}
+    (tmp_path / "length" / f"rows-{key}.pt").unlink()
+    with pytest.raises(AssertionError, match="training prompts were read"):
+        lp.main(argv)
