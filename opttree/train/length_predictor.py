@@ -183,6 +183,17 @@ def draw_prompts(args) -> tuple[list, list, list]:
     return train, held, users_held
 
 
+def rows_cache(args, draft_name) -> Path:
+    """Where a run's decoded rows are kept: they depend on the prompts drawn (counts, seed), the decoding
+    and the draft that decoded them (its file's size and time, so a retrained draft decodes afresh)."""
+    draft = Path(str(draft_name))
+    key = (f"{args.prompts}-{args.heldout}-{args.sharegpt}-{args.sharegpt_heldout}-{args.tokens}-{args.nodes}"
+           f"-s{args.seed}-{draft.stem}")
+    if draft.is_file():
+        key += f"-{draft.stat().st_size}-{int(draft.stat().st_mtime)}"
+    return paths.data_dir() / "length" / f"rows-{key}.pt"
+
+
 def main(argv=None) -> dict:
     args = parse(argv)
     torch.set_num_threads(args.threads)
@@ -194,13 +205,7 @@ def main(argv=None) -> dict:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    # Rows depend on the prompts drawn (seed), the decoding and the pair that decoded them.
-    draft = Path(str(pair.draft_name))
-    key = (f"{args.prompts}-{args.heldout}-{args.sharegpt}-{args.sharegpt_heldout}-{args.tokens}-{args.nodes}"
-           f"-s{args.seed}-{draft.stem}")
-    if draft.is_file():
-        key += f"-{draft.stat().st_size}-{int(draft.stat().st_mtime)}"
-    cache = paths.data_dir() / "length" / f"rows-{key}.pt"
+    cache = rows_cache(args, pair.draft_name)
     cached = cache.exists()
     if cached:                         # the decoding is the slow part: refits reuse its rows (no prompt is read)
         x, y, hx, hy, ux, uy = torch.load(cache).values()

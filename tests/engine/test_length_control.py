@@ -294,17 +294,18 @@ def test_a_refit_from_cached_rows_reads_no_prompts_and_records_the_same_counts(t
     argv = ["--prompts", "6", "--heldout", "2", "--sharegpt", "6", "--sharegpt-heldout", "2", "--tokens", "8",
             "--epochs", "5", "--threads", "1", "--sharegpt-data", str(tmp_path / "absent"),
             "--out", str(tmp_path / "out" / "predictor.safetensors")]
-    key = f"6-2-6-2-8-25-s0-head-{draft.stat().st_size}-{int(draft.stat().st_mtime)}"
+    cache = lp.rows_cache(lp.parse(argv), draft)
+    assert cache.parent == tmp_path / "length" and "-s0-head-" in cache.name
     g = torch.Generator().manual_seed(0)
     rows = {name: torch.randn(n, 8, generator=g) if name.endswith("x") else torch.randint(0, 4, (n,)).float()
             for name, n in (("x", 40), ("y", 40), ("hx", 6), ("hy", 6), ("ux", 5), ("uy", 5))}
-    (tmp_path / "length").mkdir()
-    torch.save(rows, tmp_path / "length" / f"rows-{key}.pt")
+    cache.parent.mkdir()
+    torch.save(rows, cache)
     lp.main(argv)
     card = json.loads((tmp_path / "out" / "predictor.json").read_text())
     assert card["rows_from_cache"] is True
     assert card["data"] == {"train_prompts": 12, "of_them_sharegpt": 6, "train_rows": 40, "heldout_prompts": 2,
                             "heldout_rows": 6, "heldout_sharegpt_prompts": 2, "heldout_sharegpt_rows": 5}
-    (tmp_path / "length" / f"rows-{key}.pt").unlink()
+    cache.unlink()
     with pytest.raises(AssertionError, match="training prompts were read"):
         lp.main(argv)
