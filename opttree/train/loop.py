@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 import time
 from pathlib import Path
 
@@ -97,19 +98,38 @@ def train_loop(args, name: str, module, config: dict, train: list[dict], forward
             "train_wall_s": round(timer.elapsed, 1), "history": history, "file_bytes": export()}
 
 
+LAYER_KEY = re.compile(r"^(.*\blayers\.)(\d+)\.")
+RESIDUAL_OUTPUTS = ("self_attn.o_proj.weight", "mlp.down_proj.weight")
+
+
 def init_from(module, path: str | Path) -> int:
     """Warm start from an exported draft (e.g. the shipped asset): copies every tensor whose name and
-    shape match, so a head retrained with another draft vocabulary keeps its learned layers."""
+    shape match, so a head retrained with another draft vocabulary keeps its learned layers.
+
+    A draft with more decoder layers than the file grows from it: each layer the file lacks starts
+    as the identity. A Llama layer adds its attention and MLP outputs to the residual stream
+    (h + o_proj(attn(norm h)), then + down_proj(mlp(norm h))); with both output projections zero it
+    adds nothing, so at step 0 the deeper draft computes exactly what the file's draft computes, and
+    training moves the new layer from there (its output projections get gradients at once)."""
     from safetensors.torch import load_file  # imported with the weights it reads or writes
 
     state = module.state_dict()
+    file = load_file(str(path))
     loaded = 0
     with torch.no_grad():
-        for k, v in load_file(str(path)).items():
+        for k, v in file.items():
             if k in state and state[k].shape == v.shape and k != "vocab_ids":
                 state[k].copy_(v.to(state[k].dtype))
                 loaded += 1
-    if not loaded:
-        raise SystemExit(f"--init-from {path}: no tensor matches this draft's shapes.")
-    print(f"initialised {loaded} tensors from {path}", flush=True)
+        if not loaded:
+            raise SystemExit(f"--init-from {path}: no tensor matches this draft's shapes.")
+        layers = {m.groups() for k in file if (m := LAYER_KEY.match(k))}
+        grown = sorted({m.groups() for k in state if (m := LAYER_KEY.match(k))} - layers,
+                       key=lambda g: (g[0], int(g[1])))
+        for prefix, i in grown if layers else ():
+            for name in RESIDUAL_OUTPUTS:
+                if (key := f"{prefix}{i}.{name}") in state:
+                    state[key].zero_()
+    print(f"initialised {loaded} tensors from {path}"
+          + (f"; {len(grown)} new layer(s) start as the identity" if layers and grown else ""), flush=True)
     return loaded

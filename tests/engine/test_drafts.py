@@ -228,6 +228,41 @@ def test_init_from_keeps_learned_layers_across_draft_vocabularies(tmp_path):
         init_from(torch.nn.Linear(3, 3), tmp_path / "old.safetensors")
 
 
+def test_init_from_grows_a_deeper_head_whose_new_layer_starts_as_the_identity(tmp_path):
+    """A two-layer head warm-started from a one-layer file computes exactly the one-layer head's
+    features at step 0 (its new layer's output projections are zero), and training reaches the new
+    layer; a file of the same depth leaves every layer as it was."""
+    from opttree.nets.feature_head import FeatureHead
+    from opttree.train.common import export_fp16
+    from opttree.train.loop import init_from
+
+    cfg = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "head_dim": 8, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 128,
+           "num_hidden_layers": 1}
+    torch.manual_seed(0)
+    old = FeatureHead(cfg)
+    export_fp16(tmp_path / "old.safetensors", old.state_dict(), cfg)
+    old.load_state_dict({k: v.half().float() for k, v in old.state_dict().items()})   # what the file holds
+    deep = FeatureHead({**cfg, "num_hidden_layers": 2})
+    new_layer = deep.decoder.layers[1]
+    assert float(new_layer.self_attn.o_proj.weight.detach().abs().sum()) > 0       # random before the warm start
+    init_from(deep, tmp_path / "old.safetensors")
+    assert float(new_layer.self_attn.o_proj.weight.detach().abs().sum()) == 0
+    assert float(new_layer.mlp.down_proj.weight.detach().abs().sum()) == 0
+    assert float(new_layer.self_attn.q_proj.weight.detach().abs().sum()) > 0       # only the outputs are zeroed
+    prev, emb = torch.randn(1, 5, 32), torch.randn(1, 5, 32)
+    pos = torch.arange(5)[None]
+    with torch.no_grad():
+        torch.testing.assert_close(deep.features(prev, emb, pos), old.features(prev, emb, pos))
+    deep.features(prev, emb, pos).square().sum().backward()
+    assert float(new_layer.self_attn.o_proj.weight.grad.abs().sum()) > 0
+    assert float(new_layer.mlp.down_proj.weight.grad.abs().sum()) > 0
+    same = FeatureHead(cfg)
+    init_from(same, tmp_path / "old.safetensors")
+    for name, t in same.state_dict().items():
+        assert torch.equal(t, old.state_dict()[name]), name
+
+
 def test_resumed_head_keeps_its_draft_vocabulary(tmp_path):
     """More data can reorder the most frequent tokens; a resumed head must keep the vocabulary its
     weights were trained over (else its draft LM-head rows no longer match its ids)."""
