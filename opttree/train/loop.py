@@ -106,11 +106,14 @@ def init_from(module, path: str | Path) -> int:
     """Warm start from an exported draft (e.g. the shipped asset): copies every tensor whose name and
     shape match, so a head retrained with another draft vocabulary keeps its learned layers.
 
-    A draft with more decoder layers than the file grows from it: each layer the file lacks starts
-    as the identity. A Llama layer adds its attention and MLP outputs to the residual stream
+    A draft with more decoder layers than the file grows from it: each layer past the file's last
+    one (same key prefix, higher index) starts as the identity, whatever it was initialised to
+    before. A Llama layer adds its attention and MLP outputs to the residual stream
     (h + o_proj(attn(norm h)), then + down_proj(mlp(norm h))); with both output projections zero it
-    adds nothing, so at step 0 the deeper draft computes exactly what the file's draft computes, and
-    training moves the new layer from there (its output projections get gradients at once)."""
+    adds nothing, so at step 0 the deeper draft computes exactly what the file's draft computes (over
+    the same draft vocabulary: `--init-vocab` for a head), and training moves the new layer from
+    there (its output projections get gradients at once). A file whose layers carry another prefix
+    grows nothing."""
     from safetensors.torch import load_file  # imported with the weights it reads or writes
 
     state = module.state_dict()
@@ -123,13 +126,15 @@ def init_from(module, path: str | Path) -> int:
                 loaded += 1
         if not loaded:
             raise SystemExit(f"--init-from {path}: no tensor matches this draft's shapes.")
-        layers = {m.groups() for k in file if (m := LAYER_KEY.match(k))}
-        grown = sorted({m.groups() for k in state if (m := LAYER_KEY.match(k))} - layers,
-                       key=lambda g: (g[0], int(g[1])))
-        for prefix, i in grown if layers else ():
+        last = {}   # the file's deepest layer index under each key prefix
+        for m in filter(None, map(LAYER_KEY.match, file)):
+            last[m[1]] = max(last.get(m[1], -1), int(m[2]))
+        grown = sorted({(m[1], int(m[2])) for m in filter(None, map(LAYER_KEY.match, state))
+                        if m[1] in last and int(m[2]) > last[m[1]]})
+        for prefix, i in grown:
             for name in RESIDUAL_OUTPUTS:
                 if (key := f"{prefix}{i}.{name}") in state:
                     state[key].zero_()
     print(f"initialised {loaded} tensors from {path}"
-          + (f"; {len(grown)} new layer(s) start as the identity" if layers and grown else ""), flush=True)
+          + (f"; {len(grown)} new layer(s) start as the identity" if grown else ""), flush=True)
     return loaded

@@ -261,6 +261,14 @@ def test_init_from_grows_a_deeper_head_whose_new_layer_starts_as_the_identity(tm
     init_from(same, tmp_path / "old.safetensors")
     for name, t in same.state_dict().items():
         assert torch.equal(t, old.state_dict()[name]), name
+    # A file whose layers carry another prefix (an EAGLE checkpoint's bare `layers.0.`) loads what
+    # matches (fc) and zeroes none of the draft's layers.
+    from safetensors.torch import load_file, save_file
+    bare = {k.removeprefix("decoder."): v for k, v in load_file(str(tmp_path / "old.safetensors")).items()}
+    save_file(bare, str(tmp_path / "bare.safetensors"))
+    other = FeatureHead({**cfg, "num_hidden_layers": 2})
+    init_from(other, tmp_path / "bare.safetensors")
+    assert all(float(lay.self_attn.o_proj.weight.detach().abs().sum()) > 0 for lay in other.decoder.layers)
 
 
 def test_resumed_head_keeps_its_draft_vocabulary(tmp_path):
