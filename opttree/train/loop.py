@@ -102,6 +102,11 @@ LAYER_KEY = re.compile(r"^(.*\blayers\.)(\d+)\.")
 RESIDUAL_OUTPUTS = ("self_attn.o_proj.weight", "mlp.down_proj.weight")
 
 
+def layer_indices(keys) -> set[tuple[str, int]]:
+    """The (key prefix, index) of every decoder layer named in a state dict's keys."""
+    return {(m[1], int(m[2])) for m in map(LAYER_KEY.match, keys) if m}
+
+
 def init_from(module, path: str | Path) -> int:
     """Warm start from an exported draft (e.g. the shipped asset): copies every tensor whose name and
     shape match, so a head retrained with another draft vocabulary keeps its learned layers.
@@ -127,10 +132,9 @@ def init_from(module, path: str | Path) -> int:
         if not loaded:
             raise SystemExit(f"--init-from {path}: no tensor matches this draft's shapes.")
         last = {}   # the file's deepest layer index under each key prefix
-        for m in filter(None, map(LAYER_KEY.match, file)):
-            last[m[1]] = max(last.get(m[1], -1), int(m[2]))
-        grown = sorted({(m[1], int(m[2])) for m in filter(None, map(LAYER_KEY.match, state))
-                        if m[1] in last and int(m[2]) > last[m[1]]})
+        for prefix, i in layer_indices(file):
+            last[prefix] = max(last.get(prefix, i), i)
+        grown = sorted((prefix, i) for prefix, i in layer_indices(state) if i > last.get(prefix, float("inf")))
         for prefix, i in grown:
             for name in RESIDUAL_OUTPUTS:
                 if (key := f"{prefix}{i}.{name}") in state:
