@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from opttree.train.generate import has_layer_feats, load_shards
+from opttree.train.generate import has_layer_feats, iter_shards
 from opttree.train.prompts import is_heldout
 
 
@@ -27,15 +27,16 @@ def load_split(data_dirs, max_tokens: int = 0, layer_feats: bool = False):
     own answers and a ShareGPT recipe's); `layer_feats`: keep the lower layers' features (only a
     fused head reads them, and they take twice the memory of the rest)."""
     dirs = [data_dirs] if isinstance(data_dirs, (str, Path)) else list(data_dirs)
-    seqs = [s for d in dirs for s in load_shards(d, layer_feats)]
-    if max_tokens:
-        kept, n = [], 0
-        for s in seqs:
-            if n >= max_tokens:
+    seqs, n = [], 0
+    # With a token budget, shards past it are never read: peak memory follows the budget.
+    for shard in (shard for d in dirs for shard in iter_shards(d, layer_feats)):
+        for s in shard:
+            if max_tokens and n >= max_tokens:
                 break
-            kept.append(s)
+            seqs.append(s)
             n += target_tokens(s)
-        seqs = kept
+        if max_tokens and n >= max_tokens:
+            break
     train, test = split(seqs)
     if not test and len(train) > 1:  # tiny data (tests): keep one sequence aside anyway
         test = train[-1:]

@@ -39,17 +39,20 @@ def shard_paths(data_dir: str | Path) -> list[Path]:
     return sorted(Path(data_dir).glob("shard_*.pt"))
 
 
-def load_shards(data_dir: str | Path, layer_feats: bool = True) -> list[dict]:
-    """Every stored sequence; `layer_feats=False` drops the lower layers' states shard by shard
-    (only a fused head reads them, and they are two thirds of the data)."""
-    seqs = []
+def iter_shards(data_dir: str | Path, layer_feats: bool = True):
+    """Each stored shard in order, loaded one at a time; `layer_feats=False` drops the lower layers'
+    states (only a fused head reads them, and they are two thirds of the data)."""
     for p in shard_paths(data_dir):
         shard = torch.load(p, weights_only=True)
         if not layer_feats:
             for s in shard:
                 s.pop("layer_feats", None)
-        seqs += shard
-    return seqs
+        yield shard
+
+
+def load_shards(data_dir: str | Path, layer_feats: bool = True) -> list[dict]:
+    """Every stored sequence (see `iter_shards`)."""
+    return [s for shard in iter_shards(data_dir, layer_feats) for s in shard]
 
 
 def count_tokens(data_dir: str | Path) -> int:

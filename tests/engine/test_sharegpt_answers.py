@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 
+import pytest
 import torch
 from tiny import END, ChatToyTokenizer, tiny_llama
 
 from opttree.train import data as D
 from opttree.train import sharegpt as S
+from opttree.train.generate import load_shards
 from opttree.train.sharegpt_answers import run_answers, turn_prompts
 from opttree.train.teacher_forcing import read_manifest, run_teacher_forcing
 
@@ -79,7 +82,7 @@ def test_answers_are_the_targets_greedy_continuations_stored_for_the_trainers(tm
     model, tok = _target(), ChatToyTokenizer()
     cfg = _cfg(tmp_path)
     totals = run_answers(model, tok, cfg)
-    seqs = D.load_shards(cfg.out)
+    seqs = load_shards(cfg.out)
     # conversation order and turn order, though answered in batches sorted by prompt length
     assert [(s["conversation_id"], s["turn"]) for s in seqs] == [("a_0", 0), ("a_0", 1), ("b_0", 0)]
     manifest = read_manifest(cfg.out)
@@ -125,5 +128,21 @@ def test_both_recipes_train_together(tmp_path):
     train, test = D.load_split([tmp_path / "ans", tmp_path / "tf"], layer_feats=True)
     sources = sorted(s["source"] for s in train + test)
     assert sources == ["sharegpt"] * 3 + ["sharegpt-answers"] * 3
-    assert D.response_tokens(train + test) == D.response_tokens(D.load_shards(tmp_path / "ans")) + \
-        D.response_tokens(D.load_shards(tmp_path / "tf"))
+    assert D.response_tokens(train + test) == D.response_tokens(load_shards(tmp_path / "ans")) + \
+        D.response_tokens(load_shards(tmp_path / "tf"))
+
+
+def test_a_token_budget_stops_reading_shards_once_it_is_reached(tmp_path):
+    """`--tokens N` bounds peak memory: shards past the budget are never opened (here they are
+    unreadable, and loading everything fails on them)."""
+    model, tok = _target(), ChatToyTokenizer()
+    run_answers(model, tok, _cfg(tmp_path, shard_size=1))
+    paths = sorted((tmp_path / "ans").glob("shard_*.pt"))
+    assert len(paths) == 3
+    first = load_shards(tmp_path / "ans")[0]
+    for p in paths[1:]:
+        p.write_bytes(b"not a shard")
+    train, test = D.load_split(tmp_path / "ans", max_tokens=D.target_tokens(first), layer_feats=True)
+    assert [s["ids"].tolist() for s in train + test] == [first["ids"].tolist()]
+    with pytest.raises(pickle.UnpicklingError):
+        D.load_split(tmp_path / "ans", layer_feats=True)

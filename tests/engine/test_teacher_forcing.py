@@ -13,6 +13,7 @@ from tiny import END, ROLE_IDS, START, ChatToyTokenizer, tiny_llama
 
 from opttree.train import data as D
 from opttree.train import sharegpt as S
+from opttree.train.generate import load_shards
 from opttree.train.teacher_forcing import chat_layout, read_manifest, run_teacher_forcing
 
 
@@ -61,7 +62,7 @@ def test_teacher_forced_shards_load_and_align_with_the_target(tmp_path):
     log = S.ReadLog()
     totals = run_teacher_forcing(model, tok, cfg, log)
     assert log.records == 2 and log.cut_at is not None and totals["sequences"] == 2
-    seqs = D.load_shards(cfg.out)
+    seqs = load_shards(cfg.out)
     assert [s["conversation_id"] for s in seqs] == ["c1_0", "c2_0"]
     for s in seqs:
         ids, P = s["ids"].long(), s["plen"]
