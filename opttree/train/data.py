@@ -28,13 +28,11 @@ def load_split(data_dirs, max_tokens: int = 0, layer_feats: bool = False):
     fused head reads them, and they take twice the memory of the rest)."""
     dirs = [data_dirs] if isinstance(data_dirs, (str, Path)) else list(data_dirs)
     seqs, n = [], 0
-    # With a token budget, shards past it are never read: peak memory follows the budget.
-    for shard in (shard for d in dirs for shard in iter_shards(d, layer_feats)):
-        for s in shard:
-            if max_tokens and n >= max_tokens:
-                break
-            seqs.append(s)
-            n += target_tokens(s)
+    # Shards load lazily, and the loop stops as soon as the budget is reached: shards past it are
+    # never read, so peak memory follows the budget.
+    for s in (s for d in dirs for shard in iter_shards(d, layer_feats) for s in shard):
+        seqs.append(s)
+        n += target_tokens(s)
         if max_tokens and n >= max_tokens:
             break
     train, test = split(seqs)
