@@ -6,7 +6,8 @@ of every method comes first and is not recorded. `ar` is always run: it is the s
 exact-match reference measured in the same run.
 
 A method is a tree method (`opt-tree`, `binary`, ...) run with the pair's drafter, optionally at its own
-budget (`opt-tree@10`), with retrieval fusion (`opt-tree+retrieval`), or with another drafter on the
+budget (`opt-tree@10`), with retrieval fusion on every prompt (`opt-tree+retrieval`; a plain method
+follows the run's `--retrieval`, so `auto` benches the app's default), or with another drafter on the
 same target: one that needs no draft model (`recycling:opt-tree`, `lookup:chain`) or another bundled
 draft (`early-exit:opt-tree~thompson`, `eagle:chain`); `recycling` and `lookup` alone mean
 `recycling:tr-static` and `lookup:opt-tree`. `hf-assisted` and `hf-lookup` are transformers'
@@ -196,7 +197,11 @@ class MethodRunner:
                                 cfg.seed)
             return row, []
         spec = parse_spec(method)
-        cfg = replace(cfg, method=spec.method, retrieval="on" if spec.retrieval else "off",
+        # "+retrieval" fuses on every prompt; a plain method follows the run's own setting (off unless
+        # asked: `--retrieval auto` benches the app's default, fusion on long prompts only), and a drafter
+        # with no draft model has nothing to fuse.
+        retrieval = "on" if spec.retrieval else "off" if spec.drafter in TRAINING_FREE else cfg.retrieval
+        cfg = replace(cfg, method=spec.method, retrieval=retrieval,
                       **({"nodes": spec.nodes} if spec.nodes is not None else {}),
                       **({"length_control": spec.length_control} if spec.length_control else {}))
         pair, context = self.pair_for(spec.drafter), self.context_for(spec.drafter, cfg)

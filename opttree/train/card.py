@@ -17,7 +17,9 @@ from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.drafters.registry import TRAINING_KINDS, load_pair
 from opttree.drafters.tree_temperature import for_decoding
 from opttree.engine.speculative import run
+from opttree.errors import BadInput
 from opttree.models.draft_assets import ACCEPTANCE_KEY
+from opttree.train import spec_bench
 from opttree.train.acceptance import measure_acceptance
 from opttree.train.prompts import FIT_PARTS, LONG_INPUT_PROMPTS, train_prompts
 
@@ -108,7 +110,7 @@ def fit_tree_temperature(pair, n_prompts: int = 12, grid=TEMPERATURE_GRID) -> di
                                                    runs[t]["mean_accepted_draft_tokens"]] for t in grid}}
 
 
-SET_KEYS = {"eval": "tau_eval", "final": "tau_final", "long-input": "tau_long_input"}
+SET_KEYS = {"eval": "tau_eval", "final": "tau_final", "long-input": "tau_long_input", "public": "tau_public"}
 
 
 def paired_difference(base: dict, new: dict) -> dict:
@@ -149,9 +151,14 @@ def main(argv=None):
     ap.add_argument("--draft", default=None)
     ap.add_argument("--target", default=BUNDLED_ID)
     ap.add_argument("--prompts", type=int, default=10, help="eval prompts to measure (round-robin over categories)")
-    ap.add_argument("--set", choices=["eval", "final", "long-input"], default="eval",
+    ap.add_argument("--set", choices=list(SET_KEYS), default="eval",
                     help="final: all of final.jsonl, the set no design decision has seen; recorded as tau_final. "
-                         "long-input: all of long_input.jsonl (long pasted passages), reported apart as tau_long_input")
+                         "long-input: all of long_input.jsonl (long pasted passages), reported apart as "
+                         "tau_long_input. "
+                         "public: MT-bench's 80 questions from Spec-Bench's file (--questions), an acceptance set "
+                         "nobody here wrote; recorded as tau_public")
+    ap.add_argument("--questions", default=str(spec_bench.DEFAULT_PATH),
+                    help="--set public: Spec-Bench's question.jsonl (checked against its pinned sha256)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--fit-temperature", type=int, default=0, metavar="N",
                     help="first fit the tree temperature on N held-out training prompts")
@@ -173,6 +180,11 @@ def main(argv=None):
         diff = paired_difference(base[key], mine[key])
         print(json.dumps({"set": args.set, "base": args.compare, "draft": str(draft), **diff}))
         return diff
+    if args.set == "public":    # the file is checked before a model loads
+        try:
+            public = spec_bench.subset(spec_bench.read(args.questions), "mt-bench")
+        except BadInput as exc:
+            raise SystemExit(f"error: {exc}") from None
     torch.set_num_threads(args.threads)
     pair = load_pair(args.target, drafter=drafter, draft=str(draft), device="cpu")
     card = json.loads(card_path.read_text()) if card_path.exists() else {}
@@ -186,10 +198,13 @@ def main(argv=None):
         fit = fit_tree_temperature(pair, args.fit_temperature)
         card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
         print(json.dumps(fit["tau_by_temperature"]), flush=True)
-    if args.set in ("final", "long-input"):
-        path = paths.FINAL_PROMPTS if args.set == "final" else LONG_INPUT_PROMPTS
-        result = measure_tau(pair, 0, questions=eval_questions(path))
+    if args.set != "eval":          # a whole set, dated; the public one names its source file
+        questions = public if args.set == "public" else eval_questions(
+            paths.FINAL_PROMPTS if args.set == "final" else LONG_INPUT_PROMPTS)
+        result = measure_tau(pair, 0, questions=questions)
         result["date"] = time.strftime("%Y-%m-%d")
+        if args.set == "public":
+            result["source"] = {**spec_bench.SOURCE, "subset": "mt-bench, first turns"}
         card[SET_KEYS[args.set]] = result
     else:
         result = measure_tau(pair, args.prompts)

@@ -15,7 +15,7 @@ from tiny import tiny_pair
 from opttree.bench.cli import bench_to_files, sweep_to_files
 from opttree.bench.harness import BENCH_METHODS, parse_methods, pearson
 from opttree.bench.prompts import parse_prompts, read_prompts
-from opttree.config import DecodeConfig
+from opttree.config import LONG_PROMPT_TOKENS, DecodeConfig
 from opttree.errors import BadInput
 
 MT = ('{"question_id": 1, "category": "math", "turns": ["t1 t2 t3", "t4"]}\n'
@@ -445,3 +445,24 @@ def test_the_early_exit_sweep_table_reads_cards_and_runs_and_names_the_fastest(t
     assert "| 2 | 34 % | 34 % / 12 % / 6 % | 3.00 / 4.00 | 30.0 / 40.0 | 33.00 | 1.45 / 1.10× |" in text
     assert "| 4 |" in text and "| 6 |" not in text and "N = 2." in text
     assert (tmp_path / "sweep.md").read_text() == text
+
+
+def test_plain_methods_follow_the_runs_retrieval_setting_and_plus_retrieval_always_fuses():
+    """`--retrieval auto` benches the app's default (fusion on long prompts only); the default `off`
+    keeps plain methods unfused; `+retrieval` fuses every prompt; lookup has nothing to fuse."""
+    from opttree.bench.harness import MethodRunner
+
+    pair = tiny_pair("classic", eos=9)
+    short, long = [5, 6, 7, 5, 6], [10 + i % 40 for i in range(LONG_PROMPT_TOKENS + 2)]
+    fused = {}
+    for setting in ("off", "auto"):
+        runner = MethodRunner(pair, DecodeConfig(method="ar", nodes=8, max_depth=3, max_new_tokens=6,
+                                                 retrieval=setting), chat=False)
+        for method in ("opt-tree", "opt-tree+retrieval", "lookup"):
+            for name, ids in (("short", short), ("long", long)):
+                runner(method, "", ids)
+                fused[setting, method, name] = runner.last_trace["meta"]["retrieval"]
+    assert fused["auto", "opt-tree", "long"] == "on" and fused["auto", "opt-tree", "short"] == "off"
+    assert fused["off", "opt-tree", "long"] == "off"
+    assert {fused[s, "opt-tree+retrieval", n] for s in ("off", "auto") for n in ("short", "long")} == {"on"}
+    assert {fused[s, "lookup", n] for s in ("off", "auto") for n in ("short", "long")} == {"off"}
