@@ -8,7 +8,7 @@
 #          budget (without fusion, with it on every prompt) and at n = 60; then a second run, AR beside the app's
 #          default (--retrieval auto: fusion on long prompts only)
 # Every bench method runs on every prompt, interleaved and rotated; T = 0, δ 0.5, depth ≤ 10, TOKENS new tokens.
-# About 65 minutes on a 2-core CPU: the cards 44 (head 13, classic 16, early exit 15), long 8, mixed 13.
+# About 65 minutes on a 2-core CPU: the cards 44 (head 13, classic 16, early exit 14), long 8, mixed 13.
 #   QUESTIONS=data/spec_bench/question.jsonl THREADS=2 PER_TASK=8 (long) MIXED_PER_TASK=4 TOKENS=128
 #   KINDS="head classic early-exit" OUT=benchmarks/public
 set -euo pipefail

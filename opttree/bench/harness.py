@@ -200,11 +200,12 @@ class MethodRunner:
         # "+retrieval" fuses on every prompt; a plain method follows the run's own setting (off unless
         # asked: `--retrieval auto` benches the app's default, fusion on long prompts only), and a drafter
         # with no draft model has nothing to fuse.
-        retrieval = "on" if spec.retrieval else "off" if spec.drafter in TRAINING_FREE else cfg.retrieval
+        pair = self.pair_for(spec.drafter)
+        retrieval = "on" if spec.retrieval else "off" if pair.drafter_kind in TRAINING_FREE else cfg.retrieval
         cfg = replace(cfg, method=spec.method, retrieval=retrieval,
                       **({"nodes": spec.nodes} if spec.nodes is not None else {}),
                       **({"length_control": spec.length_control} if spec.length_control else {}))
-        pair, context = self.pair_for(spec.drafter), self.context_for(spec.drafter, cfg)
+        context = self.context_for(spec.drafter, cfg)
         t0 = clock()
         # A speed measurement: the trace's target side (theory view data) is not recorded.
         trace = run(pair, prompt, cfg, cancel=self.cancel, chat=self.chat, prompt_ids=prompt_ids,

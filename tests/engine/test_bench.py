@@ -455,7 +455,7 @@ def test_plain_methods_follow_the_runs_retrieval_setting_and_plus_retrieval_alwa
     pair = tiny_pair("classic", eos=9)
     short, long = [5, 6, 7, 5, 6], [10 + i % 40 for i in range(LONG_PROMPT_TOKENS + 2)]
     fused = {}
-    for setting in ("off", "auto"):
+    for setting in ("off", "auto", "on"):
         runner = MethodRunner(pair, DecodeConfig(method="ar", nodes=8, max_depth=3, max_new_tokens=6,
                                                  retrieval=setting), chat=False)
         for method in ("opt-tree", "opt-tree+retrieval", "lookup"):
@@ -465,4 +465,5 @@ def test_plain_methods_follow_the_runs_retrieval_setting_and_plus_retrieval_alwa
     assert fused["auto", "opt-tree", "long"] == "on" and fused["auto", "opt-tree", "short"] == "off"
     assert fused["off", "opt-tree", "long"] == "off"
     assert {fused[s, "opt-tree+retrieval", n] for s in ("off", "auto") for n in ("short", "long")} == {"on"}
-    assert {fused[s, "lookup", n] for s in ("off", "auto") for n in ("short", "long")} == {"off"}
+    assert fused["on", "opt-tree", "short"] == "on"
+    assert {fused[s, "lookup", n] for s in ("off", "auto", "on") for n in ("short", "long")} == {"off"}
