@@ -50,6 +50,12 @@ def data_dir() -> Path:
     return checkout() / "data"
 
 
+def public_questions(name: str) -> Path:
+    """Where a public question set's file goes (`data/NAME/question.jsonl`, git-ignored): `opttree eval
+    --bench-name NAME` looks there, and train/spec_bench.py reads Spec-Bench's from there."""
+    return data_dir() / name / "question.jsonl"
+
+
 def checkpoints_dir() -> Path:
     return checkout() / "checkpoints"
 

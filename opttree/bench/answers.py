@@ -40,7 +40,7 @@ def question_file(bench_name: str, explicit: str | None) -> Path:
     if explicit:
         return Path(explicit)
     candidates = [paths.PROMPTS / f"{bench_name}.jsonl", Path("data") / bench_name / "question.jsonl",
-                  paths.data_dir() / bench_name / "question.jsonl"]
+                  paths.public_questions(bench_name)]
     for c in candidates:
         if c.is_file():
             return c

@@ -215,6 +215,8 @@ class MethodRunner:
         row = {k: trace["summary"][k] for k in SUMMARY_KEYS}
         row.update(wall_s=round(wall, 4), tokens_per_s=round(row["new_tokens"] / wall, 3) if wall > 0 else 0.0,
                    output_ids=trace["output_ids"])
+        if spec.method != "ar":   # what the run did: "auto" resolves per prompt (config.LONG_PROMPT_TOKENS)
+            row["retrieval"] = trace["meta"]["retrieval"]
         steps = [[s["expected_accept"], s["accept_length"]] for s in trace["steps"]] if spec.method != "ar" else []
         return row, steps
 

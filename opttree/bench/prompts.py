@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from opttree.decoding.prompts import clean_prompt
+from opttree.decoding.prompts import clean_prompt, round_robin
 from opttree.errors import BadInput
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -98,22 +98,10 @@ def read_prompts(path, limit: int | None = None, categories: list[str] | None = 
 
 
 def spread(prompts: list[BenchPrompt], limit: int) -> list[BenchPrompt]:
-    """`limit` prompts taken round-robin over categories (file order within each), so a short run
-    still covers every category instead of only the first one in the file."""
-    if limit >= len(prompts):
-        return prompts
-    by_cat: dict[str, list[BenchPrompt]] = {}
-    for q in prompts:
-        by_cat.setdefault(q.category, []).append(q)
-    picked: list[BenchPrompt] = []
-    depth = 0
-    while len(picked) < limit:
-        for items in by_cat.values():
-            if depth < len(items) and len(picked) < limit:
-                picked.append(items[depth])
-        depth += 1
-    order = {id(q): i for i, q in enumerate(prompts)}
-    return sorted(picked, key=lambda q: order[id(q)])
+    """`limit` prompts taken round-robin over categories (decoding/prompts.round_robin), back in file
+    order."""
+    picked = {id(q) for q in round_robin(prompts, lambda q: q.category, limit)}
+    return [q for q in prompts if id(q) in picked]
 
 
 def with_given(texts: list[str], prompts: list[BenchPrompt]) -> list[BenchPrompt]:

@@ -225,7 +225,10 @@ def _bench_ordering(b: dict) -> str | None:
 
 
 def targets_section(b: dict | None, s: dict | None, also: list[dict] = ()) -> list[str]:
-    out = ["## Goals, checked", "", "| goal | measured | met? |", "|---|---|---|"]
+    out = ["## Goals, checked", "",
+           "Read on the project's own eval prompts (written here, as the drafts' training prompts were); what the "
+           "same drafts reach on public questions nobody here wrote is in [public.md](public.md).", "",
+           "| goal | measured | met? |", "|---|---|---|"]
     if b:
         ms = b["methods"]
         ots = [m for m in ms if m.split("@")[0] == "opt-tree"]

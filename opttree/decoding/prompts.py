@@ -1,8 +1,14 @@
-"""Prompt text -> token ids: validation, the chat template, and the prompt-length limit."""
+"""Prompt text -> token ids: validation, the chat template, and the prompt-length limit; and how a
+short run picks its prompts from a set (one per category in turn)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
 from opttree.errors import BadInput
+
+T = TypeVar("T")
 
 MAX_PROMPT_CHARS = 20000
 MAX_PROMPT_TOKENS = 2048
@@ -33,3 +39,15 @@ def encode_prompt(tokenizer, text, chat: bool = True, max_tokens: int = MAX_PROM
     if len(ids) > max_tokens:
         raise BadInput(f"the prompt is too long ({len(ids)} tokens; limit {max_tokens}).")
     return [int(i) for i in ids]
+
+
+def round_robin(items: Iterable[T], category: Callable[[T], str], limit: int | None = None) -> list[T]:
+    """`items` taken one per category in turn (categories in order of first appearance, file order
+    within each), at most `limit` (None: all of them), so a short run covers every category instead of
+    only the first one in the file."""
+    by_cat: dict[str, list[T]] = {}
+    for item in items:
+        by_cat.setdefault(category(item), []).append(item)
+    rows = [row[i] for i in range(max(map(len, by_cat.values()), default=0)) for row in by_cat.values()
+            if i < len(row)]
+    return rows if limit is None else rows[:max(limit, 0)]

@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from opttree import paths
 from opttree.config import BUNDLED_ID, DecodeConfig
+from opttree.decoding.prompts import round_robin
 from opttree.drafters.registry import TRAINING_KINDS, load_pair
 from opttree.drafters.tree_temperature import for_decoding
 from opttree.engine.speculative import run
@@ -36,17 +37,7 @@ def eval_questions(path: str | Path = EVAL_SET) -> list[dict]:
 
 def eval_subset(n: int, path: str | Path = EVAL_SET) -> list[dict]:
     """`n` first-turn questions, round-robin over categories (so a subset stays balanced)."""
-    qs = eval_questions(path)
-    by_cat: dict[str, list[dict]] = {}
-    for q in qs:
-        by_cat.setdefault(q["category"], []).append(q)
-    out, i = [], 0
-    while len(out) < min(n, len(qs)):
-        for cat in by_cat:
-            if i < len(by_cat[cat]) and len(out) < n:
-                out.append(by_cat[cat][i])
-        i += 1
-    return out
+    return round_robin(eval_questions(path), lambda q: q["category"], n)
 
 
 def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None = None) -> dict:
@@ -180,7 +171,7 @@ def main(argv=None):
         diff = paired_difference(base[key], mine[key])
         print(json.dumps({"set": args.set, "base": args.compare, "draft": str(draft), **diff}))
         return diff
-    if args.set == "public":    # the file is checked before a model loads
+    if args.set == "public" and not args.acceptance:    # the file is checked before a model loads
         try:
             public = spec_bench.subset(spec_bench.read(args.questions), "mt-bench")
         except BadInput as exc:

@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 
 from opttree import paths
+from opttree.decoding.prompts import round_robin
 from opttree.errors import BadInput
 from opttree.train.prompt_parts import five_grams
 from opttree.train.prompts import train_prompts
@@ -33,7 +34,7 @@ SOURCE = {"repo": "hemingkx/Spec-Bench", "commit": "fd2c1cd7d2201ef71db4c5f4e455
           "path": "data/spec_bench/question.jsonl",
           "sha256": "4b6d33e79484f9841c487ee87d1cf6aa8c6066f61d5d482ff09e5a007fafdf04"}
 URL = f"https://raw.githubusercontent.com/{SOURCE['repo']}/{SOURCE['commit']}/{SOURCE['path']}"
-DEFAULT_PATH = paths.data_dir() / "spec_bench" / "question.jsonl"
+DEFAULT_PATH = paths.public_questions("spec_bench")
 
 MT_BENCH = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
 TASKS = ("mt_bench", "translation", "summarization", "qa", "math_reasoning", "rag")
@@ -63,7 +64,8 @@ def read(path: str | Path | None = None) -> list[dict]:
 def subset(questions: list[dict], name: str, per_task: int = 0) -> list[dict]:
     """First-turn questions in the card's format ({question_id, category, turns}):
 
-    - `mt-bench`: MT-bench's questions in file order, their own categories kept (`per_task` 0: all 80);
+    - `mt-bench`: MT-bench's questions in file order, their own categories kept (`per_task` 0: all 80;
+      otherwise that many, one per category in turn);
     - `long`: the first `per_task` of each long-passage task, categorised by task;
     - `mixed`: `per_task` of each of the six tasks, categorised by task; within MT-bench one per
       category in turn (writing, roleplay, reasoning, …), elsewhere the first ones in file order.
@@ -83,16 +85,17 @@ def subset(questions: list[dict], name: str, per_task: int = 0) -> list[dict]:
     def card_form(q: dict, category: str) -> dict:
         return {"question_id": q["question_id"], "category": category, "turns": q["turns"][:1]}
 
-    if name == "mt-bench":
-        return [card_form(q, q["category"]) for q in first(by_task["mt_bench"])]
+    if name == "mt-bench":   # `per_task` of them, one per category in turn, kept in file order
+        mt = by_task["mt_bench"]
+        picked = {id(q) for q in round_robin(mt, lambda q: q["category"], per_task or None)}
+        return [card_form(q, q["category"]) for q in mt if id(q) in picked]
     if name == "long":
         return [card_form(q, t) for t in LONG_TASKS for q in first(by_task[t])]
     out = []
     for task in TASKS:
         items = by_task[task]
-        if task == "mt_bench":
-            by_cat = [[q for q in items if q["category"] == c] for c in MT_BENCH]
-            items = [row[i] for i in range(max(map(len, by_cat), default=0)) for row in by_cat if i < len(row)]
+        if task == "mt_bench":    # its categories come in MT_BENCH's order in the file
+            items = round_robin(items, lambda q: q["category"])
         out += [card_form(q, task) for q in first(items)]
     return out
 

@@ -449,7 +449,8 @@ def test_the_early_exit_sweep_table_reads_cards_and_runs_and_names_the_fastest(t
 
 def test_plain_methods_follow_the_runs_retrieval_setting_and_plus_retrieval_always_fuses():
     """`--retrieval auto` benches the app's default (fusion on long prompts only); the default `off`
-    keeps plain methods unfused; `+retrieval` fuses every prompt; lookup has nothing to fuse."""
+    keeps plain methods unfused; `+retrieval` fuses every prompt; lookup has nothing to fuse. Each row
+    records whether its run fused."""
     from opttree.bench.harness import MethodRunner
 
     pair = tiny_pair("classic", eos=9)
@@ -460,8 +461,9 @@ def test_plain_methods_follow_the_runs_retrieval_setting_and_plus_retrieval_alwa
                                                  retrieval=setting), chat=False)
         for method in ("opt-tree", "opt-tree+retrieval", "lookup"):
             for name, ids in (("short", short), ("long", long)):
-                runner(method, "", ids)
-                fused[setting, method, name] = runner.last_trace["meta"]["retrieval"]
+                row, _ = runner(method, "", ids)
+                fused[setting, method, name] = row["retrieval"]   # each row says what its run did
+                assert row["retrieval"] == runner.last_trace["meta"]["retrieval"]
     assert fused["auto", "opt-tree", "long"] == "on" and fused["auto", "opt-tree", "short"] == "off"
     assert fused["off", "opt-tree", "long"] == "off"
     assert {fused[s, "opt-tree+retrieval", n] for s in ("off", "auto") for n in ("short", "long")} == {"on"}

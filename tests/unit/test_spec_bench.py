@@ -54,7 +54,8 @@ def test_each_subset_holds_what_its_rule_names_in_the_card_format():
     assert [q["question_id"] for q in mt] == list(range(81, 97))
     assert [q["category"] for q in mt[:3]] == ["writing", "writing", "roleplay"]
     assert all(len(q["turns"]) == 1 for q in mt)            # first turns only, as the cards measure
-    assert len(S.subset(qs, "mt-bench", per_task=5)) == 5
+    # a few of them: one per category in turn, in file order (not the first five, all writing)
+    assert [q["question_id"] for q in S.subset(qs, "mt-bench", per_task=5)] == [81, 83, 85, 87, 89]
 
     long = S.subset(qs, "long", per_task=2)
     assert [(q["question_id"], q["category"]) for q in long] == [
@@ -116,5 +117,21 @@ def test_each_shipped_card_records_its_public_reading_on_the_pinned_file(name):
     assert {r["category"] for r in rows} == set(S.MT_BENCH)
     tokens, steps = sum(r["new_tokens"] for r in rows), sum(r["steps"] for r in rows)
     assert public["tau"] == round(tokens / steps, 3) and public["n_prompts"] == 80
+    for cat in S.MT_BENCH:          # the category figures add up from the same rows
+        own = [r for r in rows if r["category"] == cat]
+        assert public["tau_by_category"][cat] == round(sum(r["new_tokens"] for r in own)
+                                                       / sum(r["steps"] for r in own), 3)
     assert public["tree_temperature"] == card["tree_temperature"]     # read at the card's own settings
     assert public["decode"]["nodes"] == 60 and public["decode"]["threshold"] == 0.5
+
+
+def test_round_robin_takes_one_per_category_in_turn_and_stops_at_the_limit():
+    """The one rule the bench's `--limit`, the cards' eval subsets and the mixed subset share."""
+    from opttree.decoding.prompts import round_robin
+
+    items = [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("c", 1), ("c", 2)]
+    cat = lambda item: item[0]   # noqa: E731
+    assert round_robin(items, cat) == [("a", 1), ("b", 1), ("c", 1), ("a", 2), ("c", 2), ("a", 3)]
+    assert round_robin(items, cat, 4) == [("a", 1), ("b", 1), ("c", 1), ("a", 2)]
+    assert round_robin(items, cat, 0) == [] and round_robin([], cat) == []
+    assert round_robin(items, cat, 99) == round_robin(items, cat)
