@@ -11,7 +11,8 @@ FastChat style, readable unchanged by Spec-Bench's `evaluation/speed.py`:
 `wall_time` (seconds), and `accept_lengths`: ONE flat list over all turns of the tokens committed at
 each step (accepted draft tokens + the bonus token, so AR gives 1s; its mean is τ, what Spec-Bench
 prints as "#Mean accepted tokens"). Richer fields sit beside them under their own names: `tau` per
-turn and `accepted_draft_tokens` (per turn, per step: draft tokens accepted, without the bonus).
+turn and `accepted_draft_tokens` (per turn, per step: draft tokens accepted, without the bonus); `config`
+holds the settings and `question_file` (the file's path and sha256).
 
 Drafter: `--ea-model-path` selects the EAGLE-style head, `--draft-model-path` a classic draft LM;
 neither = the bundled EAGLE head (`--drafter` overrides).

@@ -72,6 +72,11 @@ def measure_tau(pair, n_prompts: int, decode=None, questions: list[dict] | None 
             "tree_temperature": for_decoding(pair, cfg), "per_prompt": per}
 
 
+def evenly_spaced(items: list, n: int) -> list:
+    """At most `n` of `items`, evenly spaced from the first to the last."""
+    return [items[round(j * (len(items) - 1) / max(1, n - 1))] for j in range(min(n, len(items)))]
+
+
 def heldout_questions(n: int, sharegpt: int = 0) -> list[dict]:
     """`n` held-out training prompts spread over the parts in FIT_PARTS, as eval-style questions, then
     `sharegpt` held-out real users' first turns (sharegpt_questions): the tree temperature is fitted on
@@ -79,8 +84,7 @@ def heldout_questions(n: int, sharegpt: int = 0) -> list[dict]:
 
     prompts = train_prompts()
     held = [i for i, p in enumerate(prompts) if p.heldout and p.part in FIT_PARTS]
-    picked = [held[round(j * (len(held) - 1) / max(1, n - 1))] for j in range(min(n, len(held)))]
-    own = [{"question_id": i, "category": "heldout", "turns": [prompts[i].text]} for i in picked]
+    own = [{"question_id": i, "category": "heldout", "turns": [prompts[i].text]} for i in evenly_spaced(held, n)]
     return own + (sharegpt_questions(sharegpt) if sharegpt else [])
 
 
@@ -98,8 +102,8 @@ def sharegpt_questions(n: int) -> list[dict]:
              if c.heldout and c.id in (base_id(c.id), base_id(c.id) + "_0") and len(c.turns[0][1]) <= FIT_TURN_CHARS]
     if len(turns) < n:
         raise BadInput(f"only {len(turns)} held-out ShareGPT turns fit; asked for {n}.")
-    picked = [turns[round(j * (len(turns) - 1) / max(1, n - 1))] for j in range(n)]
-    return [{"question_id": cid, "category": "sharegpt-heldout", "turns": [text]} for cid, text in picked]
+    return [{"question_id": cid, "category": "sharegpt-heldout", "turns": [text]}
+            for cid, text in evenly_spaced(turns, n)]
 
 
 TEMPERATURE_GRID = (1.0, 0.85, 0.7, 0.6, 0.5)
