@@ -6,11 +6,12 @@ At T = 0 the target accepts a child exactly when it is the target's argmax, whil
 on the target's soft distribution spreads its mass over runner-up tokens the way the target does.
 Dividing the draft logits by a temperature below 1 moves mass to the top candidates, so the tree
 spends its budget on deeper chains of likely tokens instead of on siblings that are rarely the argmax.
-The value is chosen per draft for τ on held-out *training* prompts (never the eval set:
-`python -m opttree.train.card --fit-temperature N`, or `--fit-temperature` at the end of training)
-and stored in the draft's card. Measured on the shipped head's fit prompts (its card's
-`tree_temperature_fit`): at 1.0 E(A) is below the accepted length (2.32 vs 2.56), and the τ-best
-temperature (0.6) overshoots it (4.31 vs 2.85), so the gain comes from the tree's shape rather than
+The value is chosen per draft for τ on held-out prompts, never the eval set: held-out *training*
+prompts, and for the head the opening turns of held-out ShareGPT conversations too
+(`python -m opttree.train.card --fit-temperature N [--fit-sharegpt N]`, or the same flags at the end
+of training), and stored in the draft's card. Measured on the shipped head's fit prompts (its card's
+`tree_temperature_fit`): at 1.0 E(A) is below the accepted length (1.84 vs 2.03), and the τ-best
+temperature (0.7) overshoots it (3.04 vs 2.11), so the gain comes from the tree's shape rather than
 from E(A) matching A.
 Sampling (T > 0) keeps the draft's own distribution. Only the tree changes: the verifier keeps
 output exact.

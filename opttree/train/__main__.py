@@ -65,6 +65,9 @@ def parse(argv=None):
     ap.add_argument("--tau-prompts", type=int, default=10, help="eval prompts for τ (0: skip)")
     ap.add_argument("--fit-temperature", type=int, default=12, metavar="N",
                     help="fit the tree temperature on N held-out training prompts (0: skip, keep 1.0)")
+    ap.add_argument("--fit-sharegpt", type=int, default=0, metavar="N",
+                    help="fit it on N held-out real users' opening turns (ShareGPT) too; the shipped cards' fits "
+                         "read 12 of each")
     ap.add_argument("--export-every-eval", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast for the training forward")
@@ -121,10 +124,10 @@ def main(argv=None) -> dict:
     if args.fit_temperature or args.tau_prompts:
         pair = load_pair(args.target, drafter=C.KINDS[args.kind][0], draft=args.out, device="cpu")
         if args.fit_temperature:
-            fit = C.fit_tree_temperature(pair, args.fit_temperature)
+            fit = C.fit_tree_temperature(pair, args.fit_temperature, sharegpt=args.fit_sharegpt)
             card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
-            print(f"tree temperature {fit['tree_temperature']} (τ by temperature on held-out training "
-                  f"prompts: {fit['tau_by_temperature']})", flush=True)
+            print(f"tree temperature {fit['tree_temperature']} (τ by temperature on held-out prompts: "
+                  f"{fit['tau_by_temperature']})", flush=True)
             C.write_card(card_path, card)
         if args.tau_prompts:
             card["tau_eval"] = C.measure_tau(pair, args.tau_prompts)

@@ -180,8 +180,8 @@ def main(argv=None):
     ap.add_argument("--fit-temperature", type=int, default=0, metavar="N",
                     help="first fit the tree temperature on N held-out training prompts")
     ap.add_argument("--fit-sharegpt", type=int, default=0, metavar="N",
-                    help="with --fit-temperature: also on N held-out real users' first turns (ShareGPT; needs "
-                         "requirements-train.txt)")
+                    help="with --fit-temperature: also on N held-out real users' opening turns (ShareGPT; needs "
+                         "requirements-train.txt); the shipped cards' fits read 12 of each")
     ap.add_argument("--acceptance", type=int, default=0, metavar="N",
                     help="only measure the acceptance by rank (Sequoia's vector, train/acceptance.py) on N held-out "
                          "training prompts and store it in the card as acceptance_by_rank; τ is not measured")
