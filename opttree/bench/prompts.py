@@ -100,8 +100,7 @@ def read_prompts(path, limit: int | None = None, categories: list[str] | None = 
 def spread(prompts: list[BenchPrompt], limit: int) -> list[BenchPrompt]:
     """`limit` prompts taken round-robin over categories (decoding/prompts.round_robin), back in file
     order."""
-    picked = {id(q) for q in round_robin(prompts, lambda q: q.category, limit)}
-    return [q for q in prompts if id(q) in picked]
+    return round_robin(prompts, lambda q: q.category, limit, file_order=True)
 
 
 def with_given(texts: list[str], prompts: list[BenchPrompt]) -> list[BenchPrompt]:

@@ -41,13 +41,19 @@ def encode_prompt(tokenizer, text, chat: bool = True, max_tokens: int = MAX_PROM
     return [int(i) for i in ids]
 
 
-def round_robin(items: Iterable[T], category: Callable[[T], str], limit: int | None = None) -> list[T]:
+def round_robin(items: Iterable[T], category: Callable[[T], str], limit: int | None = None,
+                file_order: bool = False) -> list[T]:
     """`items` taken one per category in turn (categories in order of first appearance, file order
     within each), at most `limit` (None: all of them), so a short run covers every category instead of
-    only the first one in the file."""
+    only the first one in the file; `file_order` returns the ones taken in the items' own order."""
+    items = list(items)
     by_cat: dict[str, list[T]] = {}
     for item in items:
         by_cat.setdefault(category(item), []).append(item)
     rows = [row[i] for i in range(max(map(len, by_cat.values()), default=0)) for row in by_cat.values()
             if i < len(row)]
-    return rows if limit is None else rows[:max(limit, 0)]
+    rows = rows if limit is None else rows[:max(limit, 0)]
+    if file_order:
+        taken = {id(item) for item in rows}
+        rows = [item for item in items if id(item) in taken]
+    return rows

@@ -86,9 +86,8 @@ def subset(questions: list[dict], name: str, per_task: int = 0) -> list[dict]:
         return {"question_id": q["question_id"], "category": category, "turns": q["turns"][:1]}
 
     if name == "mt-bench":   # `per_task` of them, one per category in turn, kept in file order
-        mt = by_task["mt_bench"]
-        picked = {id(q) for q in round_robin(mt, lambda q: q["category"], per_task or None)}
-        return [card_form(q, q["category"]) for q in mt if id(q) in picked]
+        return [card_form(q, q["category"]) for q in round_robin(by_task["mt_bench"], lambda q: q["category"],
+                                                                  per_task or None, file_order=True)]
     if name == "long":
         return [card_form(q, t) for t in LONG_TASKS for q in first(by_task[t])]
     out = []

@@ -135,3 +135,4 @@ def test_round_robin_takes_one_per_category_in_turn_and_stops_at_the_limit():
     assert round_robin(items, cat, 4) == [("a", 1), ("b", 1), ("c", 1), ("a", 2)]
     assert round_robin(items, cat, 0) == [] and round_robin([], cat) == []
     assert round_robin(items, cat, 99) == round_robin(items, cat)
+    assert round_robin(items, cat, 4, file_order=True) == [("a", 1), ("a", 2), ("b", 1), ("c", 1)]
