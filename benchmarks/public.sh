@@ -5,8 +5,7 @@
 #   long   long passages (the first PER_TASK summarization and rag questions): the head at the auto budget alone
 #          and with retrieval fusion, beside prompt lookup, Token Recycling and AR
 #   mixed  MIXED_PER_TASK questions of each of Spec-Bench's six tasks: AR, OPT-Tree with the head at the auto
-#          budget (without fusion, with it on every prompt) and at n = 60; then a second run, AR beside the app's
-#          default (--retrieval auto: fusion on long prompts only)
+#          budget (without fusion, and with it on every prompt: the app's default) and at n = 60
 # Every bench method runs on every prompt, interleaved and rotated; T = 0, δ 0.5, depth ≤ 10, TOKENS new tokens.
 # About 65 minutes on a 2-core CPU: the cards 44 (head 13, classic 16, early exit 14), long 8, mixed 13.
 #   QUESTIONS=data/spec_bench/question.jsonl THREADS=2 PER_TASK=8 (long) MIXED_PER_TASK=4 TOKENS=128
@@ -36,7 +35,4 @@ if step mixed; then
     --out "$SUBSETS/mixed.jsonl"
   "$PY" -m opttree bench "${COMMON[@]}" --prompts "$SUBSETS/mixed.jsonl" \
     --methods ar,opt-tree@auto,opt-tree@auto+retrieval,opt-tree@60 --out "${OUT}_mixed.json" 2>&1 | tee "${OUT}_mixed.log"
-  # the app's default: fusion on the prompts of config.LONG_PROMPT_TOKENS or more only
-  "$PY" -m opttree bench "${COMMON[@]}" --prompts "$SUBSETS/mixed.jsonl" --retrieval auto \
-    --methods ar,opt-tree@auto --out "${OUT}_mixed_app.json" 2>&1 | tee "${OUT}_mixed_app.log"
 fi

@@ -33,13 +33,11 @@ LENGTH_CONTROLS = ("delta", "thompson", "predictor")     # opttree/trees/length_
 LENGTH_CONTROL_LABELS = {"delta": "δ rule (OPT-Tree)", "thompson": "Thompson sampling (EESD)",
                          "predictor": "learned predictor (AdaEAGLE)"}
 RETRIEVAL_CHOICES = ("off", "on", "auto")
-# retrieval = "auto" fuses retrieval into the draft tree for prompts of at least this many tokens (chat
-# template included). Measured with the bundled pair at T = 0 (benchmarks/long_input.md,
-# benchmarks/training_free.md): on pasted passages of 458-716 tokens fusion lifts the head's τ
-# 1.61 -> 2.27 at the auto budget (1.12x -> 1.37x AR; 1.50 -> 2.00 with the previous head); on given
-# texts of 142-167 tokens 1.80 -> 2.67 (n = 20); on chat prompts (36-92 tokens: the eval set, the
-# lessons, Compare's set) it adds little, so they stay unfused.
-LONG_PROMPT_TOKENS = 128
+# retrieval = "auto" fuses retrieval into the draft tree wherever a draft model drafts (it prunes what
+# retrieval finds), on prompts long and short. Measured with the bundled pair at T = 0, the head at the
+# auto budget: on pasted passages of 458-716 tokens fusion lifts τ 1.61 -> 2.27 (1.12x -> 1.37x AR,
+# benchmarks/long_input.md); on the eval set's 48 chat prompts of 37-86 tokens τ 2.35 -> 2.45, speed
+# +7.0 % ± 2.4 % paired per prompt (benchmarks/fusion_rule.md).
 TREE_TEMPERATURE_RANGE = (0.05, 5.0)   # a real tree temperature; 0 stands for "the draft's fitted value"
 
 # nodes = 0 is the auto budget: each step's size is chosen from this machine's measured costs
@@ -117,8 +115,8 @@ class DecodeConfig:
                              help="on: continuations retrieved from the prompt and the output so far (and a "
                                   "--retrieval-corpus file on the command line) are pruned by the draft model's "
                                   "probabilities and merged into its tree; the node budget covers the fused tree. "
-                                  f"auto: on for a prompt of {LONG_PROMPT_TOKENS}+ tokens (a pasted text to work "
-                                  "on), off otherwise. Needs a draft model (classic or eagle); AR ignores it")
+                                  "auto: on wherever a draft model drafts, off for AR and the drafters without one. "
+                                  "on needs a draft model (classic, eagle or early exit); AR ignores it")
     recycling_scope: str = setting("run", choices=("run", "session"), label="Token Recycling table kept for",
                                    help="Token Recycling's table of next-token candidates: run = starts empty "
                                         "every run; session = kept between the runs of one browser session (never "

@@ -198,7 +198,7 @@ class MethodRunner:
             return row, []
         spec = parse_spec(method)
         # "+retrieval" fuses on every prompt; a plain method follows the run's own setting (off unless
-        # asked: `--retrieval auto` benches the app's default, fusion on long prompts only), and a drafter
+        # asked: `--retrieval auto` benches the app's default, fusion wherever a draft model drafts), and a drafter
         # with no draft model has nothing to fuse.
         pair = self.pair_for(spec.drafter)
         retrieval = "on" if spec.retrieval else "off" if pair.drafter_kind in TRAINING_FREE else cfg.retrieval
@@ -215,7 +215,7 @@ class MethodRunner:
         row = {k: trace["summary"][k] for k in SUMMARY_KEYS}
         row.update(wall_s=round(wall, 4), tokens_per_s=round(row["new_tokens"] / wall, 3) if wall > 0 else 0.0,
                    output_ids=trace["output_ids"])
-        if spec.method != "ar":   # what the run did: "auto" resolves per prompt (config.LONG_PROMPT_TOKENS)
+        if spec.method != "ar":   # what the run did ("auto" resolves per drafter: registry.resolve_retrieval)
             row["retrieval"] = trace["meta"]["retrieval"]
         steps = [[s["expected_accept"], s["accept_length"]] for s in trace["steps"]] if spec.method != "ar" else []
         return row, steps

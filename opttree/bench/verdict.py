@@ -8,6 +8,10 @@ are kept apart, as the tool teaches them:
 - **what is fastest on this machine**: the speedups at the auto budget, paired the same way.
 A difference counts only when it exceeds two standard errors of its paired mean; otherwise the
 verdict says the methods are within noise of each other.
+
+`python -m opttree.bench.verdict RESULT.json A B` prints A against B from a saved bench result,
+paired per prompt, overall and per category (`pair_table`): the τ and speed differences the
+benchmark notes quote.
 """
 
 from __future__ import annotations
@@ -172,3 +176,57 @@ def verdict(result: dict) -> str:
     auto = [m for m in methods if m != "ar" and budget_of(m, base_nodes) == AUTO_NODES] if "ar" in methods else []
     sentences = [shapes_sentence([f for f in findings if f]), speed_sentence(pp, auto, stats)]
     return " ".join(s for s in sentences if s)
+
+
+def pair_table(result: dict, a: str, b: str, by: str | None = "category") -> list[dict]:
+    """`a` against `b`, paired per prompt, overall and per `by` (a run row's field): the mean ± SE of the
+    τ difference and of the speedup's relative difference, and the prompts where `a` is faster / slower
+    (a tie is neither)."""
+    rows = result["runs"]
+    groups = {"all": rows}
+    if by:
+        for r in rows:
+            groups.setdefault(str(r.get(by)), []).append(r)
+    out = []
+    for name, group in groups.items():
+        pp = per_prompt(group)
+        if a not in pp or b not in pp:
+            continue
+        tau, tau_se, n = paired(pp[a], pp[b], "tau", relative=False)
+        speed, speed_se, _ = paired(pp[a], pp[b], "speedup", relative=True)
+        both = [p for p in pp[a] if p in pp[b] and pp[a][p]["speedup"] and pp[b][p]["speedup"]]
+        up = sum(pp[a][p]["speedup"] > pp[b][p]["speedup"] for p in both)
+        down = sum(pp[a][p]["speedup"] < pp[b][p]["speedup"] for p in both)
+        out.append({"group": name, "prompts": n, "tau": tau, "tau_se": tau_se, "speed": speed, "speed_se": speed_se,
+                    "faster": up, "slower": down})
+    return out
+
+
+def main(argv=None) -> None:
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(prog="python -m opttree.bench.verdict",
+                                description="one method against another in a bench result, paired per prompt")
+    p.add_argument("result", help="an `opttree bench --out` JSON")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--by", default="category", help="a run row's field to group by ('' for none)")
+    args = p.parse_args(argv)
+    with open(args.result, encoding="utf-8") as f:
+        result = json.load(f)
+    rows = pair_table(result, args.a, args.b, args.by or None)
+    if not rows:
+        raise SystemExit(f"{args.result} has no prompt that ran both {args.a} and {args.b}")
+    def pm(x: float, e: float | None, scale: float = 1.0, digits: int = 3) -> str:
+        return f"{scale * x:+.{digits}f} ± " + ("–" if e is None else f"{scale * e:.{digits}f}")
+
+    print(f"{args.a} against {args.b}, paired per prompt (mean ± one SE; speed: tokens/s ratio - 1, in %)")
+    print("| group | prompts | τ difference | speed difference (%) | faster / slower |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        tau, speed = pm(r["tau"], r["tau_se"]), pm(r["speed"], r["speed_se"], 100, 1)
+        print(f"| {r['group']} | {r['prompts']} | {tau} | {speed} | {r['faster']} / {r['slower']} |")
+
+if __name__ == "__main__":
+    main()

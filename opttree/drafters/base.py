@@ -7,7 +7,8 @@ A run starts with `attach` (the target's KV cache, which an early-exit drafter s
 distribution) -> `top_children` once per tree layer (what a tree builder's `expand` callback gets:
 the top-k children of each node; model drafters answer it from one batched forward over that
 layer's nodes, each seeing only the committed prefix and its own ancestors; `distributions` gives
-the whole distributions instead, when the trace records them)
+the whole distributions instead, when the trace records them; `top_children_and_odds` adds the q and
+rank of tokens retrieval fusion asks about)
 -> `finish_tree` (the built tree's last touch: sources per node, and retrieval fusion where it is
 on) -> `observe` (the target's logits for every row it scored) -> `end_step` (compact the draft
 cache to what stays valid for the next step).
@@ -19,6 +20,8 @@ import torch
 
 from opttree.trace import BuildInfo
 from opttree.trees.draft_tree import DraftTree
+
+Odds = tuple[float, int]   # a token's draft probability q and its rank (tokens strictly more likely)
 
 
 class Drafter:
@@ -47,6 +50,15 @@ class Drafter:
         top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
         return top.indices.cpu(), top.values.cpu()
 
+    def top_children_and_odds(self, tree: DraftTree, nodes: list[int], k: int,
+                              asked: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, list[list[Odds]]]:
+        """`top_children`, and for each node i the draft's (q, rank) of every token in asked[i] (rank:
+        how many tokens it finds strictly more likely): what retrieval fusion prunes its trie with.
+        Here read from the whole distributions; a drafter with a faster path answers from that."""
+        probs = self.distributions(tree, nodes)
+        top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
+        return top.indices.cpu(), top.values.cpu(), odds(probs, asked)
+
     def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg) -> tuple[DraftTree, BuildInfo]:
         """The tree to verify, built from this drafter's proposals under the step's settings `cfg`:
         here each node gets its source."""
@@ -61,6 +73,26 @@ class Drafter:
         """The target's logits after each of `tokens` (row i follows tokens[i]): the prompt's rows at
         prefill, then every row of each verification (root and all nodes, rejected ones included).
         Model drafters ignore them; Token Recycling learns its table from them."""
+
+
+def odds(probs: torch.Tensor, asked: list[list[int]], column: dict[int, int] | None = None) -> list[list[Odds]]:
+    """For each row i of `probs`, (q, rank) of every token in asked[i]: its probability and how many
+    entries of the row are strictly larger. `column` maps a token to its column when the row holds a
+    draft vocabulary's columns only (a token without one has q 0, as in the full row, where every
+    other entry is 0 too); without it the column is the token id."""
+    out = []
+    for i, tokens in enumerate(asked):
+        if not tokens:
+            out.append([])
+            continue
+        row = probs[i].float().cpu()
+        found = []
+        for tok in tokens:
+            col = tok if column is None else column.get(tok, -1)
+            q = float(row[col]) if 0 <= col < row.shape[0] else 0.0
+            found.append((q, int((row > q).sum())))
+        out.append(found)
+    return out
 
 
 class SparseDrafter(Drafter):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from opttree.decoding.kv_cache import new_cache, truncate
+from opttree.drafters.base import odds
 from opttree.drafters.model_drafter import ModelDrafter
 from opttree.errors import BadInput
 from opttree.trees.draft_tree import ROOT, DraftTree
@@ -89,6 +90,20 @@ class FeatureHeadDrafter(ModelDrafter):
         if self.asks_for_root(nodes):
             return self._top(*self.root_draft, k)
         return self._top(*self._draft_probs(self._forward(tree, nodes)), k)
+
+    @torch.inference_mode()
+    def top_children_and_odds(self, tree: DraftTree, nodes: list[int], k: int, asked: list[list[int]]):
+        """The fast path's top-k, and the asked tokens' q and rank read from the same draft-vocabulary
+        rows (every token outside them has q 0 in the full row too)."""
+        probs, ids = self.root_draft if self.asks_for_root(nodes) else self._draft_probs(self._forward(tree, nodes))
+        tokens, q = self._top(probs, ids, k)
+        return tokens, q, odds(probs, asked, None if ids is None else self._columns(ids))
+
+    def _columns(self, ids: torch.Tensor) -> dict[int, int]:
+        """token id -> its column in the draft-vocabulary rows (made once per drafter)."""
+        if getattr(self, "_column_of", None) is None:
+            self._column_of = {t: c for c, t in enumerate(ids.tolist()) if t < self.vocab_size}
+        return self._column_of
 
     def _forward(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
         """One batched head forward over a layer's nodes; their predicted features (len(nodes), h)."""

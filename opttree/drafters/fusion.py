@@ -3,10 +3,12 @@
 The wrapped drafter builds its tree exactly as without retrieval. Around it:
 - `begin_step` retrieves continuations of the last committed tokens from the prompt, the output so
   far and the corpus (drafters/retrieval.py) and builds their trie;
-- `distributions` asks the model drafter for its full distribution at each node it expands and notes the
-  draft probability (and rank) of every retrieved token whose parent it expanded: the numbers that
-  prune the retrieval trie. `top_children` is the top-k of `distributions`, so the builder sees the draft's
-  children as usual (the feature head's faster top-k path is not used: pruning needs the full row);
+- `top_children` (and `distributions`, when the trace records whole rows) asks the model drafter for
+  each expanded node's children as usual and notes the draft probability (and rank) of every retrieved
+  token whose parent it expanded: the numbers that prune the retrieval trie. A layer with no retrieved
+  child takes the drafter's plain fast path; one with some asks `top_children_and_odds`, which the
+  feature head answers from its draft-vocabulary rows (a full-vocabulary row per node would cost it
+  more than the layer's forward);
 - `finish_tree` fuses the builder's tree with the retrieval trie (trees/fusion.py) within the step's
   node budget (under the auto budget: the size it chose for the draft tree) and depth; the target
   verifies the fused tree in one forward like any other.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from opttree.drafters.base import Drafter
+from opttree.drafters.base import Drafter, Odds, odds
 from opttree.drafters.retrieval import Retrieved, retrieve
 from opttree.trace import BuildInfo
 from opttree.trees.draft_tree import ROOT, DraftTree
@@ -40,20 +42,34 @@ class RetrievalFusion(Drafter):
         self.found = retrieve(committed, self.corpus, self.length, self.matches)
         self.draft_q, self.expanded = {}, {}
 
-    def distributions(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
-        probs = self.inner.distributions(tree, nodes)
-        trie = self.found.tree
-        for i, node in enumerate(nodes):
+    def _asked(self, tree: DraftTree, nodes: list[int]) -> tuple[list[tuple], list[list[int]]]:
+        """Each node's token path (noted as expanded) and the retrieved tokens that continue it."""
+        paths, asked, trie = [], [], self.found.tree
+        for node in nodes:
             path = () if node == ROOT else tuple(tree.tokens[a] for a in tree.path(node))
             if node != ROOT:
                 self.expanded[path] = node
-            kids = self.found.children_of_path(path)
-            if kids:
-                row = probs[i].float().cpu()
-                for child in kids:
-                    tok = trie.tokens[child]
-                    q = float(row[tok]) if tok < row.shape[0] else 0.0
-                    self.draft_q[path + (tok,)] = (q, int((row > q).sum()))
+            paths.append(path)
+            asked.append([trie.tokens[child] for child in self.found.children_of_path(path)])
+        return paths, asked
+
+    def _note(self, paths: list[tuple], asked: list[list[int]], found: list[list[Odds]]) -> None:
+        for path, tokens, odds_ in zip(paths, asked, found):
+            for tok, q_rank in zip(tokens, odds_):
+                self.draft_q[path + (tok,)] = q_rank
+
+    def top_children(self, tree: DraftTree, nodes: list[int], k: int):
+        paths, asked = self._asked(tree, nodes)
+        if not any(asked):
+            return self.inner.top_children(tree, nodes, k)
+        tokens, q, found = self.inner.top_children_and_odds(tree, nodes, k, asked)
+        self._note(paths, asked, found)
+        return tokens, q
+
+    def distributions(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
+        paths, asked = self._asked(tree, nodes)
+        probs = self.inner.distributions(tree, nodes)
+        self._note(paths, asked, odds(probs, asked))
         return probs
 
     def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg) -> tuple[DraftTree, BuildInfo]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from opttree import paths
-from opttree.config import DRAFT_FLAGS, LONG_PROMPT_TOKENS, MODEL_DRAFTERS, TRAINING_FREE, DecodeConfig
+from opttree.config import DRAFT_FLAGS, MODEL_DRAFTERS, TRAINING_FREE, DecodeConfig
 from opttree.drafters.base import Drafter
 from opttree.drafters.classic import ClassicDrafter
 from opttree.drafters.context import DraftContext
@@ -131,16 +131,14 @@ def load_pair(target: str = bundled.BUNDLED_ID, drafter: str = "eagle", draft: s
     return with_drafter(base, drafter, draft, exit_layer, trust_remote_code)
 
 
-def resolve_retrieval(cfg: DecodeConfig, pair: ModelPair, prompt_tokens: int) -> DecodeConfig:
-    """`cfg` with retrieval = "auto" made "on" or "off" for this pair and prompt: on where the run drafts
-    with a draft model (the fusion's pruner) and the prompt holds `LONG_PROMPT_TOKENS` or more tokens
-    (a pasted text the answer copies from; config.py has the measurement), off otherwise. Other values
-    are returned as they are."""
+def resolve_retrieval(cfg: DecodeConfig, pair: ModelPair) -> DecodeConfig:
+    """`cfg` with retrieval = "auto" made "on" or "off" for this pair: on where the run drafts with a
+    draft model (the fusion's pruner; config.py has the measurement), off for AR and the drafters
+    without one. Other values are returned as they are."""
     if cfg.retrieval != "auto":
         return cfg
     kind = KINDS.get(pair.drafter_kind)
-    fuses = (cfg.method != "ar" and kind is not None and kind.load is not None and pair.draft_model is not None
-             and prompt_tokens >= LONG_PROMPT_TOKENS)
+    fuses = cfg.method != "ar" and kind is not None and kind.load is not None and pair.draft_model is not None
     return replace(cfg, retrieval="on" if fuses else "off")
 
 

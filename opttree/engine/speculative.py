@@ -87,7 +87,7 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
         raise BadInput(f"prompt ({len(prompt_ids)} tokens) + max new tokens exceeds the model's "
                        f"context of {limit} tokens.")
     asked = cfg.retrieval
-    cfg = resolve_retrieval(cfg, pair, len(prompt_ids))   # "auto": on for a long prompt (config.LONG_PROMPT_TOKENS)
+    cfg = resolve_retrieval(cfg, pair)   # "auto": on wherever a draft model drafts
     curve = cost.load_or_measure(pair)   # measured once per machine and pair (seconds), then cached
     trace = new_trace(pair, cfg, prompt, prompt_ids, record_target, curve, paths)
     if asked != cfg.retrieval:
@@ -183,7 +183,7 @@ def committed_tokens(tree: DraftTree, accepted: list[int], bonus: int, eos: set[
 def decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel=None, record_target: bool = True,
            step_cost=None, context: DraftContext | None = None, paths=None):
     """Yield one StepData per step: draft a tree, verify it in one target forward, commit."""
-    cfg = resolve_retrieval(cfg, pair, len(prompt_ids))
+    cfg = resolve_retrieval(cfg, pair)
     drafter = make_drafter(pair, cfg, context)
     shape = {"acceptance": run_acceptance(pair)[0], "paths": paths}
     lengths = length_control.controller_for(cfg, lambda: length_predictor_for(pair))  # None: the δ rule

@@ -253,13 +253,10 @@ def test_retrieval_needs_a_draft_model():
                prompt_ids=[1, 2])["output_ids"]
 
 
-def test_retrieval_auto_fuses_long_prompts_only_and_stays_lossless(monkeypatch):
-    """retrieval = "auto" (the app's default) fuses for a prompt of LONG_PROMPT_TOKENS or more tokens with
-    a draft model, and not for a short prompt, a drafter without a draft model or AR; the meta records what
-    the run did and that it was asked "auto"; the output is the target's greedy output either way."""
-    import opttree.drafters.registry as registry
-
-    monkeypatch.setattr(registry, "LONG_PROMPT_TOKENS", 8)
+def test_retrieval_auto_fuses_wherever_a_draft_model_drafts_and_stays_lossless():
+    """retrieval = "auto" (the app's default) fuses for a prompt long or short wherever a draft model
+    drafts, and not for a drafter without a draft model or AR; the meta records what the run did and that
+    it was asked "auto"; the output is the target's greedy output either way."""
     pair = tiny_pair("classic", vocab=64)
     long_prompt, short_prompt = [20, 21, 22, 23, 24, 25, 26, 20, 21], [20, 21, 22]
     cfg = DecodeConfig(method="opt-tree", nodes=12, max_depth=6, max_new_tokens=7, retrieval="auto")
@@ -270,12 +267,58 @@ def test_retrieval_auto_fuses_long_prompts_only_and_stays_lossless(monkeypatch):
     on = run(pair, "", replace(cfg, retrieval="on"), prompt_ids=long_prompt)
     assert [s["tokens"] for s in fused["steps"]] == [s["tokens"] for s in on["steps"]]   # auto = on here
     short = run(pair, "", cfg, prompt_ids=short_prompt)
-    assert short["meta"]["retrieval"] == "off" and short["meta"]["retrieval_asked"] == "auto"
-    assert all(set(s["source"]) <= {"draft"} for s in short["steps"])
+    assert short["meta"]["retrieval"] == "on" and short["meta"]["retrieval_asked"] == "auto"
+    assert short["output_ids"] == run(pair, "", replace(cfg, method="ar"), prompt_ids=short_prompt)["output_ids"]
     free = run(tiny_pair("recycling"), "", replace(cfg, method="tr-static"), prompt_ids=long_prompt)
     assert free["meta"]["retrieval"] == "off"          # no draft model to prune with: auto never raises
     assert run(pair, "", replace(cfg, method="ar"), prompt_ids=long_prompt)["meta"]["retrieval"] == "off"
     validate_trace(fused)
+
+
+def test_fusion_reads_the_heads_draft_vocabulary_rows_not_full_rows(monkeypatch):
+    """With a reduced draft vocabulary the feature head answers fusion's (q, rank) of each retrieved token
+    from its draft-vocabulary rows: the same numbers the full-vocabulary rows give (a token outside the
+    draft vocabulary has q 0 in both), the same top-k, and no full row is made when the trace records none.
+    With the full rows' answers the fused trees are the same, and the output is the target's either way."""
+    from opttree.drafters.base import Drafter, odds
+    from opttree.drafters.feature_head import FeatureHeadDrafter
+    from opttree.nets.feature_head import FeatureHead
+
+    pair = tiny_pair("eagle", vocab=64)
+    head = FeatureHead({**pair.draft_model.config, "draft_vocab": 40}).eval().requires_grad_(False)
+    perm = torch.randperm(64, generator=torch.Generator().manual_seed(3)).tolist()
+    kept = torch.tensor([t for t in perm if t not in (22, 23)][:40])    # the prompt repeats 22 and 23
+    head.load_state_dict({**pair.draft_model.state_dict(), "vocab_ids": kept})
+    pair.draft_model = head
+    prompt = [20, 21, 22, 23, 24, 25, 26, 20, 21, 22, 23, 30, 31, 20, 21]
+    cfg = DecodeConfig(method="opt-tree", nodes=12, max_depth=6, max_new_tokens=10, retrieval="on")
+    fast, asked_outside, full_rows = FeatureHeadDrafter.top_children_and_odds, [], []
+
+    def checked(self, tree, nodes, k, asked):
+        tokens, q, found = fast(self, tree, nodes, k, asked)
+        feats = (self.root_feature[None] if self.asks_for_root(nodes)
+                 else torch.stack([self.node_feature[n] for n in nodes]))
+        full = self.probs(self._logits(feats))      # the full rows, from the features the layer computed
+        for mine, theirs in zip(found, odds(full, asked)):
+            assert [r for _, r in mine] == [r for _, r in theirs]
+            assert [q_ for q_, _ in mine] == pytest.approx([q_ for q_, _ in theirs], abs=1e-6)
+        top = torch.topk(full, tokens.shape[-1], dim=-1)
+        assert torch.equal(tokens, top.indices) and torch.allclose(q, top.values, atol=1e-6)
+        asked_outside.extend(t for toks in asked for t in toks if t not in set(kept.tolist()))
+        return tokens, q, found
+
+    monkeypatch.setattr(FeatureHeadDrafter, "top_children_and_odds", checked)
+    whole = FeatureHeadDrafter.distributions
+    monkeypatch.setattr(FeatureHeadDrafter, "distributions", lambda self, *a: full_rows.append(1) or whole(self, *a))
+    fused = run(pair, "", cfg, prompt_ids=prompt, record_target=False)
+    assert asked_outside and not full_rows      # retrieval asked for a token the draft cannot propose
+    assert any({"retrieved", "both"} & set(s["source"]) for s in fused["steps"])
+    monkeypatch.undo()
+    monkeypatch.setattr(FeatureHeadDrafter, "top_children_and_odds", Drafter.top_children_and_odds)
+    slow = run(pair, "", cfg, prompt_ids=prompt, record_target=False)   # (q, rank) from full rows
+    assert [(s["tokens"], s["parents"], s["source"]) for s in slow["steps"]] == \
+        [(s["tokens"], s["parents"], s["source"]) for s in fused["steps"]]
+    assert fused["output_ids"] == run(pair, "", replace(cfg, method="ar"), prompt_ids=prompt)["output_ids"]
 
 
 # ---------------------------------------------------------------- the bundled model

@@ -93,3 +93,34 @@ def test_several_budgets_make_one_sentence_of_the_tau_lesson():
     assert "accepts fewer tokens per step than the best static tree at n = 4 (-13%" in first
     assert "is within noise of it at n = 10" in first and first.endswith("over 4 prompts)")
     assert second.startswith("the shapes are within noise of each other in speed")
+
+
+def test_pair_table_pairs_two_methods_per_prompt_overall_and_by_category():
+    from opttree.bench.verdict import pair_table
+
+    res = result({"a": [2.0, 3.0, 2.5, 4.0], "b": [2.0, 2.0, 2.5, 3.0]},
+                 {"a": [1.2, 1.5, 1.0, 2.0], "b": [1.0, 1.0, 1.0, 1.6]})
+    for r in res["runs"]:
+        r["category"] = "x" if r["prompt_id"] in ("p0", "p1") else "y"
+    table = {r["group"]: r for r in pair_table(res, "a", "b")}
+    assert set(table) == {"all", "x", "y"} and table["all"]["prompts"] == 4
+    assert table["all"]["tau"] == pytest.approx(0.5) and table["x"]["tau"] == pytest.approx(0.5)
+    assert table["all"]["speed"] == pytest.approx((0.2 + 0.5 + 0.0 + 0.25) / 4)     # ratio of speedups - 1
+    assert (table["all"]["faster"], table["all"]["slower"]) == (3, 0)                # a tie is neither
+    assert table["y"]["tau_se"] == pytest.approx(0.5) and table["y"]["speed"] == pytest.approx(0.125)
+    assert [r["group"] for r in pair_table(res, "a", "b", by=None)] == ["all"]
+    assert pair_table(res, "a", "c") == []
+
+
+def test_pair_table_command_prints_the_table_and_refuses_missing_methods(tmp_path, capsys):
+    import json
+
+    from opttree.bench.verdict import main
+
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(result({"a": [2.0, 3.0], "b": [1.5, 2.0]}, {"a": [1.2, 1.4], "b": [1.0, 1.0]})))
+    main([str(path), "a", "b", "--by", ""])
+    out = capsys.readouterr().out
+    assert "| all | 2 | +0.750 ± 0.250 | +30.0 ± 10.0 | 2 / 0 |" in out
+    with pytest.raises(SystemExit, match="no prompt that ran both"):
+        main([str(path), "a", "zzz"])
