@@ -16,6 +16,8 @@ benchmark notes quote.
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import statistics
 
@@ -203,9 +205,6 @@ def pair_table(result: dict, a: str, b: str, by: str | None = "category") -> lis
 
 
 def main(argv=None) -> None:
-    import argparse
-    import json
-
     p = argparse.ArgumentParser(prog="python -m opttree.bench.verdict",
                                 description="one method against another in a bench result, paired per prompt")
     p.add_argument("result", help="an `opttree bench --out` JSON")
