@@ -69,11 +69,13 @@ def cost_figure(cost: dict | None, marks: dict[str, float] | None = None) -> go.
         notes.append(dict(xref="x", x=math.log10(at), yref="paper", y=1 - 0.11 * (i % 4), showarrow=False,
                           xanchor="left", yanchor="top", font=dict(size=10), bgcolor="rgba(255,255,255,0.8)",
                           text=f"{', '.join(labels)}: {verify_ratio(cost, at):.1f}×"))
-    where = ", ".join(str(cost[k]) for k in ("device", "dtype") if cost.get(k))
+    where = ", ".join(str(cost[k]) for k in ("device", "isa", "dtype") if cost.get(k))
     threads = f", {cost['threads']} threads" if cost.get("threads") else ""
+    load = cost.get("load_avg")       # a curve measured on a busy machine prices trees too high
+    busy = f" · load average {load[0]:.1f} then" if load else ""
     layout.update(shapes=shapes, annotations=notes,
                   title=dict(text=f"What a forward costs here<br><sup>{where}{threads} · measured "
-                                  f"{cost.get('measured_utc', '')}</sup>", x=0.01, font=dict(size=14)),
+                                  f"{cost.get('measured_utc', '')}{busy}</sup>", x=0.01, font=dict(size=14)),
                   xaxis=dict(type="log", tickvals=sorted(set(tokens) | set(widths if isinstance(widths, list) else [])),
                              title=dict(text="tokens per forward (tree nodes + root) / draft width")),
                   yaxis=dict(title=dict(text="ms"), rangemode="tozero"))

@@ -11,6 +11,7 @@ import sys
 import torch
 from tqdm import tqdm
 
+from opttree.engine.cost import cpu_isa, load_average
 from opttree.engine.cost import cpu_name as proc_cpu_name
 
 NOISE_NOTE = ("a shared VM: timings are noisy (other jobs may use the same cores; the load average says "
@@ -35,19 +36,19 @@ def machine_info(device) -> dict:
     dev = torch.device(device) if not isinstance(device, torch.device) else device
     info = {
         "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "cpu": cpu_name(), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+        "cpu": cpu_name(), "cpu_isa": cpu_isa(), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__, "transformers": transformers.__version__,
         "python": platform.python_version(), "device": str(dev),
         "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
-        "load_avg_at_start": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+        "load_avg_at_start": load_average(),
         "noise": NOISE_NOTE,
     }
     return info
 
 
 def note_load(info: dict) -> dict:
-    if hasattr(os, "getloadavg"):
-        info["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    if (load := load_average()) is not None:
+        info["load_avg_at_end"] = load
     return info
 
 

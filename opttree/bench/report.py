@@ -193,9 +193,11 @@ def _curve_rows(head: str, pts: list[dict], ms_spec: str) -> list[str]:
 def cost_section(curve: dict) -> list[str]:
     """The decoder's cost curve (engine/cost.py), the auto budget's input."""
     pts, key = curve["points"], curve["key"]
+    isa = f"{key['isa']}, " if key.get("isa") else ""
+    load = f" (load average {curve['load_avg'][0]})" if curve.get("load_avg") else ""
     out = ["## What a forward costs here (the auto budget's input)", "",
-           f"`opttree cost` on {key['device_name']} ({key['dtype']}, {key['threads']} threads, {key['kernel']} "
-           f"kernel), {curve['measured_utc']}, {curve['reps']} interleaved repetitions after a "
+           f"`opttree cost` on {key['device_name']} ({isa}{key['dtype']}, {key['threads']} threads, {key['kernel']} "
+           f"kernel), {curve['measured_utc']}{load}, {curve['reps']} interleaved repetitions after a "
            f"{curve['prefix_tokens']}-token KV prefix, {curve['seconds']} s in all:", "",
            *_curve_rows("tokens per verify forward", pts, ".1f")]
     draft = curve.get("draft")

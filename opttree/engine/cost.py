@@ -61,6 +61,34 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def cpu_isa(cpuinfo: str | None = None) -> str:
+    """The widest vector instruction set the CPU reports (amx, avx512, avx2, avx or base): the matrix
+    kernels change with it, so two hosts that share a model name ("AMD EPYC" on a VM) but not an
+    instruction set have different cost curves. Read from /proc/cpuinfo (or the text given); the
+    machine's architecture where there is none."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return platform.machine() or "unknown"
+    flags: set[str] = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith(("flags", "Features")):
+            flags.update(line.split(":", 1)[1].split())
+            break
+    for isa, flag in (("amx", "amx_tile"), ("avx512", "avx512f"), ("avx2", "avx2"), ("avx", "avx")):
+        if flag in flags:
+            return isa
+    return "base" if flags else (platform.machine() or "unknown")
+
+
+def load_average() -> list[float] | None:
+    """The 1/5/15-minute load averages (None where the OS has none): a curve measured on a busy machine
+    says so."""
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
 def device_name(device) -> str:
     dev = torch.device(device)
     if dev.type == "cuda":
@@ -178,10 +206,13 @@ def _stats(ts: list[float]) -> dict:
 
 
 def cache_key(pair) -> dict:
-    """What the curve depends on: the device, dtype, threads, kernel, target and draft (and the draft
+    """What the curve depends on: the device (on CPU also its instruction set and core count: a VM moved
+    to another host keeps its model name), dtype, threads, kernel, target and draft (and the draft
     file's size: a draft retrained into another shape, e.g. a fused head, is measured again)."""
     draft = str(pair.draft_name or "") if pair.drafter_kind != "none" else ""
+    cpu = torch.device(pair.device).type == "cpu"
     return {"device": str(pair.device), "device_name": device_name(pair.device),
+            **({"isa": cpu_isa(), "cores": os.cpu_count()} if cpu else {}),
             "dtype": str(pair.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
             "kernel": "few-row" if uses_few_row_linear(pair.target) else "default",
             "target": str(pair.target_name), "drafter": pair.drafter_kind, "draft": draft,
@@ -197,7 +228,7 @@ def _file_size(path: str) -> int | None:
 
 def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, log=None) -> dict:
     """Measure the curve now (a few seconds): verification forwards and, with a draft, draft layers."""
-    t0 = time.perf_counter()
+    t0, load = time.perf_counter(), load_average()
     times = time_verify(pair, sizes, reps=reps, warmup=warmup, log=log)
     one = statistics.median(times[("default", sizes[0])])
     points = [{"tokens": n, **_stats(times[("default", n)]),
@@ -210,7 +241,8 @@ def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, lo
                  "points": [{"width": w, **_stats(layer[w])} for w in widths]}
     return {"version": VERSION, "key": cache_key(pair),
             "measured_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "seconds": round(time.perf_counter() - t0, 2), "prefix_tokens": PREFIX_TOKENS, "reps": reps,
+            "seconds": round(time.perf_counter() - t0, 2), "load_avg": load, "prefix_tokens": PREFIX_TOKENS,
+            "reps": reps,
             "points": points, "draft": draft}
 
 
@@ -289,5 +321,5 @@ def compact(curve: dict) -> dict:
             "layer_ms": [round(cost_ms(p), 2) for p in draft.get("points", [])],
             "base_ms": round(draft.get("base_ms", 0.0), 2),
             "device": key["device_name"], "dtype": key["dtype"], "threads": key["threads"],
-            "kernel": key["kernel"], "prefix_tokens": curve.get("prefix_tokens"),
-            "measured_utc": curve.get("measured_utc", "")}
+            "kernel": key["kernel"], "isa": key.get("isa"), "prefix_tokens": curve.get("prefix_tokens"),
+            "measured_utc": curve.get("measured_utc", ""), "load_avg": curve.get("load_avg")}

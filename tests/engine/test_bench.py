@@ -179,7 +179,7 @@ def test_bench_writes_documented_json(tmp_path, pair):
     assert len(r["runs"]) == 2 * len(methods)
     assert {"machine", "config", "hf_assisted_config"} <= set(r["meta"])
     m = r["meta"]["machine"]
-    assert {"cpu", "torch_threads", "torch", "transformers", "date_utc", "noise"} <= set(m)
+    assert {"cpu", "cpu_isa", "torch_threads", "torch", "transformers", "date_utc", "noise"} <= set(m)
     assert r["meta"]["hf_assisted_config"]["num_assistant_tokens"] == 20
     assert assistant.generation_config.num_assistant_tokens == 20  # set where 5.x reads it
     assert len(r["ea_a"]["opt-tree"]) == r["methods"]["opt-tree"]["steps"]
@@ -192,6 +192,9 @@ def test_bench_writes_documented_json(tmp_path, pair):
     assert "| opt-tree@auto | " in text and "OPT-Tree auto ≥ 1.8× over AR" in text
     assert "draft + build ≤ 30 % of step time (`opt-tree@auto`)" in text
     assert "What a forward costs here" in text and "| tokens per verify forward | 1 | 2 |" in text
+    curve = load_or_measure(pair)
+    assert f"({curve['key']['isa']}, float32," in text
+    assert curve["load_avg"] is None or f"(load average {curve['load_avg'][0]})" in text
 
 
 def test_report_checks_the_tau_ordering_of_a_second_bench():

@@ -166,6 +166,8 @@ def test_cost_command_measures_caches_and_refreshes(tmp_path, monkeypatch, capsy
     first = json.loads(out.read_text())
     assert [p["tokens"] for p in first["points"]][:2] == [1, 2] and first["draft"]["points"][0]["width"] == 1
     assert first["key"]["target"] == "tiny-target" and first["key"]["drafter"] == "eagle"
+    assert first["key"]["isa"] == cost.cpu_isa() and first["key"]["cores"] == os.cpu_count()
+    assert first["load_avg"] is None or len(first["load_avg"]) == 3
     assert (tmp_path / "c.png").stat().st_size > 1000 and len(list((tmp_path / "costs").iterdir())) == 1
     assert main(["cost", "--out", str(out)]) == 0                  # cached: the same measurement
     assert json.loads(out.read_text()) == first and len(measured) == 1

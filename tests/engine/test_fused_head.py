@@ -169,3 +169,22 @@ def test_a_draft_file_of_another_shape_gets_its_own_cost_curve(tmp_path):
     after = cache_key(pair)
     assert after["draft"] == before["draft"] and after["draft_bytes"] > before["draft_bytes"]
     assert cache_path(after) != cache_path(before)
+
+
+def test_a_cpu_with_another_instruction_set_gets_its_own_cost_curve(monkeypatch):
+    """A VM moved to another host keeps its CPU's model name ("AMD EPYC") but may lose AVX-512, and the
+    matrix kernels' speed with it: the instruction set is part of the key, so that curve is measured
+    again instead of read from the cache."""
+    from opttree.engine import cost
+
+    cpuinfo = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 fma{}\n"
+    assert cost.cpu_isa(cpuinfo.format("")) == "avx2"
+    assert cost.cpu_isa(cpuinfo.format(" avx512f avx512bw")) == "avx512"
+    assert cost.cpu_isa(cpuinfo.format(" avx512f amx_tile")) == "amx"
+    assert cost.cpu_isa("processor\t: 0\nFeatures\t: fp asimd\n") == "base"
+    pair = tiny_pair("eagle")
+    monkeypatch.setattr(cost, "cpu_isa", lambda: "avx512")
+    before = cost.cache_key(pair)
+    monkeypatch.setattr(cost, "cpu_isa", lambda: "avx2")
+    after = cost.cache_key(pair)
+    assert before["device_name"] == after["device_name"] and cost.cache_path(after) != cost.cache_path(before)

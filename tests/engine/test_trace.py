@@ -93,7 +93,11 @@ def test_auto_trace_records_the_cost_curve_and_each_steps_objective(auto_trace):
     assert cost["tokens"][0] == 1 and len(cost["tokens"]) == len(cost["verify_ms"]) > 1
     assert len(cost["widths"]) == len(cost["layer_ms"]) > 1 and cost["threads"] >= 1
     validate_trace(auto_trace)
+    assert "auto" in auto_trace["steps"][0]
     for s in auto_trace["steps"]:
+        if "auto" not in s:   # one token left to generate: the target picks it, no tree (the last step)
+            assert not s["tokens"] and s is auto_trace["steps"][-1]
+            continue
         auto = s["auto"]
         d, n = auto["chosen_depth"], auto["chosen_nodes"]
         assert len(s["tokens"]) == n and max(s["depth"], default=0) <= d
@@ -106,7 +110,7 @@ def test_traces_without_the_auto_fields_still_load(auto_trace):
     old["meta"].pop("cost")
     old["meta"].pop("auto_max_nodes")
     for s in old["steps"]:
-        s.pop("auto")
+        s.pop("auto", None)
     assert loads(dumps(old))["steps"]
 
 

@@ -261,6 +261,9 @@ def test_cost_chart_and_the_sentence_for_a_slower_method(trace):
     assert [list(t.x) for t in fig.data] == [[1, 8, 64], [1, 64]]
     assert "Test CPU" in fig.layout.title.text and "2.5×" in fig.layout.annotations[0].text
     assert cost_figure(None).layout.annotations and cost_figure({"tokens": "x"}).data == ()
+    assert "load average" not in fig.layout.title.text
+    busy = cost_figure({**COST, "isa": "avx2", "load_avg": [3.5, 2.0, 1.0]}).layout.title.text
+    assert "Test CPU, avx2, float32" in busy and "load average 3.5 then" in busy
     fast, slow, ar = (json.loads(dumps(trace)) for _ in range(3))
     ar["meta"].update(method="ar", cost=COST)
     ar["summary"].update(tokens_per_s=20.0, mean_verify_ms=50.0)
