@@ -204,6 +204,12 @@ def pair_table(result: dict, a: str, b: str, by: str | None = "category") -> lis
     return out
 
 
+def _table_pm(x: float, e: float | None, scale: float = 1.0, digits: int = 3) -> str:
+    """x ± e for the pair table: signed, scaled (100 for percent), "–" where there is no standard error
+    (`_pm` words a finding for a sentence instead)."""
+    return f"{scale * x:+.{digits}f} ± " + ("–" if e is None else f"{scale * e:.{digits}f}")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m opttree.bench.verdict",
                                 description="one method against another in a bench result, paired per prompt")
@@ -217,15 +223,13 @@ def main(argv=None) -> None:
     rows = pair_table(result, args.a, args.b, args.by or None)
     if not rows:
         raise SystemExit(f"{args.result} has no prompt that ran both {args.a} and {args.b}")
-    def pm(x: float, e: float | None, scale: float = 1.0, digits: int = 3) -> str:
-        return f"{scale * x:+.{digits}f} ± " + ("–" if e is None else f"{scale * e:.{digits}f}")
-
     print(f"{args.a} against {args.b}, paired per prompt (mean ± one SE; speed: tokens/s ratio - 1, in %)")
     print("| group | prompts | τ difference | speed difference (%) | faster / slower |")
     print("|---|---|---|---|---|")
     for r in rows:
-        tau, speed = pm(r["tau"], r["tau_se"]), pm(r["speed"], r["speed_se"], 100, 1)
+        tau, speed = _table_pm(r["tau"], r["tau_se"]), _table_pm(r["speed"], r["speed_se"], 100, 1)
         print(f"| {r['group']} | {r['prompts']} | {tau} | {speed} | {r['faster']} / {r['slower']} |")
+
 
 if __name__ == "__main__":
     main()

@@ -46,9 +46,7 @@ class Drafter:
         """What a tree builder's `expand` returns: each node's k most likely children, (tokens, q),
         both (len(nodes), k') on the CPU, sorted by q, k' <= k: one top-k per layer and one copy off
         the device. Drafters without a full distribution (a table, a trie) answer it directly."""
-        probs = self.distributions(tree, nodes)
-        top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
-        return top.indices.cpu(), top.values.cpu()
+        return top_of(self.distributions(tree, nodes), k)
 
     def top_children_and_odds(self, tree: DraftTree, nodes: list[int], k: int,
                               asked: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, list[list[Odds]]]:
@@ -56,8 +54,7 @@ class Drafter:
         how many tokens it finds strictly more likely): what retrieval fusion prunes its trie with.
         Here read from the whole distributions; a drafter with a faster path answers from that."""
         probs = self.distributions(tree, nodes)
-        top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
-        return top.indices.cpu(), top.values.cpu(), odds(probs, asked)
+        return *top_of(probs, k), odds(probs, asked)
 
     def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg) -> tuple[DraftTree, BuildInfo]:
         """The tree to verify, built from this drafter's proposals under the step's settings `cfg`:
@@ -73,6 +70,12 @@ class Drafter:
         """The target's logits after each of `tokens` (row i follows tokens[i]): the prompt's rows at
         prefill, then every row of each verification (root and all nodes, rejected ones included).
         Model drafters ignore them; Token Recycling learns its table from them."""
+
+
+def top_of(probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's k most likely (tokens, q), sorted by q, copied to the CPU."""
+    top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
+    return top.indices.cpu(), top.values.cpu()
 
 
 def odds(probs: torch.Tensor, asked: list[list[int]], column: dict[int, int] | None = None) -> list[list[Odds]]:

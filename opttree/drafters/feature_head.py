@@ -85,17 +85,19 @@ class FeatureHeadDrafter(ModelDrafter):
             return self.root_probs[None]
         return self.probs(self._logits(self._forward(tree, nodes)))
 
+    def _draft_rows(self, tree: DraftTree, nodes: list[int]):
+        """The layer's draft-vocabulary rows and their token ids (the root's are made in begin_step)."""
+        return self.root_draft if self.asks_for_root(nodes) else self._draft_probs(self._forward(tree, nodes))
+
     @torch.inference_mode()
     def top_children(self, tree: DraftTree, nodes: list[int], k: int):
-        if self.asks_for_root(nodes):
-            return self._top(*self.root_draft, k)
-        return self._top(*self._draft_probs(self._forward(tree, nodes)), k)
+        return self._top(*self._draft_rows(tree, nodes), k)
 
     @torch.inference_mode()
     def top_children_and_odds(self, tree: DraftTree, nodes: list[int], k: int, asked: list[list[int]]):
         """The fast path's top-k, and the asked tokens' q and rank read from the same draft-vocabulary
         rows (every token outside them has q 0 in the full row too)."""
-        probs, ids = self.root_draft if self.asks_for_root(nodes) else self._draft_probs(self._forward(tree, nodes))
+        probs, ids = self._draft_rows(tree, nodes)
         tokens, q = self._top(probs, ids, k)
         return tokens, q, odds(probs, asked, None if ids is None else self._columns(ids))
 

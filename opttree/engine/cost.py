@@ -23,6 +23,7 @@ records `compact(curve)` in every trace's meta; the bench's verify-cost sweep
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -50,14 +51,20 @@ PREFIX_TOKENS = 128
 NEW_TOKENS = 2                        # tokens a step's begin_step feeds (about τ on the bundled pair)
 
 
-def cpu_name() -> str:
+@functools.cache
+def _cpuinfo() -> str | None:
+    """/proc/cpuinfo, read once per process (None where there is none)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+            return f.read()
     except OSError:
-        pass
+        return None
+
+
+def cpu_name() -> str:
+    for line in (_cpuinfo() or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
     return platform.processor() or "unknown CPU"
 
 
@@ -66,14 +73,9 @@ def cpu_isa(cpuinfo: str | None = None) -> str:
     kernels change with it, so two hosts that share a model name ("AMD EPYC" on a VM) but not an
     instruction set have different cost curves. Read from /proc/cpuinfo (or the text given); the
     machine's architecture where there is none."""
-    if cpuinfo is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8") as f:
-                cpuinfo = f.read()
-        except OSError:
-            return platform.machine() or "unknown"
+    cpuinfo = _cpuinfo() if cpuinfo is None else cpuinfo
     flags: set[str] = set()
-    for line in cpuinfo.splitlines():
+    for line in (cpuinfo or "").splitlines():
         if line.startswith(("flags", "Features")):
             flags.update(line.split(":", 1)[1].split())
             break
