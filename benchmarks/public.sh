@@ -9,16 +9,17 @@
 # Every bench method runs on every prompt, interleaved and rotated; T = 0, δ 0.5, depth ≤ 10, TOKENS new tokens.
 # About 65 minutes on a 2-core CPU: the cards 44 (head 13, classic 16, early exit 14), long 8, mixed 13.
 #   QUESTIONS=data/spec_bench/question.jsonl THREADS=2 PER_TASK=8 (long) MIXED_PER_TASK=4 TOKENS=128
-#   KINDS="head classic early-exit" OUT=benchmarks/public
+#   KINDS="head classic early-exit" OUT=benchmarks/public DEVICE=cpu DTYPE=auto (the bench steps; DEVICE=cuda on a GPU)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}; export PYTHONPATH=.
 QUESTIONS=${QUESTIONS:-data/spec_bench/question.jsonl}; THREADS=${THREADS:-2}; TOKENS=${TOKENS:-128}
 PER_TASK=${PER_TASK:-8}; MIXED_PER_TASK=${MIXED_PER_TASK:-4}; OUT=${OUT:-benchmarks/public}; STEP=${STEP:-all}
+DEVICE=${DEVICE:-cpu}; DTYPE=${DTYPE:-auto}
 KINDS=${KINDS:-head classic early-exit}
 SUBSETS=$(dirname "$QUESTIONS")   # the subsets' prompt files stay beside the question file, out of git
 step() { [ "$STEP" = all ] || [ "$STEP" = "$1" ]; }
-COMMON=(--device cpu --threads "$THREADS" --drafter eagle --max-depth 10 --threshold 0.5 --temperature 0
+COMMON=(--device "$DEVICE" --dtype "$DTYPE" --threads "$THREADS" --drafter eagle --max-depth 10 --threshold 0.5 --temperature 0
         --max-new-tokens "$TOKENS" --warmup 1)
 if step cards; then
   for kind in $KINDS; do

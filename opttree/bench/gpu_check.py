@@ -2,15 +2,17 @@
 
 1. the test suite with CUDA available (pytest in a subprocess; its last line is recorded);
 2. the machine's cost curve for the bundled pair (measured again, not read from a cache);
-3. for each half precision (bf16, fp16) and fp32: AR, OPT-Tree at n = 60 and at the auto budget on
-   the same prompts, interleaved (the bench harness): τ, tokens/s, speedup over AR and the greedy
-   exact-match rate. In half precision the tree forward and the AR forward round differently, so a
-   near-tie can flip a token: the rate is measured, not assumed.
+3. for fp32 and each half precision (bf16, fp16): AR, OPT-Tree at n = 60 and at the auto budget on
+   the same prompts, interleaved (the bench harness): τ, tokens/s, speedup over AR, the greedy
+   exact-match rate, and where a step's time goes (draft, build, verify ms). In half precision the
+   tree forward and the AR forward round differently, so a near-tie can flip a token: the rate is
+   measured, not assumed. fp32, the exactness reference, runs first, and each dtype has its own time
+   budget (`--minutes-per-dtype`), so a slow dtype cannot starve the others.
 
 Writes `benchmarks/gpu/<date>-<device>.md` and `.json` (the device named in both). Nothing else in
 the project depends on it; on a machine without CUDA it says so and stops.
 
-    python -m opttree.bench.gpu_check [--limit 16] [--max-new-tokens 128] [--no-tests]
+    python -m opttree.bench.gpu_check [--limit 16] [--max-new-tokens 128] [--minutes-per-dtype 3] [--no-tests]
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from opttree.bench.report import fmt, pct
 from opttree.config import DecodeConfig
 from opttree.errors import BadInput
 
-DTYPES = ("bf16", "fp16", "fp32")
+DTYPES = ("fp32", "bf16", "fp16")
 METHODS = ("ar", "opt-tree@60", "opt-tree@auto")
+KEPT = ("tau", "tokens_per_s", "speedup", "exact_match", "mean_nodes", "mean_depth", "mean_draft_ms",
+        "mean_build_ms", "mean_verify_ms", "prompts")
 TESTS_TIMEOUT_S = 3600
 
 
@@ -46,39 +50,46 @@ def run_tests() -> str:
     return (lines[-1] if lines else proc.stdout.strip().splitlines()[-1:] or ["no output"])[0].strip("= ")
 
 
-def check_dtypes(load, dtypes, prompts, cfg: DecodeConfig, log=None) -> dict:
-    """{dtype: {method: {tau, tokens_per_s, speedup, exact_match, mean_nodes}}} plus each dtype's
-    cost curve (compact form); `load(dtype)` returns a pair on the device."""
+def check_dtypes(load, dtypes, prompts, cfg: DecodeConfig, log=None, max_minutes: float | None = None) -> dict:
+    """{dtype: {"methods": {method: KEPT fields}, "cost": compact cost curve}}; `load(dtype)` returns a
+    pair on the device; `max_minutes` caps each dtype's bench (every method still runs on each prompt
+    it reaches)."""
     from opttree.engine import cost  # the engine loads only when a check runs (not for --help)
 
     out = {}
     for dtype in dtypes:
         pair = load(dtype)
         curve = cost.load_or_measure(pair, refresh=True, log=log)
-        result = run_bench(pair, prompts, list(METHODS), cfg, chat=True, log=log or (lambda m: None))
+        result = run_bench(pair, prompts, list(METHODS), cfg, chat=True, log=log or (lambda m: None),
+                           max_minutes=max_minutes)
         out[dtype] = {"cost": cost.compact(curve),
-                      "methods": {m: {k: a.get(k) for k in ("tau", "tokens_per_s", "speedup", "exact_match",
-                                                            "mean_nodes", "mean_depth")}
-                                  for m, a in result["methods"].items()}}
+                      "methods": {m: {k: a.get(k) for k in KEPT} for m, a in result["methods"].items()}}
         del pair
     return out
 
 
 def report(device: str, date: str, tests: str | None, results: dict, cfg: DecodeConfig, n_prompts: int) -> str:
     lines = [f"# GPU check: {device}", "", f"Run {date} with `make gpu-check` (opttree/bench/gpu_check.py). "
-             f"Bundled pair, {n_prompts} prompts of the eval set, {cfg.max_new_tokens} new tokens, T = 0, "
+             f"Bundled pair, up to {n_prompts} prompts of the eval set, {cfg.max_new_tokens} new tokens, T = 0, "
              "methods interleaved per prompt.", "",
              f"**Tests with CUDA available:** {tests if tests is not None else 'not run (--no-tests)'}", "",
-             "| dtype | method | τ | tokens/s | speedup vs AR | exact match with AR | mean nodes |",
-             "|---|---|---|---|---|---|---|"]
+             "| dtype | method | prompts | τ | tokens/s | speedup vs AR | exact match with AR | mean nodes | "
+             "draft / build / verify ms a step |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for dtype, r in results.items():
         for m, a in r["methods"].items():
-            lines.append(f"| {dtype} | {m} | {fmt(a['tau'])} | {fmt(a['tokens_per_s'], '.1f')} | "
-                         f"{fmt(a['speedup'])}× | {pct(a['exact_match'])} | {fmt(a['mean_nodes'], '.1f')} |")
-    lines += ["", "Cost curve (target forward ms by tree tokens):", ""]
+            phases = " / ".join(fmt(a.get(k), ".1f") for k in ("mean_draft_ms", "mean_build_ms", "mean_verify_ms"))
+            lines.append(f"| {dtype} | {m} | {a.get('prompts', '')} | {fmt(a['tau'])} | "
+                         f"{fmt(a['tokens_per_s'], '.1f')} | {fmt(a['speedup'])}× | {pct(a['exact_match'])} | "
+                         f"{fmt(a['mean_nodes'], '.1f')} | {phases} |")
+    lines += ["", "Cost curve (target forward ms by tree tokens; one draft layer's ms by its width):", ""]
     for dtype, r in results.items():
         c = r["cost"]
-        lines.append(f"- {dtype}: " + ", ".join(f"{t} → {ms:g} ms" for t, ms in zip(c["tokens"], c["verify_ms"])))
+        lines.append(f"- {dtype}, verify: " + ", ".join(f"{t} → {ms:g} ms"
+                                                       for t, ms in zip(c["tokens"], c["verify_ms"])))
+        if c.get("widths") and c.get("layer_ms"):
+            lines.append(f"- {dtype}, draft layer: " + ", ".join(f"{w} → {ms:g} ms"
+                                                                  for w, ms in zip(c["widths"], c["layer_ms"])))
     lines += ["", "In half precision the tree forward and the AR forward round differently, so a near-tie can "
               "flip a token: an exact-match rate below 100 % there is expected to come from such flips (fp32 is "
               "the exactness reference; a shortfall in fp32 would be a bug)."]
@@ -90,6 +101,8 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=16, help="eval prompts")
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--dtypes", default=",".join(DTYPES))
+    ap.add_argument("--minutes-per-dtype", type=float, default=3.0,
+                    help="each dtype's bench stops after the prompt that crosses this (0: no limit)")
     ap.add_argument("--no-tests", action="store_true", help="skip the test suite")
     ap.add_argument("--out-dir", default=str(paths.checkout() / "benchmarks" / "gpu"))
     args = ap.parse_args(argv)
@@ -110,15 +123,18 @@ def main(argv=None) -> int:
     tests = None if args.no_tests else run_tests()
     cfg = DecodeConfig(method="ar", nodes=0, max_new_tokens=args.max_new_tokens, temperature=0.0)
     prompts = read_prompts(paths.EVAL_PROMPTS, args.limit)
-    results = check_dtypes(lambda d: load_pair(device="cuda", dtype=d), dtypes, prompts, cfg,
-                           log=lambda m: print(m, file=sys.stderr, flush=True))
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"{date}-{re.sub(r'[^A-Za-z0-9]+', '-', device).strip('-').lower()}"
-    text = report(device, date, tests, results, cfg, len(prompts))
-    stem.with_suffix(".md").write_text(text, encoding="utf-8")
-    stem.with_suffix(".json").write_text(json.dumps({"device": device, "date": date, "tests": tests,
-                                                     "results": results}, indent=1), encoding="utf-8")
+    results: dict = {}
+    for dtype in dtypes:  # the report is rewritten after each dtype: a run cut short keeps what it measured
+        results.update(check_dtypes(lambda d: load_pair(device="cuda", dtype=d), [dtype], prompts, cfg,
+                                    log=lambda m: print(m, file=sys.stderr, flush=True),
+                                    max_minutes=args.minutes_per_dtype or None))
+        text = report(device, date, tests, results, cfg, len(prompts))
+        stem.with_suffix(".md").write_text(text, encoding="utf-8")
+        stem.with_suffix(".json").write_text(json.dumps({"device": device, "date": date, "tests": tests,
+                                                         "results": results}, indent=1), encoding="utf-8")
     print(text)
     return 0
 

@@ -2,12 +2,17 @@
 
 transformers dequantizes the GGUF on every load (seconds) and refuses `save_pretrained`, so the first
 load writes the dequantized state dict as safetensors (plus config and tokenizer) to a user cache
-directory; later loads rebuild the model from that cache in about a second.
+directory; later loads rebuild the model from that cache in about a second. The cached config drops
+the GGUF `quantization_config` that the GGUF load leaves on the model's config: the cache holds plain
+weights, and a config that still names GGUF attaches transformers' GGUF quantizer to every load of it
+(and, in half precision, its warning that packed GGUF weights compute in fp32, about weights that
+are not packed).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 from pathlib import Path
@@ -60,9 +65,22 @@ def converted_dir() -> Path:
     """Folder with config.json, model.safetensors and tokenizer files, created on first use."""
     out = cache_root() / BUNDLED_ID
     if (out / "model.safetensors").exists() and (out / "config.json").exists():
+        drop_quantization_config(out / "config.json")   # a cache written before the config was cleaned
         return out
     _convert(gguf_path(), out)
     return out
+
+
+def drop_quantization_config(config_path: Path) -> bool:
+    """Remove `quantization_config` from a saved config.json (rewritten atomically); True if it had one."""
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    if "quantization_config" not in config:
+        return False
+    del config["quantization_config"]
+    tmp = config_path.with_name(config_path.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(config_path)
+    return True
 
 
 def _convert(src: Path, out: Path) -> None:
@@ -78,6 +96,7 @@ def _convert(src: Path, out: Path) -> None:
     tmp.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(tmp)
     model.config.save_pretrained(tmp)
+    drop_quantization_config(tmp / "config.json")
     # Tied weights share storage; safetensors refuses shared tensors, and the tie is rebuilt on load.
     state = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
     save_file(state, str(tmp / "model.safetensors"))

@@ -408,8 +408,15 @@ def test_gpu_check_refuses_without_cuda_and_reports_what_it_measured(pair, monke
     methods = results["fp32"]["methods"]
     assert set(methods) == set(gpu_check.METHODS)
     assert all(m["exact_match"] == 1.0 for m in methods.values())          # fp32: lossless
+    assert all(m["prompts"] == 2 and m["mean_verify_ms"] > 0 for m in methods.values())
+    assert methods["opt-tree@60"]["mean_draft_ms"] > 0 and methods["ar"]["mean_draft_ms"] == 0
     text = gpu_check.report("Tiny CPU", "2026-01-01", "3 passed", results, cfg, 2)
-    assert text.startswith("# GPU check: Tiny CPU") and "| fp32 | opt-tree@auto |" in text and "3 passed" in text
+    assert text.startswith("# GPU check: Tiny CPU") and "| fp32 | opt-tree@auto | 2 |" in text and "3 passed" in text
+    assert "- fp32, verify: 1 → " in text and "- fp32, draft layer: 1 → " in text   # where a step's time goes
+    # each dtype's time budget: past it, the bench stops after the prompt that crossed it
+    capped = gpu_check.check_dtypes(lambda d: pair, ["fp32"], parse_prompts(MT), cfg, max_minutes=1e-6)
+    assert all(m["prompts"] == 1 for m in capped["fp32"]["methods"].values())
+    assert gpu_check.DTYPES[0] == "fp32"                                   # the exactness reference first
 
 
 def test_a_method_can_name_its_length_control(pair, monkeypatch):

@@ -1,8 +1,10 @@
-"""Running as a Hugging Face Space: the README's front matter, and the bundled target's hub stand-in."""
+"""Running as a Hugging Face Space: the README's front matter, and the bundled target's hub stand-in;
+the converted cache of the bundled GGUF."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -46,6 +48,20 @@ def test_without_the_bundled_wheel_the_hub_release_stands_in(no_bundled_wheel):
 
 def test_with_the_bundled_wheel_the_gguf_is_used():
     assert bundled.available() and model_folder("smollm2-135m-instruct").endswith("smollm2-135m-instruct")
+
+
+def test_the_converted_cache_is_a_plain_checkpoint(smollm, tmp_path):
+    """The cache holds dequantized weights, so its config names no GGUF quantization and a load of it
+    attaches no GGUF quantizer (which, in half precision, warned about packed weights that are not
+    packed); a cache written with the GGUF config still in it is cleaned on its next use."""
+    config = json.loads((bundled.converted_dir() / "config.json").read_text(encoding="utf-8"))
+    assert "quantization_config" not in config and config["model_type"] == "llama"
+    assert getattr(smollm.target, "hf_quantizer", None) is None
+    old = tmp_path / "config.json"
+    old.write_text(json.dumps({"model_type": "llama", "quantization_config": {"quant_method": "gguf"}}))
+    assert bundled.drop_quantization_config(old)
+    assert json.loads(old.read_text(encoding="utf-8")) == {"model_type": "llama"}
+    assert not bundled.drop_quantization_config(old)                     # nothing left to drop
 
 
 def test_draft_cards_name_their_target_and_the_loader_checks_it():
