@@ -273,7 +273,8 @@ class ModelConfig:
         None, kind=int, help="early-exit: draft with the target's first N layers (default: the layer the head was "
                              "trained after; another N needs a head trained for it)")
     device: str = model_setting("auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
-    dtype: str = model_setting("auto", help="auto (fp32 on CPU, bf16/fp16 on GPU), fp32, fp16, bf16")
+    dtype: str = model_setting("auto", help="auto (fp32 on CPU and for the bundled target; bf16/fp16 on GPU), "
+                               "fp32, fp16, bf16")
     device_map: str | None = model_setting(None, help="e.g. 'auto' to spread a big target over GPUs")
     trust_remote_code: bool = model_setting(False, kind=bool, help="allow model repos' own code (off by default)")
     retrieval_corpus: str | None = model_setting(

@@ -46,7 +46,7 @@ def random_target_pair(target: str, device: str, dtype: str, drafter: str = "eag
     from transformers import AutoConfig, AutoModelForCausalLM  # transformers is heavy: imported when a model is built
 
     dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
+    dt = resolve_dtype(dtype, dev, target)
     folder = model_folder(target)
     config = AutoConfig.from_pretrained(folder)
     torch.manual_seed(0)

@@ -293,7 +293,7 @@ def write_report(bench: dict | None, sweep: dict | None, out, notes: str = "", l
         lines += [f"> **{label}**", ""]
     lines += ["## Machine", ""] + machine_lines(meta) + [
         "- **GPU**: every number below is CPU. The same commands take `--device cuda` "
-        "(bf16/fp16 by default there).", ""]
+        "(bf16/fp16 by default there; fp32 for the bundled target).", ""]
     if command:
         lines += ["Regenerate everything in this folder with one command:", "", "```", command, "```", ""]
     if notes:

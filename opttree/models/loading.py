@@ -27,10 +27,13 @@ def resolve_device(device: str = "auto") -> torch.device:
     return torch.device(device)
 
 
-def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
-    """fp32 on CPU (exactness, and CPU half matmuls are slow); bf16/fp16 on GPU."""
+def resolve_dtype(dtype: str, device: torch.device, target: str | None = None) -> torch.dtype:
+    """fp32 on CPU (exactness, and CPU half matmuls are slow); on GPU bf16/fp16, except for the bundled
+    135M target, which stays fp32 there: its forward is launch-bound, so half precision saves no time,
+    and on an H200 (benchmarks/gpu/2026-11-27-nvidia-h200.md) fp32 ran OPT-Tree at ~1.7x AR where bf16
+    ran it at 0.47x (n = 60) and flipped greedy tokens against AR on 56 % of prompts."""
     if dtype in (None, "", "auto"):
-        if device.type == "cuda":
+        if device.type == "cuda" and target not in bundled.BUNDLED_ALIASES:
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return torch.float32
     table = {"fp32": torch.float32, "float32": torch.float32, "fp16": torch.float16,
@@ -131,7 +134,7 @@ def load_target(target: str = bundled.BUNDLED_ID, device: str = "auto", dtype: s
                 device_map: str | None = None, trust_remote_code: bool = False) -> ModelPair:
     """A target and its tokenizer, with no drafter yet (drafters/registry.py gives it one)."""
     dev = resolve_device(device)
-    dt = resolve_dtype(dtype, dev)
+    dt = resolve_dtype(dtype, dev, target)
     tok = load_tokenizer(target, trust_remote_code)
     tgt = load_causal_lm(target, dev, dt, device_map, trust_remote_code)
     name = target

@@ -9,12 +9,13 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from opttree.drafters.registry import KINDS, load_pair
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
 from opttree.models.draft_assets import check_card_target
-from opttree.models.loading import model_folder
+from opttree.models.loading import model_folder, resolve_dtype
 
 BUNDLED_HEAD = KINDS["eagle"].bundled_path
 
@@ -70,3 +71,16 @@ def test_draft_cards_name_their_target_and_the_loader_checks_it():
     with pytest.raises(BadInput, match="trained for the target"):
         check_card_target(str(BUNDLED_HEAD), "meta-llama/Llama-2-7b-chat-hf")
     check_card_target("someone/some-draft", "meta-llama/Llama-2-7b-chat-hf")   # no card: nothing to check
+
+
+def test_auto_dtype_keeps_the_bundled_target_in_fp32_on_a_gpu(monkeypatch):
+    """On CUDA `--dtype auto` means half precision, except for the bundled 135M target: launch-bound on
+    a GPU, it gains nothing from bf16, which measured slower there (benchmarks/gpu/)."""
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    cuda = torch.device("cuda")
+    for alias in sorted(bundled.BUNDLED_ALIASES):
+        assert resolve_dtype("auto", cuda, alias) is torch.float32
+    assert resolve_dtype("auto", cuda, "meta-llama/Llama-3.1-8B-Instruct") is torch.bfloat16
+    assert resolve_dtype("auto", cuda) is torch.bfloat16
+    assert resolve_dtype("bf16", cuda, bundled.BUNDLED_ID) is torch.bfloat16      # asked for: given
+    assert resolve_dtype("auto", torch.device("cpu"), "meta-llama/Llama-3.1-8B-Instruct") is torch.float32
