@@ -44,7 +44,7 @@ screenshots: setup browser
 	PYTHONPATH=. $(BIN)/python tools/screenshots.py
 
 # On a CUDA machine: the tests with CUDA available, the cost curve, and AR / OPT-Tree at n = 60 and auto in
-# bf16, fp16 and fp32 (speed and greedy exact match); a dated report lands in benchmarks/gpu/.
+# fp32, bf16 and fp16 (speed, greedy exact match, where a step's time goes); a dated report lands in benchmarks/gpu/.
 .PHONY: gpu-check
 gpu-check: setup
 	PYTHONPATH=. $(BIN)/python -m opttree.bench.gpu_check

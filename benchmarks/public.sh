@@ -13,6 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}; export PYTHONPATH=.
+if [ "${DEVICE:-cpu}" != cpu ] && [ -z "${OUT+x}" ]; then   # the committed CPU results stay as they are
+  echo "DEVICE=$DEVICE: name OUT too (e.g. OUT=benchmarks/gpu/<date>-<device>_public)." >&2; exit 2
+fi
 QUESTIONS=${QUESTIONS:-data/spec_bench/question.jsonl}; THREADS=${THREADS:-2}; TOKENS=${TOKENS:-128}
 PER_TASK=${PER_TASK:-8}; MIXED_PER_TASK=${MIXED_PER_TASK:-4}; OUT=${OUT:-benchmarks/public}; STEP=${STEP:-all}
 DEVICE=${DEVICE:-cpu}; DTYPE=${DTYPE:-auto}

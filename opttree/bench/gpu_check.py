@@ -106,16 +106,19 @@ def main(argv=None) -> int:
     ap.add_argument("--no-tests", action="store_true", help="skip the test suite")
     ap.add_argument("--out-dir", default=str(paths.checkout() / "benchmarks" / "gpu"))
     args = ap.parse_args(argv)
+    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    bad = [d for d in dtypes if d not in DTYPES]
+    if bad or not dtypes:
+        raise BadInput(f"unknown or no dtype(s) {', '.join(bad) or repr(args.dtypes)}: "
+                       f"choose from {', '.join(DTYPES)}.")
+    if args.minutes_per_dtype < 0 or args.limit < 1 or args.max_new_tokens < 1:
+        raise BadInput("--minutes-per-dtype must be 0 (no limit) or more; --limit and --max-new-tokens at least 1.")
     import torch  # torch stays out of `--help`
 
     if not torch.cuda.is_available():
         print("gpu-check needs a CUDA device and none is visible here (torch.cuda.is_available() is False); "
               "nothing was run.", file=sys.stderr)
         return 2
-    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
-    bad = [d for d in dtypes if d not in DTYPES]
-    if bad:
-        raise BadInput(f"unknown dtype(s) {', '.join(bad)}: choose from {', '.join(DTYPES)}.")
     from opttree.drafters.registry import load_pair  # with torch: only once there is a device to check
 
     device = torch.cuda.get_device_name(0)

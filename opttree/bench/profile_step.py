@@ -1,7 +1,8 @@
 """Where a speculative step's time goes, by phase and by op: `python -m opttree.bench.profile_step`.
 
 For each dtype, OPT-Tree at a fixed budget decodes one prompt after a warm-up run and reports ms a
-step, draft ms a step and a draft layer, verify ms a step and the mean tree depth; then the same run
+step by phase (draft, build, verify) and the mean tree depth; one draft layer's ms by its width, timed
+as the auto budget's cost curve times it (`engine/cost.py`, `time_draft`); then the decode again
 under torch.profiler, with the ops that took the most self CPU time (and, on CUDA, self CUDA time).
 A bench says *that* a dtype or device is slow; this says *where*.
 
@@ -28,8 +29,8 @@ from opttree.bench.prompts import read_prompts
 from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.decoding.prompts import encode_prompt
 from opttree.drafters.registry import load_pair, with_drafter
-from opttree.engine import speculative
-from opttree.errors import BadInput
+from opttree.engine import cost, speculative
+from opttree.errors import BadInput, ModelLoadError
 from opttree.models.loading import (
     ModelPair,
     input_device,
@@ -47,30 +48,33 @@ def random_target_pair(target: str, device: str, dtype: str, drafter: str = "eag
 
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev, target)
-    folder = model_folder(target)
-    config = AutoConfig.from_pretrained(folder)
+    tokenizer = load_tokenizer(target)            # first: a bad target fails before a model is built
+    try:
+        config = AutoConfig.from_pretrained(model_folder(target))
+    except Exception as exc:
+        raise ModelLoadError(f"could not read the config of {target!r}: {str(exc).strip()[:300]}") from exc
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config, dtype=dt, attn_implementation=paths.attention_impl())
     model.to(dev).eval().requires_grad_(False)
     use_few_row_linear(model)                 # as the loader does: the same kernels as the real target
-    base = ModelPair(model, load_tokenizer(target), f"{target} (random weights)", device=input_device(model),
+    base = ModelPair(model, tokenizer, f"{target} (random weights)", device=input_device(model),
                      dtype=dt, target_spec=target)
     return with_drafter(base, drafter)
 
 
 def step_summary(steps) -> dict:
-    """ms a step by phase, draft ms a layer and the mean depth of a run's StepData list."""
+    """ms a step by phase and the mean verified depth of a run's StepData list."""
     n = max(len(steps), 1)
-    layers = sum(s.tree.max_depth for s in steps)
-    draft = sum(s.draft_ms for s in steps)
     return {"steps": len(steps), "tokens": sum(len(s.committed) for s in steps),
-            "draft_ms": draft / n, "build_ms": sum(s.build_ms for s in steps) / n,
+            "draft_ms": sum(s.draft_ms for s in steps) / n, "build_ms": sum(s.build_ms for s in steps) / n,
             "verify_ms": sum(s.verify_ms for s in steps) / n,
-            "draft_layer_ms": draft / layers if layers else 0.0, "mean_depth": layers / n}
+            "mean_depth": sum(s.tree.max_depth for s in steps) / n}
 
 
-def profile_dtype(pair, prompt_ids: list[int], cfg: DecodeConfig, ops: int = 15) -> dict:
-    """Time one decode (after a warm-up), then profile another; the summary plus the op tables."""
+def profile_dtype(pair, prompt_ids: list[int], cfg: DecodeConfig, ops: int = 15,
+                  widths: tuple[int, ...] = (1, 8, 32)) -> dict:
+    """Time one decode (after a warm-up) and one draft layer per width, then profile another decode;
+    the summary plus the op tables."""
     def run():
         return list(speculative.decode(pair, prompt_ids, cfg, record_target=False))
 
@@ -79,6 +83,10 @@ def profile_dtype(pair, prompt_ids: list[int], cfg: DecodeConfig, ops: int = 15)
     steps = run()
     wall = time.perf_counter() - t0
     summary = step_summary(steps) | {"wall_ms_per_step": wall * 1e3 / max(len(steps), 1)}
+    if pair.drafter_kind != "none" and widths:
+        base, layer = cost.time_draft(pair, widths)
+        summary["draft_base_ms"] = min(base)                    # begin_step: the root's children
+        summary["draft_layer_ms"] = {w: min(ts) for w, ts in layer.items()}   # fastest of the repetitions
     cuda = pair.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=activities) as prof:
@@ -91,9 +99,13 @@ def profile_dtype(pair, prompt_ids: list[int], cfg: DecodeConfig, ops: int = 15)
 
 
 def format_summary(name: str, s: dict) -> str:
-    return (f"== {name}: {s['steps']} steps, {s['tokens']} tokens, {s['wall_ms_per_step']:.1f} ms a step "
+    line = (f"== {name}: {s['steps']} steps, {s['tokens']} tokens, {s['wall_ms_per_step']:.1f} ms a step "
             f"(draft {s['draft_ms']:.1f}, build {s['build_ms']:.1f}, verify {s['verify_ms']:.1f}), "
-            f"{s['draft_layer_ms']:.2f} ms a draft layer, mean depth {s['mean_depth']:.2f}")
+            f"mean depth {s['mean_depth']:.2f}")
+    if "draft_layer_ms" in s:
+        line += ("; draft layer by width: " + ", ".join(f"{w} → {ms:.2f} ms" for w, ms in s["draft_layer_ms"].items())
+                 + f" (begin_step {s['draft_base_ms']:.2f} ms)")
+    return line
 
 
 def main(argv=None) -> int:
@@ -111,15 +123,17 @@ def main(argv=None) -> int:
     ap.add_argument("--random-target", action="store_true", help="the target's architecture, random weights")
     ap.add_argument("--ops", type=int, default=15, help="rows of each op table")
     args = ap.parse_args(argv)
-    if args.nodes < 1 or args.tokens < 1 or args.ops < 1 or not 1 <= args.max_depth <= 20:
-        raise BadInput("--nodes, --tokens and --ops must be at least 1, and --max-depth 1..20.")
+    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    if args.nodes < 1 or args.tokens < 1 or args.ops < 1 or not 1 <= args.max_depth <= 20 or not dtypes:
+        raise BadInput("--nodes, --tokens and --ops must be at least 1, --max-depth 1..20, and --dtypes "
+                       "must name at least one dtype.")
     prompts = read_prompts(paths.EVAL_PROMPTS)
     if not 0 <= args.prompt_index < len(prompts):
         raise BadInput(f"--prompt-index must be 0..{len(prompts) - 1}.")
     cfg = DecodeConfig(method="opt-tree", nodes=args.nodes, max_depth=args.max_depth, threshold=args.threshold,
                        tree_temperature=args.tree_temperature, max_new_tokens=args.tokens, temperature=0.0,
                        retrieval="off")
-    for dtype in [d.strip() for d in args.dtypes.split(",") if d.strip()]:
+    for dtype in dtypes:
         pair = (random_target_pair(args.target, args.device, dtype, args.drafter) if args.random_target
                 else load_pair(args.target, drafter=args.drafter, device=args.device, dtype=dtype))
         ids = encode_prompt(pair.tokenizer, prompts[args.prompt_index].prompt)

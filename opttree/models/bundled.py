@@ -15,6 +15,7 @@ import importlib.util
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from opttree import paths
@@ -65,7 +66,10 @@ def converted_dir() -> Path:
     """Folder with config.json, model.safetensors and tokenizer files, created on first use."""
     out = cache_root() / BUNDLED_ID
     if (out / "model.safetensors").exists() and (out / "config.json").exists():
-        drop_quantization_config(out / "config.json")   # a cache written before the config was cleaned
+        try:
+            drop_quantization_config(out / "config.json")   # a cache whose config still names GGUF
+        except OSError:
+            pass    # a read-only cache still loads; transformers then attaches its GGUF quantizer, as before
         return out
     _convert(gguf_path(), out)
     return out
@@ -77,9 +81,10 @@ def drop_quantization_config(config_path: Path) -> bool:
     if "quantization_config" not in config:
         return False
     del config["quantization_config"]
-    tmp = config_path.with_name(config_path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(config_path)
+    fd, tmp = tempfile.mkstemp(dir=config_path.parent, prefix=config_path.name + ".")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, config_path)
     return True
 
 

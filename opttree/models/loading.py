@@ -29,9 +29,10 @@ def resolve_device(device: str = "auto") -> torch.device:
 
 def resolve_dtype(dtype: str, device: torch.device, target: str | None = None) -> torch.dtype:
     """fp32 on CPU (exactness, and CPU half matmuls are slow); on GPU bf16/fp16, except for the bundled
-    135M target, which stays fp32 there: its forward is launch-bound, so half precision saves no time,
-    and on an H200 (benchmarks/gpu/2026-11-27-nvidia-h200.md) fp32 ran OPT-Tree at ~1.7x AR where bf16
-    ran it at 0.47x (n = 60) and flipped greedy tokens against AR on 56 % of prompts."""
+    target (its aliases; a hub id of the same model is treated as any other target), which stays fp32:
+    on an H200 (benchmarks/gpu/2026-11-27-nvidia-h200.md) fp32 ran OPT-Tree at ~1.7x AR, where bf16 ran
+    it at 0.47x (n = 60), with a draft-layer cost not yet explained, and its greedy output differed from
+    AR's on 56 % of prompts. fp32 is exact, and 135M parameters fit any GPU in it."""
     if dtype in (None, "", "auto"):
         if device.type == "cuda" and target not in bundled.BUNDLED_ALIASES:
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16

@@ -417,6 +417,9 @@ def test_gpu_check_refuses_without_cuda_and_reports_what_it_measured(pair, monke
     capped = gpu_check.check_dtypes(lambda d: pair, ["fp32"], parse_prompts(MT), cfg, max_minutes=1e-6)
     assert all(m["prompts"] == 1 for m in capped["fp32"]["methods"].values())
     assert gpu_check.DTYPES[0] == "fp32"                                   # the exactness reference first
+    for bad in (["--dtypes", " , "], ["--dtypes", "fp8"], ["--minutes-per-dtype", "-1"]):
+        with pytest.raises(BadInput, match="dtype|minutes"):
+            gpu_check.main(bad + ["--no-tests"])                           # refused before any device work
 
 
 def test_a_method_can_name_its_length_control(pair, monkeypatch):

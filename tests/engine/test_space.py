@@ -53,8 +53,8 @@ def test_with_the_bundled_wheel_the_gguf_is_used():
 
 def test_the_converted_cache_is_a_plain_checkpoint(smollm, tmp_path):
     """The cache holds dequantized weights, so its config names no GGUF quantization and a load of it
-    attaches no GGUF quantizer (which, in half precision, warned about packed weights that are not
-    packed); a cache written with the GGUF config still in it is cleaned on its next use."""
+    attaches no GGUF quantizer (which, in half precision, warns about packed weights that are not
+    packed); a cache whose config still names GGUF is cleaned on its next use."""
     config = json.loads((bundled.converted_dir() / "config.json").read_text(encoding="utf-8"))
     assert "quantization_config" not in config and config["model_type"] == "llama"
     assert getattr(smollm.target, "hf_quantizer", None) is None
