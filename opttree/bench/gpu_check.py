@@ -50,22 +50,17 @@ def run_tests() -> str:
     return (lines[-1] if lines else proc.stdout.strip().splitlines()[-1:] or ["no output"])[0].strip("= ")
 
 
-def check_dtypes(load, dtypes, prompts, cfg: DecodeConfig, log=None, max_minutes: float | None = None) -> dict:
-    """{dtype: {"methods": {method: KEPT fields}, "cost": compact cost curve}}; `load(dtype)` returns a
-    pair on the device; `max_minutes` caps each dtype's bench (every method still runs on each prompt
-    it reaches)."""
+def check_dtype(pair, prompts, cfg: DecodeConfig, log=None, max_minutes: float | None = None) -> dict:
+    """One dtype's reading: {"methods": {method: KEPT fields}, "cost": compact cost curve}, for a pair
+    loaded in that dtype; `max_minutes` caps the bench (every method still runs on each prompt it
+    reaches)."""
     from opttree.engine import cost  # the engine loads only when a check runs (not for --help)
 
-    out = {}
-    for dtype in dtypes:
-        pair = load(dtype)
-        curve = cost.load_or_measure(pair, refresh=True, log=log)
-        result = run_bench(pair, prompts, list(METHODS), cfg, chat=True, log=log or (lambda m: None),
-                           max_minutes=max_minutes)
-        out[dtype] = {"cost": cost.compact(curve),
-                      "methods": {m: {k: a.get(k) for k in KEPT} for m, a in result["methods"].items()}}
-        del pair
-    return out
+    curve = cost.load_or_measure(pair, refresh=True, log=log)
+    result = run_bench(pair, prompts, list(METHODS), cfg, chat=True, log=log or (lambda m: None),
+                       max_minutes=max_minutes)
+    return {"cost": cost.compact(curve),
+            "methods": {m: {k: a.get(k) for k in KEPT} for m, a in result["methods"].items()}}
 
 
 def report(device: str, date: str, tests: str | None, results: dict, cfg: DecodeConfig, n_prompts: int) -> str:
@@ -131,9 +126,9 @@ def main(argv=None) -> int:
     stem = out / f"{date}-{re.sub(r'[^A-Za-z0-9]+', '-', device).strip('-').lower()}"
     results: dict = {}
     for dtype in dtypes:  # the report is rewritten after each dtype: a run cut short keeps what it measured
-        results.update(check_dtypes(lambda d: load_pair(device="cuda", dtype=d), [dtype], prompts, cfg,
-                                    log=lambda m: print(m, file=sys.stderr, flush=True),
-                                    max_minutes=args.minutes_per_dtype or None))
+        results[dtype] = check_dtype(load_pair(device="cuda", dtype=dtype), prompts, cfg,
+                                     log=lambda m: print(m, file=sys.stderr, flush=True),
+                                     max_minutes=args.minutes_per_dtype or None)
         text = report(device, date, tests, results, cfg, len(prompts))
         stem.with_suffix(".md").write_text(text, encoding="utf-8")
         stem.with_suffix(".json").write_text(json.dumps({"device": device, "date": date, "tests": tests,

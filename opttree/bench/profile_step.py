@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -27,7 +26,6 @@ from torch.profiler import ProfilerActivity, profile
 from opttree import paths
 from opttree.bench.prompts import read_prompts
 from opttree.config import BUNDLED_ID, DecodeConfig
-from opttree.decoding.prompts import encode_prompt
 from opttree.drafters.registry import load_pair, with_drafter
 from opttree.engine import cost, speculative
 from opttree.errors import BadInput, ModelLoadError
@@ -36,10 +34,10 @@ from opttree.models.loading import (
     input_device,
     load_tokenizer,
     model_folder,
+    prepare,
     resolve_device,
     resolve_dtype,
 )
-from opttree.nets.few_row_linear import use_few_row_linear
 
 
 def random_target_pair(target: str, device: str, dtype: str, drafter: str = "eagle"):
@@ -54,35 +52,24 @@ def random_target_pair(target: str, device: str, dtype: str, drafter: str = "eag
     except Exception as exc:
         raise ModelLoadError(f"could not read the config of {target!r}: {str(exc).strip()[:300]}") from exc
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, dtype=dt, attn_implementation=paths.attention_impl())
-    model.to(dev).eval().requires_grad_(False)
-    use_few_row_linear(model)                 # as the loader does: the same kernels as the real target
+    model = prepare(AutoModelForCausalLM.from_config(config, dtype=dt, attn_implementation=paths.attention_impl()),
+                    dev)                      # as the loader does: the same kernels as the real target
     base = ModelPair(model, tokenizer, f"{target} (random weights)", device=input_device(model),
                      dtype=dt, target_spec=target)
     return with_drafter(base, drafter)
 
 
-def step_summary(steps) -> dict:
-    """ms a step by phase and the mean verified depth of a run's StepData list."""
-    n = max(len(steps), 1)
-    return {"steps": len(steps), "tokens": sum(len(s.committed) for s in steps),
-            "draft_ms": sum(s.draft_ms for s in steps) / n, "build_ms": sum(s.build_ms for s in steps) / n,
-            "verify_ms": sum(s.verify_ms for s in steps) / n,
-            "mean_depth": sum(s.tree.max_depth for s in steps) / n}
-
-
-def profile_dtype(pair, prompt_ids: list[int], cfg: DecodeConfig, ops: int = 15,
-                  widths: tuple[int, ...] = (1, 8, 32)) -> dict:
-    """Time one decode (after a warm-up) and one draft layer per width, then profile another decode;
-    the summary plus the op tables."""
+def profile_dtype(pair, prompt: str, cfg: DecodeConfig, ops: int = 15, widths: tuple[int, ...] = (1, 8, 32),
+                  prompt_ids: list[int] | None = None) -> dict:
+    """Time one run (after a warm-up) and one draft layer per width, then profile another run: the
+    run's trace summary (tokens, steps, mean draft / build / verify ms, mean depth), the draft-layer
+    times and the op tables."""
     def run():
-        return list(speculative.decode(pair, prompt_ids, cfg, record_target=False))
+        return speculative.run(pair, prompt, cfg, prompt_ids=prompt_ids, record_target=False)["summary"]
 
     run()                                                     # warm-up: kernels, caches, allocator
-    t0 = time.perf_counter()
-    steps = run()
-    wall = time.perf_counter() - t0
-    summary = step_summary(steps) | {"wall_ms_per_step": wall * 1e3 / max(len(steps), 1)}
+    summary = run()
+    summary["wall_ms_per_step"] = summary["wall_s"] * 1e3 / max(summary["steps"], 1)
     if pair.drafter_kind != "none" and widths:
         base, layer = cost.time_draft(pair, widths)
         summary["draft_base_ms"] = min(base)                    # begin_step: the root's children
@@ -99,8 +86,8 @@ def profile_dtype(pair, prompt_ids: list[int], cfg: DecodeConfig, ops: int = 15,
 
 
 def format_summary(name: str, s: dict) -> str:
-    line = (f"== {name}: {s['steps']} steps, {s['tokens']} tokens, {s['wall_ms_per_step']:.1f} ms a step "
-            f"(draft {s['draft_ms']:.1f}, build {s['build_ms']:.1f}, verify {s['verify_ms']:.1f}), "
+    line = (f"== {name}: {s['steps']} steps, {s['new_tokens']} tokens, {s['wall_ms_per_step']:.1f} ms a step "
+            f"(draft {s['mean_draft_ms']:.1f}, build {s['mean_build_ms']:.1f}, verify {s['mean_verify_ms']:.1f}), "
             f"mean depth {s['mean_depth']:.2f}")
     if "draft_layer_ms" in s:
         line += ("; draft layer by width: " + ", ".join(f"{w} → {ms:.2f} ms" for w, ms in s["draft_layer_ms"].items())
@@ -136,8 +123,7 @@ def main(argv=None) -> int:
     for dtype in dtypes:
         pair = (random_target_pair(args.target, args.device, dtype, args.drafter) if args.random_target
                 else load_pair(args.target, drafter=args.drafter, device=args.device, dtype=dtype))
-        ids = encode_prompt(pair.tokenizer, prompts[args.prompt_index].prompt)
-        s = profile_dtype(pair, ids, cfg, args.ops)
+        s = profile_dtype(pair, prompts[args.prompt_index].prompt, cfg, args.ops)
         name = f"{pair.target_name} on {pair.device}, {str(pair.dtype).removeprefix('torch.')}"
         print(format_summary(name, s), s["cpu_ops"], s.get("cuda_ops", ""), sep="\n", flush=True)
         del pair

@@ -84,6 +84,12 @@ def load_causal_lm(spec: str, device: torch.device, dtype: torch.dtype,
         model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
     except Exception as exc:
         raise ModelLoadError(_load_message(spec, exc)) from exc
+    return prepare(model, device, device_map)
+
+
+def prepare(model, device: torch.device, device_map: str | None = None):
+    """A built target made ready to decode: on `device` (unless `device_map` spread it), in eval mode,
+    without gradients, and on the few-row CPU kernels where they apply."""
     if not device_map:
         model.to(device)
     model.eval()

@@ -404,7 +404,7 @@ def test_gpu_check_refuses_without_cuda_and_reports_what_it_measured(pair, monke
     assert gpu_check.main(["--no-tests"]) == 2
     assert "needs a CUDA device" in capsys.readouterr().err
     cfg = DecodeConfig(method="ar", nodes=0, max_new_tokens=6)
-    results = gpu_check.check_dtypes(lambda d: pair, ["fp32"], parse_prompts(MT), cfg)
+    results = {"fp32": gpu_check.check_dtype(pair, parse_prompts(MT), cfg)}
     methods = results["fp32"]["methods"]
     assert set(methods) == set(gpu_check.METHODS)
     assert all(m["exact_match"] == 1.0 for m in methods.values())          # fp32: lossless
@@ -414,8 +414,8 @@ def test_gpu_check_refuses_without_cuda_and_reports_what_it_measured(pair, monke
     assert text.startswith("# GPU check: Tiny CPU") and "| fp32 | opt-tree@auto | 2 |" in text and "3 passed" in text
     assert "- fp32, verify: 1 → " in text and "- fp32, draft layer: 1 → " in text   # where a step's time goes
     # each dtype's time budget: past it, the bench stops after the prompt that crossed it
-    capped = gpu_check.check_dtypes(lambda d: pair, ["fp32"], parse_prompts(MT), cfg, max_minutes=1e-6)
-    assert all(m["prompts"] == 1 for m in capped["fp32"]["methods"].values())
+    capped = gpu_check.check_dtype(pair, parse_prompts(MT), cfg, max_minutes=1e-6)
+    assert all(m["prompts"] == 1 for m in capped["methods"].values())
     assert gpu_check.DTYPES[0] == "fp32"                                   # the exactness reference first
     for bad in (["--dtypes", " , "], ["--dtypes", "fp8"], ["--minutes-per-dtype", "-1"]):
         with pytest.raises(BadInput, match="dtype|minutes"):

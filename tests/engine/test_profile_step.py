@@ -22,9 +22,9 @@ def test_profile_step_says_where_a_step_goes(pair):
     draft layer's time by width (the cost curve's measurement) and the ops (torch.profiler), here on a
     tiny pair on CPU."""
     cfg = DecodeConfig(method="opt-tree", nodes=6, max_depth=3, max_new_tokens=8, temperature=0.0, retrieval="off")
-    s = profile_step.profile_dtype(pair, list(range(3, 15)), cfg, ops=4, widths=(1, 4))
-    assert s["tokens"] == 8 and 1 <= s["steps"] < 8                      # the draft is the target: τ > 1
-    assert s["draft_ms"] > 0 and s["verify_ms"] > 0 and 1 <= s["mean_depth"] <= 3
+    s = profile_step.profile_dtype(pair, "", cfg, ops=4, widths=(1, 4), prompt_ids=list(range(3, 15)))
+    assert s["new_tokens"] == 8 and 1 <= s["steps"] < 8                  # the draft is the target: τ > 1
+    assert s["mean_draft_ms"] > 0 and s["mean_verify_ms"] > 0 and 1 <= s["mean_depth"] <= 3
     assert set(s["draft_layer_ms"]) == {1, 4} and all(ms > 0 for ms in s["draft_layer_ms"].values())
     assert s["draft_base_ms"] > 0
     assert "aten::" in s["cpu_ops"] and "cuda_ops" not in s                # CPU: no CUDA table
