@@ -29,9 +29,10 @@ run: setup
 	$(BIN)/python app.py
 
 # One pytest-xdist worker per core, each on one torch thread; a test file stays on one worker, so a
-# module's app server or browser starts once.
+# module's app server or browser starts once, and the browser test files share one worker
+# (tests/conftest.py, xdist_group).
 test: setup browser
-	PYTHONPATH=. $(BIN)/python -m pytest -q -n auto --dist loadfile tests
+	PYTHONPATH=. $(BIN)/python -m pytest -q -n auto --dist loadgroup tests
 
 # The quick loop while editing: unit and engine tests on tiny models (no page, no bundled model).
 test-fast: setup

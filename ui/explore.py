@@ -98,10 +98,11 @@ def step_view(page: Page) -> dict:
 
 # ---------------------------------------------------------------- model work (through the service's lane)
 
-# A live run redraws the page at most this often. Each redraw sends three figures, and a browser
-# draws them slower than a small model takes steps: unthrottled, the page fell seconds behind the
-# run, so it showed "Running" for a run that had already finished and Stop came too late.
-LIVE_REDRAW_S = 0.3
+# A live run redraws the page at most this often, and its live updates leave out the accepted-length
+# bars (drawn once the run ends). A redraw keeps a 2-core machine's browser busy ~0.28 s (Chromium's
+# long tasks over a 90-step run), so a redraw every 0.3 s saturated it: on a loaded machine the page
+# fell ever further behind the run, and a click on Stop waited behind the queued redraws.
+LIVE_REDRAW_S = 1.0
 
 def run_inputs(page: Page) -> dict:
     """A run's inputs by name, in `run_explore`'s order; each name is its parameter's in the /run API."""
@@ -151,6 +152,8 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
             msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
                    f"tokens, τ = {s['tau']:.2f}")
             out = {page.status: msg, page.learn_status: learn(msg), **shown_run(page, trace, i, colour, present)}
+            if up.state != "done":
+                out[page.bars] = gr.skip()
             if up.state == "done":
                 if (link or {}).get("step"):     # a deep link's step, once (ui/links.py)
                     out.update({page.link: {}, **shown_run(page, trace, clamp(trace, link["step"]), colour, present)})

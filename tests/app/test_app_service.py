@@ -5,6 +5,7 @@ import logging
 import threading
 import time
 
+import gradio as gr
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -421,18 +422,26 @@ def test_a_live_run_redraws_the_page_at_a_bounded_rate_and_always_shows_the_end(
     settings = {**DecodeConfig().__dict__, **SETTINGS, "max_new_tokens": 12}
     values = [settings[k] for k in SETTING_NAMES]
 
-    def statuses():
+    def updates():
         # (the first update, before the model starts, says which lesson the run is: no status yet)
-        return [u["status"] for u in explore.run_explore(page, service, None, "tiny", "t1 t2", *values, None, "p_hat",
-                                                          False, {}) if "status" in u]
+        return [u for u in explore.run_explore(page, service, None, "tiny", "t1 t2", *values, None, "p_hat",
+                                               False, {}) if "status" in u]
+
+    def statuses():
+        return [u["status"] for u in updates()]
 
     # A page that redraws slower than the run steps: only the first step and the end are drawn.
     slow = statuses()
     assert slow[0].startswith("Running: step 1,") and slow[-1].startswith("Done") and len(slow) == 2
     # Steps slower than the redraw interval: every step is drawn.
     frozen["on"] = False
-    every = statuses()
+    live = updates()
+    every = [u["status"] for u in live]
     assert len(every) > 3 and all(s.startswith("Running") for s in every[:-1]) and every[-1].startswith("Done")
+    # Live updates redraw the step's views but leave the run's accepted-length bars to the end.
+    skip = type(gr.skip())
+    assert all(isinstance(u["bars"], skip) and not isinstance(u["tree"], skip) for u in live[:-1])
+    assert [t.type for t in live[-1]["bars"].data] and not isinstance(live[-1]["bars"], skip)
 
 
 def test_the_serving_tab_exports_a_real_run_and_measures_its_model_through_the_lane(service, monkeypatch):
