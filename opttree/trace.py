@@ -244,13 +244,16 @@ def _numbers(x, most: int = 1000) -> bool:
     return isinstance(x, list) and len(x) <= most and all(_is_num(v) for v in x)
 
 
-def _validate_cost(cost) -> None:
-    _need(isinstance(cost, dict), "meta.cost must be an object")
+def _validate_cost(cost, where: str = "meta.cost") -> None:
+    _need(isinstance(cost, dict), f"{where} must be an object")
+    if cost.get("longer") is not None:       # the same numbers after a longer prefix (engine/cost.py)
+        _need(where == "meta.cost", f"{where}: a longer prefix's costs hold no further longer ones")
+        _validate_cost(cost["longer"], f"{where}.longer")
     for a, b in (("tokens", "verify_ms"), ("widths", "layer_ms")):
         _need(_numbers(cost.get(a, []), 100) and _numbers(cost.get(b, []), 100)
-              and len(cost.get(a, [])) == len(cost.get(b, [])), f"meta.cost: {a} and {b} must be equal-length numbers")
+              and len(cost.get(a, [])) == len(cost.get(b, [])), f"{where}: {a} and {b} must be equal-length numbers")
     _need(all(x > 0 for x in cost.get("tokens", []) + cost.get("verify_ms", [])),
-          "meta.cost: tokens and verify_ms must be positive")
+          f"{where}: tokens and verify_ms must be positive")
 
 
 def _validate_auto(where: str, auto) -> None:

@@ -44,10 +44,11 @@ from opttree.nets.few_row_linear import use_few_row_linear, use_plain_linear, us
 from opttree.trees.auto_size import StepCost, monotone
 from opttree.trees.draft_tree import ROOT, DraftTree
 
-VERSION = 2                           # 2: points carry best_ms, which the cost model reads
+VERSION = 3                           # 2: points carry best_ms, which the cost model reads; 3: `longer`
 SIZES = (1, 2, 4, 8, 16, 32, 64)      # tokens per verification forward (AUTO_MAX_NODES + 1 lies inside)
 WIDTHS = (1, 2, 4, 8, 16, 32, 64)     # nodes per draft layer
 PREFIX_TOKENS = 128
+LONGER_PREFIX_TOKENS = 1024           # the second prefix: a pasted passage's length (trees/auto_size.at_prefix)
 NEW_TOKENS = 2                        # tokens a step's begin_step feeds (about τ on the bundled pair)
 
 
@@ -228,24 +229,41 @@ def _file_size(path: str) -> int | None:
         return None
 
 
-def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, log=None) -> dict:
-    """Measure the curve now (a few seconds): verification forwards and, with a draft, draft layers."""
-    t0, load = time.perf_counter(), load_average()
-    times = time_verify(pair, sizes, reps=reps, warmup=warmup, log=log)
+def longer_prefix(pair, sizes=SIZES) -> int | None:
+    """The longer KV prefix the curve is also measured after: LONGER_PREFIX_TOKENS, or what the
+    target's positions leave room for beside the largest tree; None where that is no longer than
+    PREFIX_TOKENS."""
+    room = getattr(pair.target.config, "max_position_embeddings", None) or LONGER_PREFIX_TOKENS + max(sizes)
+    longer = min(LONGER_PREFIX_TOKENS, room - max(sizes) - 64)     # 64: the draft timing's own growth
+    return longer if longer > PREFIX_TOKENS else None
+
+
+def _measure_at(pair, prefix_tokens: int, sizes, widths, reps: int, warmup: int, log) -> dict:
+    """The verify points and, with a draft model, the draft layers, after `prefix_tokens` of KV prefix."""
+    times = time_verify(pair, sizes, prefix_tokens, reps=reps, warmup=warmup, log=log)
     one = statistics.median(times[("default", sizes[0])])
     points = [{"tokens": n, **_stats(times[("default", n)]),
                "relative": round(statistics.median(times[("default", n)]) / one, 3), "reps": reps} for n in sizes]
     draft = None
     if pair.drafter_kind in MODEL_DRAFTERS and pair.draft_model is not None:
         # A draft layer takes milliseconds: three times the repetitions cost little and steady its median.
-        base, layer = time_draft(pair, widths, reps=3 * reps, warmup=warmup, log=log)
+        base, layer = time_draft(pair, widths, prefix_tokens, reps=3 * reps, warmup=warmup, log=log)
         draft = {"base_ms": round(min(base), 3), "new_tokens": NEW_TOKENS, "reps": 3 * reps,
                  "points": [{"width": w, **_stats(layer[w])} for w in widths]}
+    return {"prefix_tokens": prefix_tokens, "points": points, "draft": draft}
+
+
+def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, log=None) -> dict:
+    """Measure the curve now (about ten seconds on a 2-core CPU): verification forwards and, with a
+    draft, draft layers, after PREFIX_TOKENS of KV prefix and again after a longer one (`longer`)."""
+    t0, load = time.perf_counter(), load_average()
+    near = _measure_at(pair, PREFIX_TOKENS, sizes, widths, reps, warmup, log)
+    far = longer_prefix(pair, sizes)
     return {"version": VERSION, "key": cache_key(pair),
             "measured_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "seconds": round(time.perf_counter() - t0, 2), "load_avg": load, "prefix_tokens": PREFIX_TOKENS,
-            "reps": reps,
-            "points": points, "draft": draft}
+            "load_avg": load, "reps": reps, **near,
+            "longer": _measure_at(pair, far, sizes, widths, reps, warmup, log) if far else None,
+            "seconds": round(time.perf_counter() - t0, 2)}
 
 
 def cache_path(key: dict) -> Path:
@@ -301,7 +319,8 @@ def cost_ms(point: dict) -> float:
 
 def step_cost(curve: dict) -> StepCost:
     """The plain numbers a tree builder needs (from a full or a compact curve), each cost made
-    non-decreasing in size (a measured dip is noise: more tokens never cost less)."""
+    non-decreasing in size (a measured dip is noise: more tokens never cost less), with the
+    longer prefix's numbers where the curve has them (`StepCost.at_prefix`)."""
     if "verify_ms" in curve:                      # compact form (a trace's meta)
         tokens, verify = curve["tokens"], curve["verify_ms"]
         widths, layer, base = curve.get("widths") or [1], curve.get("layer_ms") or [0.0], curve.get("base_ms")
@@ -310,18 +329,25 @@ def step_cost(curve: dict) -> StepCost:
         points = draft.get("points") or [{"width": 1, "best_ms": 0.0}]
         tokens, verify = [p["tokens"] for p in curve["points"]], [cost_ms(p) for p in curve["points"]]
         widths, layer, base = [p["width"] for p in points], [cost_ms(p) for p in points], draft.get("base_ms")
-    return StepCost(tuple(tokens), tuple(monotone(verify)), tuple(widths), tuple(monotone(layer)), float(base or 0.0))
+    longer = step_cost(curve["longer"]) if curve.get("longer") else None
+    return StepCost(tuple(tokens), tuple(monotone(verify)), tuple(widths), tuple(monotone(layer)), float(base or 0.0),
+                    int(curve.get("prefix_tokens") or 0), longer)
 
 
-def compact(curve: dict) -> dict:
-    """The curve as a trace's meta records it: the cost model's numbers only (`cost_ms`), plus where and
-    when it was measured."""
-    key, draft = curve["key"], curve.get("draft") or {}
+def _compact_costs(curve: dict) -> dict:
+    draft = curve.get("draft") or {}
     return {"tokens": [p["tokens"] for p in curve["points"]],
             "verify_ms": [round(cost_ms(p), 2) for p in curve["points"]],
             "widths": [p["width"] for p in draft.get("points", [])],
             "layer_ms": [round(cost_ms(p), 2) for p in draft.get("points", [])],
-            "base_ms": round(draft.get("base_ms", 0.0), 2),
+            "base_ms": round(draft.get("base_ms", 0.0), 2), "prefix_tokens": curve.get("prefix_tokens")}
+
+
+def compact(curve: dict) -> dict:
+    """The curve as a trace's meta records it: the cost model's numbers only (`cost_ms`), after both
+    prefixes (`longer`: None where only one was measured), plus where and when it was measured."""
+    key, longer = curve["key"], curve.get("longer")
+    return {**_compact_costs(curve), "longer": _compact_costs(longer) if longer else None,
             "device": key["device_name"], "dtype": key["dtype"], "threads": key["threads"],
-            "kernel": key["kernel"], "isa": key.get("isa"), "prefix_tokens": curve.get("prefix_tokens"),
+            "kernel": key["kernel"], "isa": key.get("isa"),
             "measured_utc": curve.get("measured_utc", ""), "load_avg": curve.get("load_avg")}

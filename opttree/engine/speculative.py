@@ -198,7 +198,8 @@ def decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel=None, record_t
         rows = DraftRows() if drafter and rows_left > 0 else None
         with timer.phase("build"):
             plan = plan_step(cfg, left, drafter, lengths, state.last_state)
-            tree, info = grow_tree(plan, drafter, state, RecordingExpand(drafter, timer, rows), step_cost,
+            here = step_cost.at_prefix(len(state.committed)) if step_cost else None   # cost grows with the prefix
+            tree, info = grow_tree(plan, drafter, state, RecordingExpand(drafter, timer, rows), here,
                                    timer, left, shape)
         with timer.phase("verify"):
             accepted, bonus, rejected, logits = state.verify(tree, picker, timer, drafted=plan.cfg is not None)

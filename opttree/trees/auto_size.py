@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 def interpolate(xs, ys, x: float) -> float:
@@ -57,13 +57,18 @@ def monotone(ys) -> list[float]:
 @dataclass(frozen=True)
 class StepCost:
     """A step's costs in ms, as plain numbers: the target's forward over k tokens (root included),
-    one draft layer over w nodes, and the drafting every step pays whatever the tree (`base_ms`)."""
+    one draft layer over w nodes, and the drafting every step pays whatever the tree (`base_ms`),
+    measured after a KV prefix of `prefix_tokens`; `longer`, when measured, holds the same after a
+    longer prefix (attention reads the whole prefix, so on a long prompt each extra tree token costs
+    more: on the 2-core CPU, 8 tokens cost 1.35x one token after 128 prefix tokens, 1.8x after 1,536)."""
 
     verify_tokens: tuple[int, ...]
     verify_ms: tuple[float, ...]
     layer_widths: tuple[int, ...] = (1,)
     layer_ms: tuple[float, ...] = (0.0,)
     base_ms: float = 0.0
+    prefix_tokens: int = 0
+    longer: StepCost | None = None
 
     def verify(self, tokens: int) -> float:
         return interpolate(self.verify_tokens, self.verify_ms, tokens)
@@ -75,6 +80,16 @@ class StepCost:
         """verify(k) for k = 0..most, computed once per cost curve (every layer of every step reads it)."""
         return _verify_table(self, most)
 
+    def at_prefix(self, prefix: int) -> StepCost:
+        """The costs of a step whose KV prefix holds `prefix` tokens: each point linear in the prefix
+        between the two measured ones, held at the nearer one outside them (beyond the longer one
+        the measured growth flattens: 1,536 tokens added less per token than 768 did). The share
+        is rounded to sixteenths, so a run meets a few distinct costs and their tables stay cached."""
+        if self.longer is None or self.longer.prefix_tokens <= self.prefix_tokens:
+            return self
+        share = (prefix - self.prefix_tokens) / (self.longer.prefix_tokens - self.prefix_tokens)
+        return _at_share(self, round(min(1.0, max(0.0, share)) * 16) / 16)
+
     @property
     def cheapest_layer(self) -> float:
         return min(self.layer_ms, default=0.0)
@@ -83,6 +98,22 @@ class StepCost:
     def flat(cls, ms: float = 1.0) -> StepCost:
         """A verify cost that does not depend on the tree's size, and free drafting."""
         return cls((1,), (float(ms),))
+
+
+@functools.lru_cache(maxsize=64)
+def _at_share(cost: StepCost, share: float) -> StepCost:
+    if share == 0.0:
+        return replace(cost, longer=None)
+    far = cost.longer
+
+    def mix(xs, near, far_at):
+        return tuple(monotone([a + share * (far_at(x) - a) for x, a in zip(xs, near)]))
+
+    return replace(cost, verify_ms=mix(cost.verify_tokens, cost.verify_ms, far.verify),
+                   layer_ms=mix(cost.layer_widths, cost.layer_ms, far.layer),
+                   base_ms=cost.base_ms + share * (far.base_ms - cost.base_ms),
+                   prefix_tokens=round(cost.prefix_tokens + share * (far.prefix_tokens - cost.prefix_tokens)),
+                   longer=None)
 
 
 @functools.lru_cache(maxsize=32)

@@ -92,6 +92,10 @@ def test_auto_trace_records_the_cost_curve_and_each_steps_objective(auto_trace):
     cost = meta["cost"]
     assert cost["tokens"][0] == 1 and len(cost["tokens"]) == len(cost["verify_ms"]) > 1
     assert len(cost["widths"]) == len(cost["layer_ms"]) > 1 and cost["threads"] >= 1
+    # ... after the short prefix and again after a longer one (the tiny target's positions allow 384)
+    longer = cost["longer"]
+    assert cost["prefix_tokens"] == 128 < longer["prefix_tokens"] == 384 and longer["tokens"] == cost["tokens"]
+    assert len(longer["verify_ms"]) == len(cost["verify_ms"]) and len(longer["layer_ms"]) == len(cost["layer_ms"])
     validate_trace(auto_trace)
     assert "auto" in auto_trace["steps"][0]
     for s in auto_trace["steps"]:
@@ -103,6 +107,27 @@ def test_auto_trace_records_the_cost_curve_and_each_steps_objective(auto_trace):
         assert len(s["tokens"]) == n and max(s["depth"], default=0) <= d
         assert auto["objective"][d - 1][n - 1] == max(max(r) for r in auto["objective"])
         assert len(auto["draft_model_ms"]) == len(auto["objective"]) == len(auto["widths"])
+
+
+def test_the_auto_budget_prices_each_step_at_its_own_prefix(monkeypatch):
+    """The decoder asks the cost model for the step's prefix: with verification flat after the short
+    prefix and a whole forward per token after the longer one, a step after a few prompt tokens
+    verifies a large tree and one after a long prompt a single node, from the same draft."""
+    from opttree.engine import cost
+
+    pair = tiny_pair("eagle")
+    real = cost.load_or_measure(pair)
+    near = [{**p, "best_ms": 10.0} for p in real["points"]]
+    far = [{**p, "best_ms": 10.0 * p["tokens"]} for p in real["points"]]
+    free = {"base_ms": 0.0, "points": [{**p, "best_ms": 0.01} for p in real["draft"]["points"]]}
+    curve = {**real, "points": near, "draft": free, "prefix_tokens": 16,
+             "longer": {"prefix_tokens": 256, "points": far, "draft": free}}
+    monkeypatch.setattr(cost, "load_or_measure", lambda pair, refresh=False, log=None: curve)
+    cfg = DecodeConfig(method="opt-tree", nodes=0, max_new_tokens=6)
+    short = run(pair, "", cfg, prompt_ids=[5, 6, 7])
+    long = run(pair, "", cfg, prompt_ids=[5, 6, 7] * 100)
+    assert short["meta"]["cost"]["longer"]["prefix_tokens"] == 256
+    assert len(short["steps"][0]["tokens"]) > 8 and len(long["steps"][0]["tokens"]) <= 1
 
 
 def test_traces_without_the_auto_fields_still_load(auto_trace):
@@ -118,6 +143,8 @@ def test_traces_without_the_auto_fields_still_load(auto_trace):
     (lambda t: t["meta"].__setitem__("cost", "fast"), "meta.cost must be an object"),
     (lambda t: t["meta"]["cost"].__setitem__("verify_ms", [1.0]), "equal-length"),
     (lambda t: t["meta"]["cost"]["tokens"].__setitem__(0, 0), "positive"),
+    (lambda t: t["meta"]["cost"]["longer"].__setitem__("verify_ms", [1.0]), "meta.cost.longer: tokens and"),
+    (lambda t: t["meta"]["cost"]["longer"].__setitem__("longer", {}), "no further longer"),
     (lambda t: t["steps"][0]["auto"].__setitem__("objective", [["x"]]), "auto.objective"),
     (lambda t: t["steps"][0]["auto"].__setitem__("chosen_depth", 99), "point into the objective"),
     (lambda t: t["steps"][0]["auto"].__setitem__("widths", "wide"), "auto.draft_model_ms"),

@@ -217,6 +217,24 @@ def test_cost_interpolation_and_monotone_fit():
     assert monotone([1.0, 2.0]) == [1.0, 2.0]
 
 
+def test_cost_at_a_prefix_is_linear_between_the_two_measured_prefixes():
+    """After a long prompt each extra tree token costs more: the cost model takes each point linear
+    in the prefix between the two measured ones, held at the ends, and the auto budget then grows a
+    smaller tree for the same draft."""
+    far = StepCost((1, 8, 64), (40.0, 80.0, 400.0), (1, 64), (2.0, 10.0), 1.0, prefix_tokens=1024)
+    near = StepCost((1, 8, 64), (10.0, 12.0, 80.0), (1, 64), (1.0, 3.0), 0.5, prefix_tokens=128, longer=far)
+    assert near.at_prefix(0).verify_ms == near.at_prefix(128).verify_ms == near.verify_ms
+    assert near.at_prefix(128).longer is None                       # a step's cost is plain numbers
+    mid = near.at_prefix(576)                                        # halfway
+    assert mid.verify_ms == (25.0, 46.0, 240.0) and mid.layer_ms == (1.5, 6.5) and mid.base_ms == 0.75
+    assert mid.prefix_tokens == 576 and mid is near.at_prefix(580)  # sixteenths: cached, shared
+    assert near.at_prefix(5000).verify_ms == far.verify_ms and near.at_prefix(5000).layer_ms == far.layer_ms
+    assert StepCost.flat(3.0).at_prefix(900) == StepCost.flat(3.0)  # one prefix measured: unchanged
+    short, _ = build_opt_tree_auto(make_expand(2.0), near.at_prefix(100), 25, 6)
+    long, _ = build_opt_tree_auto(make_expand(2.0), near.at_prefix(2000), 25, 6)
+    assert len(long) < len(short)
+
+
 def test_cost_model_reads_each_points_fastest_repetition():
     """Interference only adds time: the measured point whose median two slow repetitions pulled up (a
     1-token forward timed at 48 ms beside 2 tokens at 32 ms) costs its fastest repetition, so small
@@ -229,5 +247,10 @@ def test_cost_model_reads_each_points_fastest_repetition():
              "points": [{"tokens": 1, **one}, {"tokens": 2, **two}],
              "draft": {"base_ms": 2.0, "points": [{"width": 1, **_stats([2.0, 9.0, 9.0])}]}}
     cost = step_cost(curve)
-    assert cost.verify_ms == (28.0, 30.0) and cost.layer_ms == (2.0,)
+    assert cost.verify_ms == (28.0, 30.0) and cost.layer_ms == (2.0,) and cost.longer is None
     assert step_cost(compact(curve)) == cost            # a trace's meta gives the same model
+    longer = {"prefix_tokens": 1024, "points": [{"tokens": 1, **_stats([50.0, 51.0])}, {"tokens": 2, **_stats([70.0])}],
+              "draft": {"base_ms": 3.0, "points": [{"width": 1, **_stats([4.0, 5.0])}]}}
+    cost = step_cost({**curve, "prefix_tokens": 128, "longer": longer})
+    assert cost.prefix_tokens == 128 and cost.longer.verify_ms == (50.0, 70.0) and cost.longer.prefix_tokens == 1024
+    assert step_cost(compact({**curve, "prefix_tokens": 128, "longer": longer})) == cost
