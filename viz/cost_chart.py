@@ -52,9 +52,18 @@ def cost_figure(cost: dict | None, marks: dict[str, float] | None = None) -> go.
         return go.Figure(dict(data=[], layout=layout), _validate=False)
     tokens, ms = cost["tokens"], cost["verify_ms"]
     rel = [m / ms[0] for m in ms]
-    data = [dict(type="scatter", x=tokens, y=ms, customdata=rel, mode="lines+markers", name="target forward (verify)",
-                 line=dict(color="#4c78a8", width=3),
+    after = f" after {cost['prefix_tokens']} tokens" if cost.get("prefix_tokens") else ""
+    data = [dict(type="scatter", x=tokens, y=ms, customdata=rel, mode="lines+markers",
+                 name=f"target forward (verify){after}", line=dict(color="#4c78a8", width=3),
                  hovertemplate="%{x} tokens: %{y:.1f} ms (%{customdata:.2f}× one token)<extra></extra>")]
+    longer = cost.get("longer")
+    if usable(longer) and longer.get("prefix_tokens"):   # a long prompt makes each extra token dearer
+        far = longer["verify_ms"]
+        data.append(dict(type="scatter", x=longer["tokens"], y=far, customdata=[m / far[0] for m in far],
+                         mode="lines+markers", name=f"… after {longer['prefix_tokens']} tokens",
+                         line=dict(color="#4c78a8", width=2, dash="dash"),
+                         hovertemplate=f"after {longer['prefix_tokens']} prefix tokens, %{{x}} tokens: %{{y:.1f}} ms "
+                                       "(%{customdata:.2f}× one token)<extra></extra>"))
     widths, layer = cost.get("widths") or [], cost.get("layer_ms") or []
     if isinstance(widths, list) and isinstance(layer, list) and len(widths) == len(layer) and widths:
         data.append(dict(type="scatter", x=widths, y=layer, mode="lines+markers", name="one draft layer",

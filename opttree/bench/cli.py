@@ -211,12 +211,14 @@ def cmd_cost(args) -> int:
     print(f"{key['target']} + {key['drafter']} draft on {key['device_name']} ({key['dtype']}, "
           f"{key['threads']} threads), measured {curve['measured_utc']} in {curve['seconds']} s; "
           f"cached at {cost_curve.cache_path(key)}")
-    print("\n".join(f"{p['tokens']:>5} tokens: {p['median_ms']:8.1f} ms  ×{p['relative']:.2f}"
-                    for p in curve["points"]))
-    if curve.get("draft"):
-        d = curve["draft"]
-        print(f"draft: {d['base_ms']:.1f} ms per step, then per layer: "
-              + ", ".join(f"{p['width']} nodes {p['median_ms']:.1f} ms" for p in d["points"]))
+    for part in filter(None, (curve, curve.get("longer"))):
+        print(f"after a {part['prefix_tokens']}-token KV prefix:")
+        print("\n".join(f"{p['tokens']:>5} tokens: {p['median_ms']:8.1f} ms  ×{p['relative']:.2f}"
+                        for p in part["points"]))
+        if part.get("draft"):
+            d = part["draft"]
+            print(f"draft: {d['base_ms']:.1f} ms per step, then per layer: "
+                  + ", ".join(f"{p['width']} nodes {p['median_ms']:.1f} ms" for p in d["points"]))
     return 0
 
 

@@ -153,6 +153,10 @@ def plot_cost_curve(curve: dict, path) -> str:
     xs = [p["tokens"] for p in pts]
     ax.plot(xs, [p["median_ms"] for p in pts], marker="o", label="target forward over k tokens (verify)")
     ax.fill_between(xs, [p["p25_ms"] for p in pts], [p["p75_ms"] for p in pts], alpha=0.2)
+    longer = curve.get("longer")
+    if longer:
+        ax.plot([p["tokens"] for p in longer["points"]], [p["median_ms"] for p in longer["points"]], marker="o",
+                linestyle="--", color="C0", label=f"the same after a {longer['prefix_tokens']}-token prefix")
     draft = curve.get("draft")
     if draft:
         ws = [p["width"] for p in draft["points"]]

@@ -207,6 +207,11 @@ def cost_section(curve: dict) -> list[str]:
                 f"tokens), then per layer:", "", "| nodes in the layer | " + " | ".join(str(p["width"]) for p in dp)
                 + " |", "|---|" + "---|" * len(dp), "| ms | " + " | ".join(fmt(p["median_ms"], ".1f") for p in dp)
                 + " |"]
+    longer = curve.get("longer")
+    if longer:
+        out += ["", f"The same after a {longer['prefix_tokens']}-token prefix (a long prompt; the auto budget takes "
+                f"each step's costs linear in its prefix between the two):", "",
+                *_curve_rows("tokens per verify forward", longer["points"], ".1f")]
     return out + ["", "![cost curve](cost_curve.png)", ""]
 
 

@@ -56,9 +56,9 @@ class Drafter:
         probs = self.distributions(tree, nodes)
         return *top_of(probs, k), odds(probs, asked)
 
-    def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg) -> tuple[DraftTree, BuildInfo]:
-        """The tree to verify, built from this drafter's proposals under the step's settings `cfg`:
-        here each node gets its source."""
+    def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg, cost=None) -> tuple[DraftTree, BuildInfo]:
+        """The tree to verify, built from this drafter's proposals under the step's settings `cfg`
+        (and, under the auto budget, the step's costs `cost`): here each node gets its source."""
         tree.source = [self.source] * len(tree)
         return tree, info
 

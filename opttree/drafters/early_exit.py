@@ -151,9 +151,9 @@ class EarlyExitDrafter(FeatureHeadDrafter):
         self.grown = True
         return self.head.exit_features(hidden.to(self.device), pos, mask, self.cache)[0]
 
-    def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg):
+    def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg, cost=None):
         self._restore(self.keep)      # the target verifies root and tree after the committed prefix
-        return super().finish_tree(tree, info, cfg)
+        return super().finish_tree(tree, info, cfg, cost)
 
     def end_step(self, accepted: list[int]) -> None:
         self._restore(self.keep + 1)  # not verified (no finish_tree): the root's keys stay valid

@@ -10,8 +10,8 @@ The wrapped drafter builds its tree exactly as without retrieval. Around it:
   feature head answers from its draft-vocabulary rows (a full-vocabulary row per node would cost it
   more than the layer's forward);
 - `finish_tree` fuses the builder's tree with the retrieval trie (trees/fusion.py) within the step's
-  node budget (under the auto budget: the size it chose for the draft tree) and depth; the target
-  verifies the fused tree in one forward like any other.
+  node budget (under the auto budget: the size with the largest expected tokens/s over the fused
+  candidates, `budget`) and depth; the target verifies the fused tree in one forward like any other.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from opttree.config import AUTO_MAX_NODES
 from opttree.drafters.base import Drafter, Odds, odds
 from opttree.drafters.retrieval import Retrieved, retrieve
 from opttree.trace import BuildInfo
+from opttree.trees.auto_size import Objective
 from opttree.trees.draft_tree import ROOT, DraftTree
 from opttree.trees.fusion import fuse
 
@@ -72,9 +74,9 @@ class RetrievalFusion(Drafter):
         self._note(paths, asked, odds(probs, asked))
         return probs
 
-    def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg) -> tuple[DraftTree, BuildInfo]:
-        tree, info = self.inner.finish_tree(tree, info, cfg)
-        budget = len(tree) if cfg.auto_nodes else cfg.nodes
+    def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg, cost=None) -> tuple[DraftTree, BuildInfo]:
+        tree, info = self.inner.finish_tree(tree, info, cfg, cost)
+        budget = self.budget(tree, info, cfg, cost)
         fused, notes = fuse(tree, self.found.tree, self.draft_q, budget, self.expanded, max_depth=cfg.max_depth)
         if self.found.n:
             note = (f"retrieval: {self.found.matches} match(es) of the last {self.found.n} token(s), "
@@ -84,6 +86,22 @@ class RetrievalFusion(Drafter):
             note = "retrieval: no earlier occurrence of the last token"
         info.note(note, sep=" · ")
         return fused, info
+
+    def budget(self, tree: DraftTree, info: BuildInfo, cfg, cost) -> int:
+        """The fused tree's size: the fixed n, or under the auto budget the size whose expected
+        tokens/s is largest over the fused candidates (their p̂ as fused, the draft time the step
+        already spent, this step's verify cost): retrieved continuations can make a larger tree pay
+        where the draft's own candidates did not. Without retrieved nodes (or costs) it is the
+        draft tree's own size."""
+        if not cfg.auto_nodes:
+            return cfg.nodes
+        auto = info.auto or {}
+        if cost is None or not self.found.n or not auto.get("chosen_depth"):
+            return len(tree)
+        wide, _ = fuse(tree, self.found.tree, self.draft_q, AUTO_MAX_NODES, self.expanded, max_depth=cfg.max_depth)
+        objective = Objective(cost, AUTO_MAX_NODES)
+        objective.add_layer(sorted(wide.p_hat, reverse=True), auto["draft_model_ms"][auto["chosen_depth"] - 1])
+        return objective.choose_in_last_row() or len(tree)
 
     def attach(self, cache) -> None:
         self.inner.attach(cache)

@@ -162,7 +162,7 @@ def grow_tree(plan: StepPlan, drafter, state: TargetState, expand, step_cost, ti
             state.begin_step()
     tree, info = build_tree(expand, plan.cfg, step_cost, **(shape or {}))
     if drafter:
-        tree, info = drafter.finish_tree(tree, info, plan.cfg)   # node sources; retrieval fusion when on
+        tree, info = drafter.finish_tree(tree, info, plan.cfg, step_cost)   # node sources; fusion when on
     info.length = plan.decision
     if plan.token_cap is not None:
         info.note(f"depth capped at {plan.token_cap}: {left} tokens left to generate")

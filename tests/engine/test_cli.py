@@ -173,4 +173,6 @@ def test_cost_command_measures_caches_and_refreshes(tmp_path, monkeypatch, capsy
     assert json.loads(out.read_text()) == first and len(measured) == 1
     assert main(["cost", "--refresh", "--out", str(out)]) == 0     # measured again
     assert len(measured) == 2 and json.loads(out.read_text())["key"] == first["key"]
-    assert "tokens:" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "after a 128-token KV prefix:" in printed and "after a 384-token KV prefix:" in printed
+    assert first["longer"]["prefix_tokens"] == 384 and len(first["longer"]["points"]) == len(first["points"])

@@ -222,9 +222,13 @@ def test_fusion_marks_sources_and_respects_the_budget():
     assert set(plain["source"]) == {"draft"}
 
 
-def test_fused_trees_keep_the_last_steps_depth_cap_and_the_auto_budgets_size():
-    """Fusion adds retrieved nodes within the step's settings: never deeper than the tokens left allow,
-    and under the auto budget never more nodes than the size it chose for the draft's own tree."""
+def test_fused_trees_keep_the_last_steps_depth_cap_and_the_auto_budget_weighs_the_fused_candidates(monkeypatch):
+    """Fusion adds retrieved nodes within the step's settings: never deeper than the tokens left allow.
+    Under the auto budget the fused tree's size is the best expected tokens/s over the fused candidates:
+    with each token costing 1 ms of a 10 ms forward, the random draft's own nodes do not pay, and the
+    retrieved continuation (q 0.8 per token) does."""
+    from opttree.engine import cost
+
     pair = tiny_pair("classic", vocab=64)
     prompt = [20, 21, 22, 23, 24, 25, 26, 20, 21]
     trace = run(pair, "", DecodeConfig(method="opt-tree", nodes=12, max_depth=6, max_new_tokens=3,
@@ -233,11 +237,16 @@ def test_fused_trees_keep_the_last_steps_depth_cap_and_the_auto_budgets_size():
     for step in trace["steps"]:
         assert max(step["depth"], default=0) <= max(3 - produced - 1, 0)
         produced += len(step["committed"])
+    real = cost.load_or_measure(pair)
+    free = {"base_ms": 0.0, "points": [{**p, "best_ms": 0.0} for p in real["draft"]["points"]]}
+    curve = {**real, "points": [{**p, "best_ms": 10.0 + p["tokens"]} for p in real["points"]], "draft": free,
+             "longer": None}
+    monkeypatch.setattr(cost, "load_or_measure", lambda pair, refresh=False, log=None: curve)
     auto = DecodeConfig(method="opt-tree", nodes=0, max_depth=6, max_new_tokens=12)
-    plain = run(pair, "", auto, prompt_ids=prompt)
-    fused = run(pair, "", replace(auto, retrieval="on"), prompt_ids=prompt)
-    assert len(fused["steps"][0]["tokens"]) == len(plain["steps"][0]["tokens"])
-    assert "retrieved" in fused["steps"][0]["source"] or "both" in fused["steps"][0]["source"]
+    plain = run(pair, "", auto, prompt_ids=prompt)["steps"][0]
+    fused = run(pair, "", replace(auto, retrieval="on"), prompt_ids=prompt)["steps"][0]
+    assert len(plain["tokens"]) <= 2 and fused["source"].count("retrieved") + fused["source"].count("both") >= 4
+    assert len(fused["tokens"]) > len(plain["tokens"]) and fused["tokens"][:4] == [22, 23, 24, 25]
 
 
 def test_tree_temperature_does_not_apply_without_draft_logits():

@@ -262,6 +262,10 @@ def test_cost_chart_and_the_sentence_for_a_slower_method(trace):
     assert "Test CPU" in fig.layout.title.text and "2.5×" in fig.layout.annotations[0].text
     assert cost_figure(None).layout.annotations and cost_figure({"tokens": "x"}).data == ()
     assert "load average" not in fig.layout.title.text
+    longer = cost_figure({**COST, "prefix_tokens": 128, "longer": {"prefix_tokens": 1024, "tokens": [1, 8, 64],
+                                                                    "verify_ms": [60.0, 90.0, 300.0]}})
+    assert [t.name for t in longer.data][:2] == ["target forward (verify) after 128 tokens", "… after 1024 tokens"]
+    assert list(longer.data[1].y) == [60.0, 90.0, 300.0] and list(longer.data[1].customdata) == [1.0, 1.5, 5.0]
     busy = cost_figure({**COST, "isa": "avx2", "load_avg": [3.5, 2.0, 1.0]}).layout.title.text
     assert "Test CPU, avx2, float32" in busy and "load average 3.5 then" in busy
     fast, slow, ar = (json.loads(dumps(trace)) for _ in range(3))
