@@ -180,25 +180,29 @@ def verdict(result: dict) -> str:
     return " ".join(s for s in sentences if s)
 
 
-def pair_table(result: dict, a: str, b: str, by: str | None = "category") -> list[dict]:
+def pair_table(result: dict, a: str, b: str, by: str | None = "category", other: dict | None = None) -> list[dict]:
     """`a` against `b`, paired per prompt, overall and per `by` (a run row's field): the mean ± SE of the
     τ difference and of the speedup's relative difference, and the prompts where `a` is faster / slower
-    (a tie is neither)."""
-    rows = result["runs"]
-    groups = {"all": rows}
-    if by:
-        for r in rows:
-            groups.setdefault(str(r.get(by)), []).append(r)
+    (a tie is neither). With `other` (a second bench result over the same prompts, e.g. the same command
+    at another commit), `b` is read there: each speedup stays over its own run's AR."""
+    def grouped(rows):
+        groups = {"all": rows}
+        if by:
+            for r in rows:
+                groups.setdefault(str(r.get(by)), []).append(r)
+        return groups
+
+    mine, theirs = grouped(result["runs"]), grouped((other or result)["runs"])
     out = []
-    for name, group in groups.items():
-        pp = per_prompt(group)
-        if a not in pp or b not in pp:
+    for name, group in mine.items():
+        pa, pb = per_prompt(group).get(a), per_prompt(theirs.get(name, [])).get(b)
+        if pa is None or pb is None:
             continue
-        tau, tau_se, n = paired(pp[a], pp[b], "tau", relative=False)
-        speed, speed_se, _ = paired(pp[a], pp[b], "speedup", relative=True)
-        both = [p for p in pp[a] if p in pp[b] and pp[a][p]["speedup"] and pp[b][p]["speedup"]]
-        up = sum(pp[a][p]["speedup"] > pp[b][p]["speedup"] for p in both)
-        down = sum(pp[a][p]["speedup"] < pp[b][p]["speedup"] for p in both)
+        tau, tau_se, n = paired(pa, pb, "tau", relative=False)
+        speed, speed_se, _ = paired(pa, pb, "speedup", relative=True)
+        both = [p for p in pa if p in pb and pa[p]["speedup"] and pb[p]["speedup"]]
+        up = sum(pa[p]["speedup"] > pb[p]["speedup"] for p in both)
+        down = sum(pa[p]["speedup"] < pb[p]["speedup"] for p in both)
         out.append({"group": name, "prompts": n, "tau": tau, "tau_se": tau_se, "speed": speed, "speed_se": speed_se,
                     "faster": up, "slower": down})
     return out
@@ -217,18 +221,29 @@ def main(argv=None) -> None:
     p.add_argument("a")
     p.add_argument("b")
     p.add_argument("--by", default="category", help="a run row's field to group by ('' for none)")
+    p.add_argument("--against", metavar="RESULT", help="read B in this second bench result (the same prompts run "
+                   "by another commit or setting); each speedup stays over its own run's AR")
     args = p.parse_args(argv)
-    with open(args.result, encoding="utf-8") as f:
-        result = json.load(f)
-    rows = pair_table(result, args.a, args.b, args.by or None)
+    result, other = (_read(path) if path else None for path in (args.result, args.against))
+    rows = pair_table(result, args.a, args.b, args.by or None, other)
+    where = f"{args.result} and {args.against}" if other else args.result
     if not rows:
-        raise SystemExit(f"{args.result} has no prompt that ran both {args.a} and {args.b}")
-    print(f"{args.a} against {args.b}, paired per prompt (mean ± one SE; speed: tokens/s ratio - 1, in %)")
+        raise SystemExit(f"{where}: no prompt ran both {args.a} and {args.b}")
+    b = f"{args.b} of {args.against}" if other else args.b
+    print(f"{args.a} against {b}, paired per prompt (mean ± one SE; speed: tokens/s ratio - 1, in %)")
     print("| group | prompts | τ difference | speed difference (%) | faster / slower |")
     print("|---|---|---|---|---|")
     for r in rows:
         tau, speed = _table_pm(r["tau"], r["tau_se"]), _table_pm(r["speed"], r["speed_se"], 100, 1)
         print(f"| {r['group']} | {r['prompts']} | {tau} | {speed} | {r['faster']} / {r['slower']} |")
+
+
+def _read(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"{path}: not a readable bench result ({exc})") from None
 
 
 if __name__ == "__main__":

@@ -122,5 +122,29 @@ def test_pair_table_command_prints_the_table_and_refuses_missing_methods(tmp_pat
     main([str(path), "a", "b", "--by", ""])
     out = capsys.readouterr().out
     assert "| all | 2 | +0.750 ± 0.250 | +30.0 ± 10.0 | 2 / 0 |" in out
-    with pytest.raises(SystemExit, match="no prompt that ran both"):
+    with pytest.raises(SystemExit, match="no prompt ran both"):
         main([str(path), "a", "zzz"])
+
+
+def test_pair_table_against_a_second_result_keeps_each_speedup_over_its_own_ar(tmp_path, capsys):
+    """The same method at two commits: each run's speedup is over its own AR (here AR ran twice as fast
+    in the second run, and so did the method: no change), τ pairs directly."""
+    import json
+
+    from opttree.bench.verdict import main, pair_table
+
+    before = result({"m": [2.0, 3.0]}, {"m": [1.2, 1.5]})
+    after = result({"m": [2.5, 3.0]}, {"m": [1.2, 1.8]})
+    for r in after["runs"]:
+        r["tokens_per_s"] *= 2
+    table = pair_table(after, "m", "m", by=None, other=before)
+    assert table[0]["tau"] == pytest.approx(0.25) and table[0]["speed"] == pytest.approx((0.0 + 0.2) / 2)
+    assert (table[0]["faster"], table[0]["slower"]) == (1, 0)
+    paths = [tmp_path / "after.json", tmp_path / "before.json"]
+    for path, res in zip(paths, (after, before)):
+        path.write_text(json.dumps(res))
+    main([str(paths[0]), "m", "m", "--by", "", "--against", str(paths[1])])
+    out = capsys.readouterr().out
+    assert "m against m of " in out and "| all | 2 | +0.250 ± 0.250 | +10.0 ± 10.0 | 1 / 0 |" in out
+    with pytest.raises(SystemExit, match="not a readable bench result"):
+        main([str(paths[0]), "m", "m", "--against", str(tmp_path / "missing.json")])
