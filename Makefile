@@ -29,10 +29,9 @@ run: setup
 	$(BIN)/python app.py
 
 # One pytest-xdist worker per core, each on one torch thread; a test file stays on one worker, so a
-# module's app server or browser starts once, and the browser test files share one worker
-# (tests/conftest.py, xdist_group).
+# module's app server or browser starts once.
 test: setup browser
-	PYTHONPATH=. $(BIN)/python -m pytest -q -n auto --dist loadgroup tests
+	PYTHONPATH=. $(BIN)/python -m pytest -q -n auto --dist loadfile tests
 
 # The quick loop while editing: unit and engine tests on tiny models (no page, no bundled model).
 test-fast: setup

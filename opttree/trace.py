@@ -254,6 +254,8 @@ def _validate_cost(cost, where: str = "meta.cost") -> None:
               and len(cost.get(a, [])) == len(cost.get(b, [])), f"{where}: {a} and {b} must be equal-length numbers")
     _need(all(x > 0 for x in cost.get("tokens", []) + cost.get("verify_ms", [])),
           f"{where}: tokens and verify_ms must be positive")
+    prefix = cost.get("prefix_tokens")
+    _need(prefix is None or (_is_int(prefix) and prefix >= 0), f"{where}: prefix_tokens must be a whole number")
 
 
 def _validate_auto(where: str, auto) -> None:
@@ -266,6 +268,9 @@ def _validate_auto(where: str, auto) -> None:
     d, n = auto.get("chosen_depth", 0), auto.get("chosen_nodes", 0)
     _need(_is_int(d) and _is_int(n) and 0 <= d <= len(rows) and (d == 0 or 0 <= n <= len(rows[d - 1])),
           f"{where}: auto.chosen_depth/chosen_nodes must point into the objective")
+    fused, rate = auto.get("fused_nodes"), auto.get("fused_tokens_per_s")
+    _need(fused is None or (_is_int(fused) and 0 <= fused <= 1000 and _numbers([rate])),
+          f"{where}: auto.fused_nodes must be a node count with its fused_tokens_per_s")
 
 
 def _validate_step(i: int, step) -> None:

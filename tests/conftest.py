@@ -18,17 +18,8 @@ torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, min
 FOLDERS = ("unit", "engine", "app")
 
 
-def xdist_group(path: Path) -> str:
-    """The worker group of a test file under `make test` (pytest-xdist's loadgroup): a file is its own
-    group, so its module fixtures (an app server, a browser) start once, except that every browser test
-    file shares one group. Two Chromiums and two app servers on a 2-core machine starved each other's
-    pages until a click waited a minute for the page to answer."""
-    return "browser" if path.stem.endswith("_browser") else str(path)
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group(Path(str(item.fspath)))))
         folder = Path(str(item.fspath)).parent.name
         # A test file not yet in a folder counts as app: make test-fast never runs what it cannot vouch for.
         item.add_marker(folder if folder in FOLDERS else "app")

@@ -152,9 +152,10 @@ def step_views(trace, index: int, colour: str = "log_p_hat", present: bool = Fal
             step_metrics(trace, at) + speed_note(trace, at), why_shape(step, meta))
 
 
-def run_views(trace, index: int, colour: str = "log_p_hat", present: bool = False):
-    """Scrubber views plus the per-run ones: accepted-length bars and the Learn tab's mirror tree."""
-    return (*step_views(trace, index, colour, present), accept_bars(trace, None),
+def run_views(trace, index: int, colour: str = "log_p_hat", present: bool = False, bars: bool = True):
+    """Scrubber views plus the per-run ones: accepted-length bars (left as they are, unbuilt, without
+    `bars`: a live run draws them at its end) and the Learn tab's mirror tree."""
+    return (*step_views(trace, index, colour, present), accept_bars(trace, None) if bars else gr.skip(),
             step_figure(trace, index, "learn", colour))
 
 

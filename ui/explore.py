@@ -134,7 +134,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     said = lessons.caption_markdown(lesson)
     learn = (lambda msg: f"{said}\n\n{msg}") if said else (lambda msg: msg)
     yield {page.caption: caption_update(lesson), page.ran: links.ran_with(model, prompt, controls),
-           page.learn_status: learn("Starting…")}
+           page.learn_status: learn("Starting…"), page.bars: accept_bars(None)}   # not the last run's bars
     drawn = 0.0
     try:
         for up in service.stream(model, prompt, settings, session=session_of(request)):
@@ -151,9 +151,8 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
             verb = "Done" if up.state == "done" else "Running"
             msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
                    f"tokens, τ = {s['tau']:.2f}")
-            out = {page.status: msg, page.learn_status: learn(msg), **shown_run(page, trace, i, colour, present)}
-            if up.state != "done":
-                out[page.bars] = gr.skip()
+            out = {page.status: msg, page.learn_status: learn(msg),
+                   **shown_run(page, trace, i, colour, present, bars=up.state == "done")}
             if up.state == "done":
                 if (link or {}).get("step"):     # a deep link's step, once (ui/links.py)
                     out.update({page.link: {}, **shown_run(page, trace, clamp(trace, link["step"]), colour, present)})
@@ -168,10 +167,11 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
         yield out
 
 
-def shown_run(page: Page, trace: dict, i: int, colour: str, present) -> dict:
-    """A run's views at step `i` (0-based): the trace, the scrubber and every view of it."""
+def shown_run(page: Page, trace: dict, i: int, colour: str, present, bars: bool = True) -> dict:
+    """A run's views at step `i` (0-based): the trace, the scrubber and every view of it (the
+    accepted-length bars only with `bars`)."""
     return {page.trace: trace, page.step: slider_update(trace, i),
-            **dict(zip(page.run_views, run_views(trace, i, colour, bool(present))))}
+            **dict(zip(page.run_views, run_views(trace, i, colour, bool(present), bars)))}
 
 
 def with_history(page: Page, history, trace: dict) -> dict:

@@ -27,6 +27,9 @@ def step_metrics(trace: dict | None, index: int | None) -> str:
         rows.append(("auto budget: chosen for this machine",
                      f"{auto['chosen_nodes']} nodes over {auto.get('chosen_depth', '?')} layer(s), "
                      f"{auto.get('chosen_tokens_per_s', 0):.1f} expected tokens/s"))
+        if auto.get("fused_nodes"):
+            rows.append(("with retrieval fused in", f"{auto['fused_nodes']} nodes, "
+                         f"{auto.get('fused_tokens_per_s', 0):.1f} expected tokens/s (retrieved nodes' p̂ as fused)"))
     body = "\n".join(f"| {k} | {v} |" for k, v in rows)
     return f"**Step {index + 1} of {len(steps)}**\n\n| metric | value |\n|---|---|\n{body}\n\n" + run_summary(trace)
 

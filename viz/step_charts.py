@@ -198,7 +198,7 @@ def why_auto(step: dict, meta: dict | None = None) -> go.Figure:
         drafted = f", drafting modelled at {draft[d - 1]:.1f} ms" if d <= len(draft) else ""
         notes.append(dict(xref="paper", x=0, yref="paper", y=1.0, yanchor="bottom", xanchor="left", showarrow=False,
                           font=dict(size=11), text=f"chosen: {n} nodes over {d} layer(s), "
-                          f"{j:.1f} expected tokens/s (modelled from the cost curve){drafted}"
+                          f"{j:.1f} expected tokens/s (modelled from the cost curve){drafted}{fused_note(auto)}"
                           if isinstance(j, (int, float)) else "chosen"))
     reason = str(step.get("stop_reason") or "")
     if reason:
@@ -212,6 +212,14 @@ def why_auto(step: dict, meta: dict | None = None) -> go.Figure:
                   yaxis=dict(title=dict(text="layers drafted (d)"), dtick=1, autorange="reversed"),
                   meta=dict(best_by_depth=best))
     return go.Figure(dict(data=data, layout=layout), _validate=False)
+
+
+def fused_note(auto: dict) -> str:
+    """Where retrieval fusion sized the verified tree itself (drafters/fusion.py): its nodes and rate."""
+    n, rate = auto.get("fused_nodes"), auto.get("fused_tokens_per_s")
+    if not n or not isinstance(rate, (int, float)):
+        return ""
+    return f"; fused with retrieval: {n} nodes, {rate:.1f} expected tokens/s"
 
 
 def ea_points(trace: dict) -> dict:

@@ -11,7 +11,8 @@ verdict says the methods are within noise of each other.
 
 `python -m opttree.bench.verdict RESULT.json A B` prints A against B from a saved bench result,
 paired per prompt, overall and per category (`pair_table`): the τ and speed differences the
-benchmark notes quote.
+benchmark notes quote; `--against OTHER.json` reads B in a second result over the same prompts (the
+same command at another commit), each speedup over its own run's AR.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from opttree.config import AUTO_MAX_NODES
 from opttree.drafters.base import Drafter, Odds, odds
 from opttree.drafters.retrieval import Retrieved, retrieve
 from opttree.trace import BuildInfo
-from opttree.trees.auto_size import Objective
+from opttree.trees.auto_size import best_size
 from opttree.trees.draft_tree import ROOT, DraftTree
 from opttree.trees.fusion import fuse
 
@@ -76,8 +76,10 @@ class RetrievalFusion(Drafter):
 
     def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg, cost=None) -> tuple[DraftTree, BuildInfo]:
         tree, info = self.inner.finish_tree(tree, info, cfg, cost)
-        budget = self.budget(tree, info, cfg, cost)
+        budget, rate = self.budget(tree, info, cfg, cost)
         fused, notes = fuse(tree, self.found.tree, self.draft_q, budget, self.expanded, max_depth=cfg.max_depth)
+        if rate is not None:        # "Why this shape" and the step metrics show the fused choice too
+            info.auto.update(fused_nodes=len(fused), fused_tokens_per_s=round(rate, 3))
         if self.found.n:
             note = (f"retrieval: {self.found.matches} match(es) of the last {self.found.n} token(s), "
                     f"{notes['pruned']} pruned by the draft, {notes['retrieved']} node(s) added, "
@@ -87,21 +89,20 @@ class RetrievalFusion(Drafter):
         info.note(note, sep=" · ")
         return fused, info
 
-    def budget(self, tree: DraftTree, info: BuildInfo, cfg, cost) -> int:
-        """The fused tree's size: the fixed n, or under the auto budget the size whose expected
-        tokens/s is largest over the fused candidates (their p̂ as fused, the draft time the step
-        already spent, this step's verify cost): retrieved continuations can make a larger tree pay
-        where the draft's own candidates did not. Without retrieved nodes (or costs) it is the
-        draft tree's own size."""
+    def budget(self, tree: DraftTree, info: BuildInfo, cfg, cost) -> tuple[int, float | None]:
+        """The fused tree's size, and its expected tokens/s when the auto budget chose it: the fixed n,
+        or under the auto budget the size whose expected tokens/s is largest over the fused candidates
+        (`auto_size.best_size`: their p̂ as fused, the drafting the step did, this step's verify cost),
+        so retrieved continuations can make a larger tree pay where the draft's own candidates did
+        not. Without retrieved continuations (or costs) it is the draft tree's own size."""
         if not cfg.auto_nodes:
-            return cfg.nodes
-        auto = info.auto or {}
-        if cost is None or not self.found.n or not auto.get("chosen_depth"):
-            return len(tree)
+            return cfg.nodes, None
+        drafted = (info.auto or {}).get("draft_model_ms")
+        if cost is None or not self.found.n or not drafted:
+            return len(tree), None
         wide, _ = fuse(tree, self.found.tree, self.draft_q, AUTO_MAX_NODES, self.expanded, max_depth=cfg.max_depth)
-        objective = Objective(cost, AUTO_MAX_NODES)
-        objective.add_layer(sorted(wide.p_hat, reverse=True), auto["draft_model_ms"][auto["chosen_depth"] - 1])
-        return objective.choose_in_last_row() or len(tree)
+        n, rate = best_size(sorted(wide.p_hat, reverse=True), drafted[-1], cost, AUTO_MAX_NODES)
+        return (n, rate) if n else (len(tree), None)
 
     def attach(self, cache) -> None:
         self.inner.attach(cache)

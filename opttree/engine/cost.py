@@ -1,6 +1,8 @@
 """The machine's cost curve: what a step's forwards cost here, measured on the device in use.
 
-Two curves, both with a realistic KV prefix (128 tokens): the target's verification forward over k
+Two curves, each after a realistic KV prefix (128 tokens) and again after a long one (1,024 tokens,
+`longer`: attention reads the whole prefix, so a long prompt makes each tree token dearer; a step
+takes its costs at its own prefix, trees/auto_size.StepCost.at_prefix): the target's verification forward over k
 tree tokens (root included; a complete binary tree of that size, with tree attention, then compacted
 back), and one draft layer over w tree nodes (the drafter's batched forward plus its top-k, exactly
 what a tree builder's `expand` calls), plus the drafting every step pays whatever the tree
@@ -10,7 +12,7 @@ repetition (`best_ms`) for the cost model: a forward's work is fixed and interfe
 process, a cold cache) only ever adds time, so the fastest of a few repetitions is the steadiest
 estimate — a median is pulled off by two slow repetitions of three, and one such point (a 1-token
 forward timed at 48 ms beside 2- and 4-token ones at 32 ms) made the auto budget think small trees
-cost as much as large ones. A measurement takes a few seconds and is cached as JSON under
+cost as much as large ones. A measurement takes about ten seconds on a 2-core CPU and is cached as JSON under
 `opttree.paths.costs_dir()`, keyed by device, dtype, torch threads, kernel, target and draft;
 `load_or_measure(pair, refresh=True)` (the `opttree cost --refresh` command, the app's button)
 measures again.
@@ -151,7 +153,7 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
                     if rep >= warmup:
                         times[(k, n)].append(ms)
             if log:
-                log(f"verify cost: repetition {rep + 1}/{warmup + reps}")
+                log(f"verify cost after {prefix_tokens} tokens: repetition {rep + 1}/{warmup + reps}")
     finally:
         if "plain" in kernels:
             use_few_row_linear(target)
@@ -197,7 +199,7 @@ def time_draft(pair, widths=WIDTHS, prefix_tokens: int = PREFIX_TOKENS, reps: in
                 times[w].append((time.perf_counter() - t0) * 1e3)
             drafter.end_step([])
         if log:
-            log(f"draft cost: repetition {rep + 1}/{warmup + reps}")
+            log(f"draft cost after {prefix_tokens} tokens: repetition {rep + 1}/{warmup + reps}")
     return base, times
 
 
@@ -233,8 +235,9 @@ def longer_prefix(pair, sizes=SIZES) -> int | None:
     """The longer KV prefix the curve is also measured after: LONGER_PREFIX_TOKENS, or what the
     target's positions leave room for beside the largest tree; None where that is no longer than
     PREFIX_TOKENS."""
-    room = getattr(pair.target.config, "max_position_embeddings", None) or LONGER_PREFIX_TOKENS + max(sizes)
-    longer = min(LONGER_PREFIX_TOKENS, room - max(sizes) - 64)     # 64: the draft timing's own growth
+    margin = max(sizes) + 64          # the largest tree, and the draft timing's own growth
+    room = getattr(pair.target.config, "max_position_embeddings", None) or LONGER_PREFIX_TOKENS + margin
+    longer = min(LONGER_PREFIX_TOKENS, room - margin)
     return longer if longer > PREFIX_TOKENS else None
 
 

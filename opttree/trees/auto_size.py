@@ -127,6 +127,19 @@ def throughput(ea: float, draft_ms: float, verify_ms: float) -> float:
     return (ea + 1.0) * 1000.0 / total if total > 0 else float("inf")
 
 
+def best_size(ranked_p_hat: list[float], draft_ms: float, cost: StepCost, max_nodes: int) -> tuple[int, float]:
+    """The size n (and its J) with the largest expected tokens/s over finished candidates ranked
+    best-first by p̂, the drafting already done (`draft_ms`): J(n) = (Σ top-n p̂ + 1) / (draft +
+    verify(n + 1)); ties take fewer nodes; (0, J of no tree) without candidates."""
+    verify = cost.verify_table(max_nodes + 1)
+    best = (0, throughput(0.0, draft_ms, verify[1]))
+    for n, ea in enumerate(itertools.accumulate(ranked_p_hat[:max_nodes]), 1):
+        j = throughput(ea, draft_ms, verify[n + 1])
+        if j > best[1]:
+            best = (n, j)
+    return best
+
+
 @dataclass
 class Objective:
     """One step's objective table, filled layer by layer: rows[d - 1][n - 1] = J(d, n) in tokens/s.

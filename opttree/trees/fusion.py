@@ -16,7 +16,9 @@ model's probabilities of the retrieved tokens in, the fused tree out. Four steps
 4. Budget. p̂ is recomputed as the product of q along each path, and the best `nodes` nodes by p̂
    are kept (ties by depth, so a parent always ranks before its child and the tree stays connected).
 
-q and p̂ of a fused tree rank nodes for the budget; they are not calibrated probabilities.
+q and p̂ of a fused tree rank nodes for the budget; they are not calibrated probabilities. Under the
+auto budget the fused tree's size still reads them as acceptance estimates (drafters/fusion.py's
+`budget` sums them as E(A)); benchmarks/auto_budget.md measures what that choice does.
 """
 
 from __future__ import annotations

@@ -145,6 +145,8 @@ def test_traces_without_the_auto_fields_still_load(auto_trace):
     (lambda t: t["meta"]["cost"]["tokens"].__setitem__(0, 0), "positive"),
     (lambda t: t["meta"]["cost"]["longer"].__setitem__("verify_ms", [1.0]), "meta.cost.longer: tokens and"),
     (lambda t: t["meta"]["cost"]["longer"].__setitem__("longer", {}), "no further longer"),
+    (lambda t: t["meta"]["cost"]["longer"].__setitem__("prefix_tokens", "<b>"), "prefix_tokens"),
+    (lambda t: t["steps"][0]["auto"].__setitem__("fused_nodes", "many"), "auto.fused_nodes"),
     (lambda t: t["steps"][0]["auto"].__setitem__("objective", [["x"]]), "auto.objective"),
     (lambda t: t["steps"][0]["auto"].__setitem__("chosen_depth", 99), "point into the objective"),
     (lambda t: t["steps"][0]["auto"].__setitem__("widths", "wide"), "auto.draft_model_ms"),

@@ -247,6 +247,9 @@ def test_fused_trees_keep_the_last_steps_depth_cap_and_the_auto_budget_weighs_th
     fused = run(pair, "", replace(auto, retrieval="on"), prompt_ids=prompt)["steps"][0]
     assert len(plain["tokens"]) <= 2 and fused["source"].count("retrieved") + fused["source"].count("both") >= 4
     assert len(fused["tokens"]) > len(plain["tokens"]) and fused["tokens"][:4] == [22, 23, 24, 25]
+    # the step records the fused choice beside the draft's own (the views show both)
+    assert fused["auto"]["fused_nodes"] == len(fused["tokens"]) and fused["auto"]["fused_tokens_per_s"] > 0
+    assert fused["auto"]["chosen_nodes"] == len(plain["tokens"])
 
 
 def test_tree_temperature_does_not_apply_without_draft_logits():

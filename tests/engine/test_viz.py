@@ -250,6 +250,13 @@ def test_why_shape_shows_the_auto_objective():
     assert (list(star.x), list(star.y)) == ([2], [2]) and star.marker.symbol == "star"
     assert "33.0 expected tokens/s" in fig.layout.annotations[0].text
     assert "auto" in fig.layout.title.text
+    assert "fused" not in fig.layout.annotations[0].text
+    # retrieval fusion sized the verified tree itself: both views say so beside the draft's own choice
+    fused = auto_step(fused_nodes=7, fused_tokens_per_s=41.5)
+    fig = why_shape(fused, {"method": "opt-tree", "nodes": 0, "max_depth": 10})
+    assert "fused with retrieval: 7 nodes, 41.5 expected tokens/s" in fig.layout.annotations[0].text
+    md = step_metrics({"steps": [fused], "summary": summarize([fused], 2, 1.0), "meta": {}}, 0)
+    assert "| with retrieval fused in | 7 nodes, 41.5 expected tokens/s" in md
 
 
 COST = {"tokens": [1, 8, 64], "verify_ms": [50.0, 60.0, 130.0], "widths": [1, 64], "layer_ms": [2.0, 12.0],

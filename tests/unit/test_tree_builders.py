@@ -235,6 +235,21 @@ def test_cost_at_a_prefix_is_linear_between_the_two_measured_prefixes():
     assert len(long) < len(short)
 
 
+def test_best_size_over_finished_candidates_is_the_argmax_of_the_objective():
+    """The fused tree's size under the auto budget: J(n) = (Σ top-n p̂ + 1) / (draft + verify(n + 1)),
+    brute-forced; ties take fewer nodes; no candidate that pays gives 0."""
+    from opttree.trees.auto_size import best_size, throughput
+
+    ranked = [0.9, 0.8, 0.6, 0.2, 0.05, 0.01]
+    for cost in (FLAT, CPU_LIKE, STEEP, RISING):
+        n, j = best_size(ranked, 3.0, cost, 60)
+        every = [throughput(sum(ranked[:k]), 3.0, cost.verify(k + 1)) for k in range(len(ranked) + 1)]
+        assert j == pytest.approx(max(every)) and n == every.index(max(every))
+    assert best_size(ranked, 3.0, FLAT, 60)[0] == len(ranked)          # a flat cost takes every candidate
+    assert best_size(ranked, 3.0, FLAT, 2)[0] == 2                     # never past max_nodes
+    assert best_size([0.001], 0.0, STEEP, 60)[0] == 0 and best_size([], 0.0, FLAT, 60)[0] == 0
+
+
 def test_cost_model_reads_each_points_fastest_repetition():
     """Interference only adds time: the measured point whose median two slow repetitions pulled up (a
     1-token forward timed at 48 ms beside 2 tokens at 32 ms) costs its fastest repetition, so small
