@@ -12,6 +12,17 @@ os.environ.setdefault("OPTTREE_COSTS", tempfile.mkdtemp(prefix="opttree-costs-")
 # Under pytest-xdist (make test-fast runs one worker per core) each worker keeps to one thread.
 torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, min(2, os.cpu_count() or 1)))
 
+
+
+@pytest.fixture(autouse=True)
+def _threads_stay():
+    """A command a test runs may set torch's threads (training's --threads): the next test gets its own back."""
+    threads = torch.get_num_threads()
+    yield
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
 # Tests live in folders by what they need (pyproject.toml declares the markers): unit/ (no model),
 # engine/ (tiny random models, or the bundled target: marked `model`), app/ (the page, the browser,
 # load, packaging); a test file outside them counts as app. `model` marks what asks for the bundled target.

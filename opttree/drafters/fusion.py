@@ -11,7 +11,7 @@ The wrapped drafter builds its tree exactly as without retrieval. Around it:
   more than the layer's forward);
 - `finish_tree` fuses the builder's tree with the retrieval trie (trees/fusion.py) within the step's
   node budget (under the auto budget: the size with the largest expected tokens/s over the fused
-  candidates, `budget`) and depth; the target verifies the fused tree in one forward like any other.
+  candidates, `sized_by_objective`) and depth; the target verifies the fused tree in one forward like any other.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from opttree.drafters.retrieval import Retrieved, retrieve
 from opttree.trace import BuildInfo
 from opttree.trees.auto_size import best_size
 from opttree.trees.draft_tree import ROOT, DraftTree
-from opttree.trees.fusion import fuse
+from opttree.trees.fusion import cut, fuse
 
 FUSION_MATCHES = 8   # retrieved continuations per step
 
@@ -76,10 +76,15 @@ class RetrievalFusion(Drafter):
 
     def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg, cost=None) -> tuple[DraftTree, BuildInfo]:
         tree, info = self.inner.finish_tree(tree, info, cfg, cost)
-        budget, rate = self.budget(tree, info, cfg, cost)
+        drafted = (info.auto or {}).get("draft_model_ms")
+        sized = cfg.auto_nodes and cost is not None and self.found.n and drafted
+        # Fixed n: fused at n. Auto: fused at the ceiling, then cut to the best size (`sized_by_objective`).
+        budget = AUTO_MAX_NODES if sized else (cfg.nodes if not cfg.auto_nodes else len(tree))
         fused, notes = fuse(tree, self.found.tree, self.draft_q, budget, self.expanded, max_depth=cfg.max_depth)
-        if rate is not None:        # "Why this shape" and the step metrics show the fused choice too
-            info.auto.update(fused_nodes=len(fused), fused_tokens_per_s=round(rate, 3))
+        if sized:
+            fused, notes, rate = self.sized_by_objective(fused, notes, len(tree), drafted[-1], cost)
+            if rate is not None:        # "Why this shape" and the step metrics show the fused choice too
+                info.auto.update(fused_nodes=len(fused), fused_tokens_per_s=round(rate, 3))
         if self.found.n:
             note = (f"retrieval: {self.found.matches} match(es) of the last {self.found.n} token(s), "
                     f"{notes['pruned']} pruned by the draft, {notes['retrieved']} node(s) added, "
@@ -89,20 +94,16 @@ class RetrievalFusion(Drafter):
         info.note(note, sep=" · ")
         return fused, info
 
-    def budget(self, tree: DraftTree, info: BuildInfo, cfg, cost) -> tuple[int, float | None]:
-        """The fused tree's size, and its expected tokens/s when the auto budget chose it: the fixed n,
-        or under the auto budget the size whose expected tokens/s is largest over the fused candidates
-        (`auto_size.best_size`: their p̂ as fused, the drafting the step did, this step's verify cost),
-        so retrieved continuations can make a larger tree pay where the draft's own candidates did
-        not. Without retrieved continuations (or costs) it is the draft tree's own size."""
-        if not cfg.auto_nodes:
-            return cfg.nodes, None
-        drafted = (info.auto or {}).get("draft_model_ms")
-        if cost is None or not self.found.n or not drafted:
-            return len(tree), None
-        wide, _ = fuse(tree, self.found.tree, self.draft_q, AUTO_MAX_NODES, self.expanded, max_depth=cfg.max_depth)
-        n, rate = best_size(sorted(wide.p_hat, reverse=True), drafted[-1], cost, AUTO_MAX_NODES)
-        return (n, rate) if n else (len(tree), None)
+    @staticmethod
+    def sized_by_objective(wide: DraftTree, notes: dict, own: int, draft_ms: float, cost):
+        """Under the auto budget, the fused tree at the size whose expected tokens/s is largest over the
+        fused candidates (`auto_size.best_size`: their p̂ as fused, the drafting the step did, this
+        step's verify cost), so retrieved continuations can make a larger tree pay where the draft's
+        own candidates did not; the draft tree's own size (`own`) and no rate when no size beats
+        verifying no tree."""
+        n, rate = best_size(sorted(wide.p_hat, reverse=True), draft_ms, cost, AUTO_MAX_NODES)
+        fused, notes = cut(wide, notes, n or own)
+        return fused, notes, (rate if n else None)
 
     def attach(self, cache) -> None:
         self.inner.attach(cache)

@@ -12,8 +12,10 @@ repetition (`best_ms`) for the cost model: a forward's work is fixed and interfe
 process, a cold cache) only ever adds time, so the fastest of a few repetitions is the steadiest
 estimate — a median is pulled off by two slow repetitions of three, and one such point (a 1-token
 forward timed at 48 ms beside 2- and 4-token ones at 32 ms) made the auto budget think small trees
-cost as much as large ones. A measurement takes about ten seconds on a 2-core CPU and is cached as JSON under
-`opttree.paths.costs_dir()`, keyed by device, dtype, torch threads, kernel, target and draft;
+cost as much as large ones. A measurement takes about fifteen seconds on a 2-core CPU and is cached as JSON
+under `opttree.paths.costs_dir()`, keyed by device, dtype, torch threads, kernel, target and draft; the
+target's half (the verify forwards, most of the time) is also cached under the target alone, so another
+draft of the same target times only its own layers;
 `load_or_measure(pair, refresh=True)` (the `opttree cost --refresh` command, the app's button)
 measures again.
 
@@ -210,6 +212,9 @@ def _stats(ts: list[float]) -> dict:
             "best_ms": round(ts[0], 3)}
 
 
+DRAFT_KEYS = ("drafter", "draft", "draft_bytes")
+
+
 def cache_key(pair) -> dict:
     """What the curve depends on: the device (on CPU also its instruction set and core count: a VM moved
     to another host keeps its model name), dtype, threads, kernel, target and draft (and the draft
@@ -222,6 +227,12 @@ def cache_key(pair) -> dict:
             "kernel": "few-row" if uses_few_row_linear(pair.target) else "default",
             "target": str(pair.target_name), "drafter": pair.drafter_kind, "draft": draft,
             "draft_bytes": _file_size(draft)}
+
+
+def target_key(pair) -> dict:
+    """What the verification forwards depend on: `cache_key` without the draft. Every draft of one
+    target shares them, so a new draft times only its own layers."""
+    return {k: v for k, v in cache_key(pair).items() if k not in DRAFT_KEYS}
 
 
 def _file_size(path: str) -> int | None:
@@ -241,37 +252,64 @@ def longer_prefix(pair, sizes=SIZES) -> int | None:
     return longer if longer > PREFIX_TOKENS else None
 
 
-def _measure_at(pair, prefix_tokens: int, sizes, widths, reps: int, warmup: int, log) -> dict:
-    """The verify points and, with a draft model, the draft layers, after `prefix_tokens` of KV prefix."""
+def _verify_at(pair, prefix_tokens: int, sizes, reps: int, warmup: int, log) -> dict:
+    """The verify points after `prefix_tokens` of KV prefix."""
     times = time_verify(pair, sizes, prefix_tokens, reps=reps, warmup=warmup, log=log)
     one = statistics.median(times[("default", sizes[0])])
     points = [{"tokens": n, **_stats(times[("default", n)]),
                "relative": round(statistics.median(times[("default", n)]) / one, 3), "reps": reps} for n in sizes]
-    draft = None
-    if pair.drafter_kind in MODEL_DRAFTERS and pair.draft_model is not None:
-        # A draft layer takes milliseconds: three times the repetitions cost little and steady its median.
-        base, layer = time_draft(pair, widths, prefix_tokens, reps=3 * reps, warmup=warmup, log=log)
-        draft = {"base_ms": round(min(base), 3), "new_tokens": NEW_TOKENS, "reps": 3 * reps,
-                 "points": [{"width": w, **_stats(layer[w])} for w in widths]}
-    return {"prefix_tokens": prefix_tokens, "points": points, "draft": draft}
+    return {"prefix_tokens": prefix_tokens, "points": points}
 
 
-def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, log=None) -> dict:
-    """Measure the curve now (about ten seconds on a 2-core CPU): verification forwards and, with a
-    draft, draft layers, after PREFIX_TOKENS of KV prefix and again after a longer one (`longer`)."""
+def _draft_at(pair, prefix_tokens: int, widths, reps: int, warmup: int, log) -> dict | None:
+    """The drafting every step pays and one draft layer by width, after `prefix_tokens` of KV prefix;
+    None without a draft model."""
+    if pair.drafter_kind not in MODEL_DRAFTERS or pair.draft_model is None:
+        return None
+    # A draft layer takes milliseconds: three times the repetitions cost little and steady its median.
+    base, layer = time_draft(pair, widths, prefix_tokens, reps=3 * reps, warmup=warmup, log=log)
+    return {"base_ms": round(min(base), 3), "new_tokens": NEW_TOKENS, "reps": 3 * reps,
+            "points": [{"width": w, **_stats(layer[w])} for w in widths]}
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def measure_verify(pair, sizes=SIZES, reps: int = 3, warmup: int = 1, log=None) -> dict:
+    """The target's half of the curve, measured now: verification forwards after PREFIX_TOKENS of KV
+    prefix and after a longer one (`longer`), keyed by `target_key`."""
     t0, load = time.perf_counter(), load_average()
-    near = _measure_at(pair, PREFIX_TOKENS, sizes, widths, reps, warmup, log)
+    near = _verify_at(pair, PREFIX_TOKENS, sizes, reps, warmup, log)
     far = longer_prefix(pair, sizes)
-    return {"version": VERSION, "key": cache_key(pair),
-            "measured_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "load_avg": load, "reps": reps, **near,
-            "longer": _measure_at(pair, far, sizes, widths, reps, warmup, log) if far else None,
+    return {"version": VERSION, "key": target_key(pair), "measured_utc": _now(), "load_avg": load,
+            "reps": reps, **near, "longer": _verify_at(pair, far, sizes, reps, warmup, log) if far else None,
             "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, log=None,
+            verify: dict | None = None) -> dict:
+    """Measure the curve now (about fifteen seconds on a 2-core CPU): verification forwards and, with a
+    draft, draft layers, after PREFIX_TOKENS of KV prefix and again after a longer one (`longer`).
+    `verify`: the target's half measured earlier (`measure_verify`), reused instead of timed again.
+    The curve's `measured_utc` and `load_avg` are the verify forwards'; its draft's are in `draft`."""
+    t0 = time.perf_counter()
+    verify = verify or measure_verify(pair, sizes, reps, warmup, log)
+
+    def with_draft(part: dict) -> dict:
+        load, draft = load_average(), _draft_at(pair, part["prefix_tokens"], widths, reps, warmup, log)
+        return {**part, "draft": draft and {**draft, "measured_utc": _now(), "load_avg": load}}
+
+    longer = verify.get("longer")
+    curve = {**with_draft(verify), "key": cache_key(pair), "longer": with_draft(longer) if longer else None}
+    curve["seconds"] = round(verify["seconds"] + time.perf_counter() - t0, 2)
+    return curve
 
 
 def cache_path(key: dict) -> Path:
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{Path(key['target']).name}_{Path(key['draft']).stem or 'none'}")
+    draft = (Path(key["draft"]).stem or "none") if "draft" in key else "verify"    # target_key: the verify half
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{Path(key['target']).name}_{draft}")
     return paths.costs_dir() / f"{slug[:80]}_{key['device'].replace(':', '')}_{digest}.json"
 
 
@@ -300,7 +338,8 @@ def write_cached(path: Path, data: dict) -> None:
 
 def load_or_measure(pair, refresh: bool = False, log=None) -> dict:
     """The pair's curve on this machine: kept on the pair, else read from the cache, else measured
-    (and cached). `refresh` measures again whatever is cached."""
+    (and cached), reusing the target's cached verify half where another draft of it left one.
+    `refresh` measures both halves again whatever is cached."""
     key = cache_key(pair)
     held = getattr(pair, "cost_curve", None)
     if not refresh and held is not None and held.get("key") == key:
@@ -308,7 +347,13 @@ def load_or_measure(pair, refresh: bool = False, log=None) -> dict:
     path = cache_path(key)
     curve = None if refresh else read_cached(path, key)
     if curve is None:
-        curve = measure(pair, log=log)
+        half_key = target_key(pair)
+        half_path = cache_path(half_key)
+        verify = None if refresh else read_cached(half_path, half_key)
+        if verify is None:
+            verify = measure_verify(pair, log=log)
+            write_cached(half_path, verify)
+        curve = measure(pair, log=log, verify=verify)
         write_cached(path, curve)
     pair.cost_curve = curve
     return curve

@@ -127,14 +127,19 @@ def throughput(ea: float, draft_ms: float, verify_ms: float) -> float:
     return (ea + 1.0) * 1000.0 / total if total > 0 else float("inf")
 
 
-def best_size(ranked_p_hat: list[float], draft_ms: float, cost: StepCost, max_nodes: int) -> tuple[int, float]:
-    """The size n (and its J) with the largest expected tokens/s over finished candidates ranked
-    best-first by p̂, the drafting already done (`draft_ms`): J(n) = (Σ top-n p̂ + 1) / (draft +
-    verify(n + 1)); ties take fewer nodes; (0, J of no tree) without candidates."""
+def by_size(ranked_p_hat: list[float], draft_ms: float, cost: StepCost, max_nodes: int) -> list[float]:
+    """J(n) for n = 1.. over candidates ranked best-first by p̂ and `draft_ms` of drafting:
+    (Σ top-n p̂ + 1) / (draft + verify(n + 1)), at most `max_nodes` of them."""
     verify = cost.verify_table(max_nodes + 1)
-    best = (0, throughput(0.0, draft_ms, verify[1]))
-    for n, ea in enumerate(itertools.accumulate(ranked_p_hat[:max_nodes]), 1):
-        j = throughput(ea, draft_ms, verify[n + 1])
+    return [throughput(ea, draft_ms, verify[n + 1])
+            for n, ea in enumerate(itertools.accumulate(ranked_p_hat[:max_nodes]), 1)]
+
+
+def best_size(ranked_p_hat: list[float], draft_ms: float, cost: StepCost, max_nodes: int) -> tuple[int, float]:
+    """The size n (and its J) with the largest expected tokens/s over finished candidates (`by_size`),
+    the drafting already done; ties take fewer nodes; (0, J of no tree) when no tree beats none."""
+    best = (0, throughput(0.0, draft_ms, cost.verify_table(max_nodes + 1)[1]))
+    for n, j in enumerate(by_size(ranked_p_hat, draft_ms, cost, max_nodes), 1):
         if j > best[1]:
             best = (n, j)
     return best
@@ -156,9 +161,7 @@ class Objective:
 
     def add_layer(self, ranked_p_hat: list[float], draft_ms: float) -> bool:
         """Record the next depth; True when it raised the best J."""
-        ea = itertools.accumulate(ranked_p_hat[: self.max_nodes])
-        verify = self.cost.verify_table(self.max_nodes + 1)
-        row = [throughput(e, draft_ms, verify[n + 1]) for n, e in enumerate(ea, 1)]
+        row = by_size(ranked_p_hat, draft_ms, self.cost, self.max_nodes)
         self.rows.append(row)
         self.draft_ms.append(draft_ms)
         before = self.best[0]

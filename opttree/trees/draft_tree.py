@@ -21,7 +21,7 @@ class DraftTree:
     q: list[float] = field(default_factory=list)
     p_hat: list[float] = field(default_factory=list)
     rank: list[int] = field(default_factory=list)  # rank of the token in its parent's draft distribution
-    origin: list[int] = field(default_factory=list)  # after `subset`: each node's id in the grown tree
+    origin: list[int] = field(default_factory=list)  # after `subset` (or fusion): each node's id in the grown tree
     source: list[str] = field(default_factory=list)  # per node, one of trace.SOURCES (set once the tree is final)
 
     def __len__(self) -> int:
@@ -68,6 +68,8 @@ class DraftTree:
         return self.subset(self.ranked(max_depth)[: max(n, 0)])
 
     def subset(self, keep: list[int]) -> DraftTree:
+        """The nodes `keep` (a connected set), re-indexed in breadth-first order; each keeps its id in
+        the grown tree (`origin`: its index here, or its own origin when this tree already has them)."""
         keep = sorted(set(keep), key=lambda i: (self.depth[i], i))
         new_id = {old: new for new, old in enumerate(keep)}
         out = DraftTree()
@@ -81,7 +83,7 @@ class DraftTree:
             out.q.append(self.q[old])
             out.p_hat.append(self.p_hat[old])
             out.rank.append(self.rank[old])
-            out.origin.append(old)
+            out.origin.append(self.origin[old] if self.origin else old)
             if self.source:
                 out.source.append(self.source[old])
         return out

@@ -102,6 +102,18 @@ def fuse(draft: DraftTree, retrieved: DraftTree, draft_q: dict, nodes: int, orig
         new_id[path] = out.add(new_id[node.parent] if node.parent else ROOT, node.token, node.q, node.rank)
         out.origin.append(node.origin)
         out.source.append(node.source)
-    notes = {"retrieved": sum(s == "retrieved" for s in out.source), "both": sum(s == "both" for s in out.source),
-             "pruned": pruned}
-    return out, notes
+    return out, counts(out, pruned)
+
+
+def counts(fused: DraftTree, pruned: int) -> dict:
+    """The step's notes on a fused tree: its retrieved and shared nodes, and the retrieved ones pruned."""
+    return {"retrieved": sum(s == "retrieved" for s in fused.source), "both": sum(s == "both" for s in fused.source),
+            "pruned": pruned}
+
+
+def cut(fused: DraftTree, notes: dict, nodes: int) -> tuple[DraftTree, dict]:
+    """`fuse`'s tree and notes at a smaller budget, from its tree at a larger one: its best `nodes`
+    nodes, ranked as `fuse` ranks them (p̂, then depth, then breadth-first order), so the tree equals
+    what `fuse` builds at `nodes` without fusing again."""
+    out = fused.best_subtree(nodes)
+    return out, counts(out, notes["pruned"])

@@ -168,7 +168,8 @@ def test_cost_command_measures_caches_and_refreshes(tmp_path, monkeypatch, capsy
     assert first["key"]["target"] == "tiny-target" and first["key"]["drafter"] == "eagle"
     assert first["key"]["isa"] == cost.cpu_isa() and first["key"]["cores"] == os.cpu_count()
     assert first["load_avg"] is None or len(first["load_avg"]) == 3
-    assert (tmp_path / "c.png").stat().st_size > 1000 and len(list((tmp_path / "costs").iterdir())) == 1
+    # the pair's curve, and its target's verify half that other drafts of the target reuse
+    assert (tmp_path / "c.png").stat().st_size > 1000 and len(list((tmp_path / "costs").iterdir())) == 2
     assert main(["cost", "--out", str(out)]) == 0                  # cached: the same measurement
     assert json.loads(out.read_text()) == first and len(measured) == 1
     assert main(["cost", "--refresh", "--out", str(out)]) == 0     # measured again
@@ -176,3 +177,29 @@ def test_cost_command_measures_caches_and_refreshes(tmp_path, monkeypatch, capsy
     printed = capsys.readouterr().out
     assert "after a 128-token KV prefix:" in printed and "after a 384-token KV prefix:" in printed
     assert first["longer"]["prefix_tokens"] == 384 and len(first["longer"]["points"]) == len(first["points"])
+
+
+def test_drafts_of_one_target_share_its_verify_half(tmp_path, monkeypatch):
+    """The verify forwards depend on the target alone: a second draft of the same target times only its
+    own layers and reuses the first one's verify points; a refresh (the app's button) times both again."""
+    from tiny import tiny_pair
+
+    from opttree.engine import cost
+
+    monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))
+    timed = []
+    real = cost.time_verify
+    monkeypatch.setattr(cost, "time_verify", lambda pair, *a, **kw: timed.append(kw) or real(pair, *a, **kw))
+    head, classic = tiny_pair("eagle"), tiny_pair("classic")
+    first = cost.load_or_measure(head)
+    assert len(timed) == 2                        # after the 128- and the longer prefix
+    second = cost.load_or_measure(classic)
+    assert len(timed) == 2 and second["key"]["drafter"] == "classic" and second["key"] != first["key"]
+    assert second["points"] == first["points"] and second["longer"]["points"] == first["longer"]["points"]
+    assert second["draft"]["points"] != first["draft"]["points"] and second["longer"]["draft"]["points"]
+    assert cost.step_cost(second).verify_ms == cost.step_cost(first).verify_ms
+    assert len(list(tmp_path.iterdir())) == 3     # two pairs' curves and the target's verify half
+    again = cost.load_or_measure(classic, refresh=True)
+    assert len(timed) == 4 and again["key"] == second["key"]
+    head.cost_curve = None                        # the head's own curve stays cached as it was
+    assert cost.load_or_measure(head) == first and len(timed) == 4

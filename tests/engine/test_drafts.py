@@ -163,7 +163,7 @@ def test_tiny_training_run_end_to_end(tmp_path):
     common = ["--data", str(tmp_path / "gen"), "--prompts", str(prompts), "--tokens", "1000",
               "--max-new", "8", "--gen-batch", "2", "--steps", "2", "--eval-every", "2",
               "--batch-tokens", "256", "--ckpt-dir", str(tmp_path / "ck"), "--tau-prompts", "0",
-              "--fit-temperature", "0"]
+              "--fit-temperature", "0", "--threads", "1"]
     head = main(["--kind", "head", "--out", str(tmp_path / "head.safetensors"), "--draft-vocab", "300",
                  "--unroll", "2"] + common)
     classic = main(["--kind", "classic", "--out", str(tmp_path / "classic.safetensors"), "--layers", "1",

@@ -138,11 +138,12 @@ def test_teacher_forced_data_trains_a_head_unchanged(tmp_path):
     source = tmp_path / "sample.json"
     source.write_text(json.dumps(records), encoding="utf-8")
     cfg = argparse.Namespace(out=str(tmp_path / "tf"), source=str(source), tokens=0, conversations=0, shard_size=2,
-                             max_tokens=1024, min_targets=1, topk=20, threads=2, layer_feats=False)
+                             max_tokens=1024, min_targets=1, topk=20, threads=1, layer_feats=False)
     run_teacher_forcing(load_target(BUNDLED_ID), tok, cfg)
     card = main(["--kind", "head", "--no-generate", "--data", cfg.out, "--out", str(tmp_path / "head.safetensors"),
                  "--steps", "2", "--eval-every", "2", "--batch-tokens", "256", "--draft-vocab", "300",
-                 "--unroll", "2", "--ckpt-dir", str(tmp_path / "ck"), "--tau-prompts", "0", "--fit-temperature", "0"])
+                 "--unroll", "2", "--ckpt-dir", str(tmp_path / "ck"), "--tau-prompts", "0", "--fit-temperature", "0",
+                 "--threads", "1"])
     assert card["steps"] == 2 and card["data"]["train_sequences"] + card["data"]["heldout_sequences"] == 4
     assert len(card["heldout_top1_by_depth"]) == 5
     # --init-vocab: warm-started over the first head's own vocabulary, not the data's most frequent
@@ -152,7 +153,7 @@ def test_teacher_forced_data_trains_a_head_unchanged(tmp_path):
     again = main(["--kind", "head", "--no-generate", "--data", cfg.out, "--out", str(tmp_path / "again.safetensors"),
                   "--init-from", str(tmp_path / "head.safetensors"), "--init-vocab", "--draft-vocab", "40",
                   "--steps", "0", "--epochs", "0", "--unroll", "2", "--ckpt-dir", str(tmp_path / "ck2"),
-                  "--tau-prompts", "0", "--fit-temperature", "0"])
+                  "--tau-prompts", "0", "--fit-temperature", "0", "--threads", "1"])
     first, second = load_file(str(tmp_path / "head.safetensors")), load_file(str(tmp_path / "again.safetensors"))
     assert again["draft_vocab"] == card["draft_vocab"] != 40
     assert again["history"][0]["heldout_top1"] == card["heldout_top1_by_depth"]

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from opttree.drafters.retrieval import continuation_tree
 from opttree.trace import SOURCES
 from opttree.trees.draft_tree import ROOT, DraftTree
-from opttree.trees.fusion import PRUNE_Q, RETRIEVED_Q, fuse, paths_of
+from opttree.trees.fusion import PRUNE_Q, RETRIEVED_Q, cut, fuse, paths_of
 
 VOCAB = 4   # few tokens: draft and retrieved paths collide often
 
@@ -71,6 +71,18 @@ def test_fused_tree_is_within_budget_connected_and_merged(case):
         assert path in draft_paths or path in kept                 # nothing invented, nothing pruned added
         assert (src == "retrieved") == (path not in draft_paths)
         assert (src == "both") == (path in draft_paths and path in kept)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.integers(0, 60), st.one_of(st.none(), st.integers(1, 5)))
+def test_cutting_a_wide_fused_tree_is_fusing_at_the_smaller_budget(case, other, max_depth):
+    """Under the auto budget the drafter fuses once at the ceiling and cuts to the size it chose."""
+    draft, retrieved, draft_q, nodes = case
+    small, large = sorted((nodes, other))
+    wide, wide_notes = fuse(draft, retrieved, draft_q, large, max_depth=max_depth)
+    want, want_notes = fuse(draft, retrieved, draft_q, small, max_depth=max_depth)
+    got, got_notes = cut(wide, wide_notes, small)
+    assert got == want and got_notes == want_notes          # every field: tokens, p̂, origin, source …
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
