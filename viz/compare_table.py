@@ -70,17 +70,18 @@ def same_cell(row: dict, greedy: bool) -> str:
     return f"yes ({same}/{n})" if same == n else f"NO ({same}/{n})"
 
 
-def _why(row: dict, ar: dict | None, cost) -> str:
-    """why_slower's sentence for a row slower than AR on average over prompts."""
+def _why(row: dict, ar: dict | None, cost, context: float | None = None) -> str:
+    """why_slower's sentence for a row slower than AR on average over prompts (`context`: their mean KV
+    prefix, summary["context_tokens"])."""
     if ar is None or row is ar or not usable(cost) or not isinstance(row.get("speedup"), (int, float)) \
             or row["speedup"] >= 1 or not isinstance(row.get("mean_nodes"), (int, float)):
         return ""
     keys = ("tokens_per_s", "mean_nodes", "tau", "mean_draft_ms", "mean_build_ms", "mean_verify_ms")
     return why_slower({"summary": {k: row.get(k) or 0 for k in keys}},
-                      {"summary": {k: ar.get(k) or 0 for k in keys}}, cost)
+                      {"summary": {k: ar.get(k) or 0 for k in keys}}, cost, context)
 
 
-def table_row(row: dict, ar: dict | None, cost, greedy: bool) -> list[str]:
+def table_row(row: dict, ar: dict | None, cost, greedy: bool, context: float | None = None) -> list[str]:
     drafted = row["budget"] is not None and bool(row.get("mean_nodes"))
     ms = (f"{(row.get('mean_draft_ms') or 0) + (row.get('mean_build_ms') or 0):.0f} / "
           f"{_num(row.get('mean_verify_ms'), '.0f')}")
@@ -90,7 +91,7 @@ def table_row(row: dict, ar: dict | None, cost, greedy: bool) -> list[str]:
             same_cell(row, greedy), _num(row.get("mean_depth")),
             _num(row.get("mean_accepted_draft_tokens"), ".2f") if drafted else "—",
             f"{rate * 100:.0f}%" if drafted and isinstance(rate, (int, float)) else "—", ms,
-            _why(row, ar, cost)]
+            _why(row, ar, cost, context)]
 
 
 def compare_table(summary: dict | None, budget: str = ALL) -> dict:
@@ -103,7 +104,8 @@ def compare_table(summary: dict | None, budget: str = ALL) -> dict:
     order = {b: i for i, b in enumerate(budget_choices(summary))}
     shown.sort(key=lambda r: -1 if r["budget"] is None else order.get(budget_label(r["budget"]), 0))
     return {"headers": COLUMNS,
-            "data": [table_row(r, ar, summary.get("cost"), summary.get("greedy", True)) for r in shown]}
+            "data": [table_row(r, ar, summary.get("cost"), summary.get("greedy", True), summary.get("context_tokens"))
+                     for r in shown]}
 
 
 def verdict_text(summary: dict | None) -> str:

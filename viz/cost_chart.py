@@ -8,7 +8,7 @@ import math
 
 import plotly.graph_objects as go
 
-from opttree.trees.auto_size import interpolate
+from opttree.trees.auto_size import from_numbers, interpolate
 
 from . import style
 
@@ -22,8 +22,19 @@ def usable(cost) -> bool:
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in tokens + ms) and ms[0] > 0)
 
 
-def verify_ratio(cost: dict, tokens: float) -> float:
-    """A forward over `tokens` tokens as a multiple of a one-token forward, from the measured curve."""
+def has_longer(cost: dict) -> bool:
+    """The curve was also measured after a longer KV prefix (`longer`), as the auto budget reads it."""
+    return usable(cost.get("longer")) and isinstance(cost.get("prefix_tokens"), int)
+
+
+def verify_ratio(cost: dict, tokens: float, prefix: float | None = None) -> float:
+    """A forward over `tokens` tokens as a multiple of a one-token forward, from the measured curve;
+    with `prefix` (and a curve with `has_longer`), after that many tokens of KV prefix, each point
+    linear in the prefix between the two measured ones as the auto budget prices a step
+    (`StepCost.at_prefix`)."""
+    if prefix is not None and has_longer(cost):
+        at = from_numbers(cost).at_prefix(round(prefix))
+        return at.verify(tokens) / at.verify(1)
     return interpolate(cost["tokens"], cost["verify_ms"], tokens) / interpolate(cost["tokens"], cost["verify_ms"], 1)
 
 

@@ -6,7 +6,7 @@ import html
 
 from opttree.trace import by_depth_text, committed_draft
 
-from .cost_chart import usable, verify_ratio
+from .cost_chart import has_longer, usable, verify_ratio
 
 
 def step_metrics(trace: dict | None, index: int | None) -> str:
@@ -80,19 +80,23 @@ def acceptance_text(summary: dict) -> str:
             f"tokens verified · accepted at depth 1, 2, 3, …: {by_depth_text(summary.get('acceptance_by_depth'))}")
 
 
-def why_slower(trace: dict, ar: dict | None, cost: dict | None) -> str:
-    """One sentence, from the measured cost curve, on why a method ran slower than AR ('' otherwise)."""
+def why_slower(trace: dict, ar: dict | None, cost: dict | None, context: float | None = None) -> str:
+    """One sentence, from the measured cost curve, on why a method ran slower than AR ('' otherwise);
+    the verify cost is read after `context` tokens (the runs' mean KV prefix) where the curve was
+    measured after a longer prefix too."""
     if not ar or trace is ar or not usable(cost):
         return ""
     s, a = trace["summary"], ar["summary"]
     if not a.get("tokens_per_s") or s.get("tokens_per_s", 0) >= a["tokens_per_s"]:
         return ""
     tokens = round(s.get("mean_nodes", 0)) + 1
-    ratio = verify_ratio(cost, tokens)
+    prefix = context if isinstance(context, (int, float)) and context > 0 and has_longer(cost) else None
+    ratio = verify_ratio(cost, tokens, prefix)
     tau = s.get("tau", 0)
     draft = s.get("mean_draft_ms", 0) + s.get("mean_build_ms", 0)
     ar_step = a.get("mean_verify_ms") or cost["verify_ms"][0]
-    head = f"verifying {tokens} tokens costs {ratio:.1f}× one token on this machine"
+    after = f" after a mean context of {prefix:.0f} tokens" if prefix is not None else ""
+    head = f"verifying {tokens} tokens{after} costs {ratio:.1f}× one token on this machine"
     if ratio >= tau:
         return f"{head}, more than the {tau:.2f} tokens a step commits."
     return (f"{head} and drafting adds {draft:.0f} ms a step ({draft / ar_step:.1f} AR steps): together "

@@ -86,7 +86,8 @@ AGGREGATE_KEYS = ("tokens_per_s", "exact_match", "mean_nodes", "mean_depth", "me
 def summary(result: dict) -> dict:
     """A benchmark result as plain data for the Compare tab's views: per method its shape, budget (None for
     AR, 0 for auto), the nodes a static shape holds when fewer than the budget, mean τ and speedup over
-    prompts with their standard errors (`verdict.spread`), the aggregate's other figures; and the verdict."""
+    prompts with their standard errors (`verdict.spread`), the aggregate's other figures; the verdict; and
+    the runs' mean KV prefix (`context_tokens`: prompt plus half the output), where the cost is read."""
     meta = result["meta"]
     stats = spread(result["runs"])
     rows = []
@@ -98,7 +99,10 @@ def summary(result: dict) -> dict:
                      "capacity": capacity(m, meta["config"]["max_depth"]),
                      **{k: st.get(k) for k in ("tau", "tau_se", "speedup", "speedup_se", "prompts")},
                      **{k: agg.get(k) for k in AGGREGATE_KEYS}})
+    # The KV prefix a step read, on average: each run's prompt plus half its output.
+    contexts = [r["prompt_tokens"] + r.get("new_tokens", 0) / 2 for r in result["runs"] if r.get("prompt_tokens")]
     return {"rows": rows, "prompts": meta["prompts"], "verdict": verdict(result), "cost": meta.get("cost"),
+            "context_tokens": round(sum(contexts) / len(contexts), 1) if contexts else None,
             "stopped_early": meta.get("stopped_early"), "greedy": not meta["config"].get("temperature"),
             "wall_s": meta.get("bench_wall_s"), "load": meta["machine"].get("load_avg_at_start")}
 

@@ -45,7 +45,7 @@ from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
 from opttree.nets.few_row_linear import use_few_row_linear, use_plain_linear, uses_few_row_linear
-from opttree.trees.auto_size import StepCost, monotone
+from opttree.trees.auto_size import StepCost, from_numbers
 from opttree.trees.draft_tree import ROOT, DraftTree
 
 VERSION = 3                           # 2: points carry best_ms, which the cost model reads; 3: `longer`
@@ -366,36 +366,31 @@ def cost_ms(point: dict) -> float:
 
 
 def step_cost(curve: dict) -> StepCost:
-    """The plain numbers a tree builder needs (from a full or a compact curve), each cost made
-    non-decreasing in size (a measured dip is noise: more tokens never cost less), with the
-    longer prefix's numbers where the curve has them (`StepCost.at_prefix`)."""
-    if "verify_ms" in curve:                      # compact form (a trace's meta)
-        tokens, verify = curve["tokens"], curve["verify_ms"]
-        widths, layer, base = curve.get("widths") or [1], curve.get("layer_ms") or [0.0], curve.get("base_ms")
-    else:
-        draft = curve.get("draft") or {}
-        points = draft.get("points") or [{"width": 1, "best_ms": 0.0}]
-        tokens, verify = [p["tokens"] for p in curve["points"]], [cost_ms(p) for p in curve["points"]]
-        widths, layer, base = [p["width"] for p in points], [cost_ms(p) for p in points], draft.get("base_ms")
-    longer = step_cost(curve["longer"]) if curve.get("longer") else None
-    return StepCost(tuple(tokens), tuple(monotone(verify)), tuple(widths), tuple(monotone(layer)), float(base or 0.0),
-                    int(curve.get("prefix_tokens") or 0), longer)
+    """The plain numbers a tree builder needs, from a full or a compact curve (`auto_size.from_numbers`:
+    each cost made non-decreasing, with the longer prefix's numbers where the curve has them)."""
+    return from_numbers(curve if "verify_ms" in curve else _numbers(curve))
 
 
-def _compact_costs(curve: dict) -> dict:
+def _numbers(curve: dict, digits: int | None = None) -> dict:
+    """A full curve's cost-model numbers (`cost_ms`), rounded to `digits` where given."""
+    def r(x):
+        return round(x, digits) if digits is not None else x
+
     draft = curve.get("draft") or {}
+    points = draft.get("points") or []
+    longer = curve.get("longer")
     return {"tokens": [p["tokens"] for p in curve["points"]],
-            "verify_ms": [round(cost_ms(p), 2) for p in curve["points"]],
-            "widths": [p["width"] for p in draft.get("points", [])],
-            "layer_ms": [round(cost_ms(p), 2) for p in draft.get("points", [])],
-            "base_ms": round(draft.get("base_ms", 0.0), 2), "prefix_tokens": curve.get("prefix_tokens")}
+            "verify_ms": [r(cost_ms(p)) for p in curve["points"]],
+            "widths": [p["width"] for p in points], "layer_ms": [r(cost_ms(p)) for p in points],
+            "base_ms": r(draft.get("base_ms", 0.0)), "prefix_tokens": curve.get("prefix_tokens"),
+            "longer": _numbers(longer, digits) if longer else None}
 
 
 def compact(curve: dict) -> dict:
-    """The curve as a trace's meta records it: the cost model's numbers only (`cost_ms`), after both
-    prefixes (`longer`: None where only one was measured), plus where and when it was measured."""
-    key, longer = curve["key"], curve.get("longer")
-    return {**_compact_costs(curve), "longer": _compact_costs(longer) if longer else None,
+    """The curve as a trace's meta records it: the cost model's numbers only (`cost_ms`, to 0.01 ms),
+    after both prefixes (`longer`: None where only one was measured), plus where and when it was measured."""
+    key = curve["key"]
+    return {**_numbers(curve, 2),
             "device": key["device_name"], "dtype": key["dtype"], "threads": key["threads"],
             "kernel": key["kernel"], "isa": key.get("isa"),
             "measured_utc": curve.get("measured_utc", ""), "load_avg": curve.get("load_avg")}

@@ -100,6 +100,17 @@ class StepCost:
         return cls((1,), (float(ms),))
 
 
+def from_numbers(curve: dict) -> StepCost:
+    """A StepCost from a curve's plain numbers (the form a trace's meta records, engine/cost.compact:
+    `tokens`, `verify_ms`, `widths`, `layer_ms`, `base_ms`, `prefix_tokens`, `longer`), each cost made
+    non-decreasing in size (a measured dip is noise: more tokens never cost less); no widths is free
+    drafting."""
+    longer = curve.get("longer")
+    return StepCost(tuple(curve["tokens"]), tuple(monotone(curve["verify_ms"])), tuple(curve.get("widths") or [1]),
+                    tuple(monotone(curve.get("layer_ms") or [0.0])), float(curve.get("base_ms") or 0.0),
+                    int(curve.get("prefix_tokens") or 0), from_numbers(longer) if longer else None)
+
+
 @functools.lru_cache(maxsize=64)
 def _at_share(cost: StepCost, share: float) -> StepCost:
     if share == 0.0:

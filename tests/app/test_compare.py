@@ -209,6 +209,8 @@ def test_the_summary_carries_the_spread_capacity_and_verdict(pair):
     assert rows["eagle-static@30"]["capacity"] == 20            # EAGLE-25 cut to max depth 3: 4 + 8 + 8
     assert all(row["prompts"] == 3 and row["tau_se"] is not None for row in s["rows"])
     assert s["verdict"].startswith("At n = 30") and "over 3 prompts" in s["verdict"]
+    runs = r["runs"]                      # the runs' mean KV prefix: each prompt plus half its output
+    assert s["context_tokens"] == round(sum(x["prompt_tokens"] + x["new_tokens"] / 2 for x in runs) / len(runs), 1)
 
 
 def test_compare_extras_follow_the_allow_list():

@@ -62,6 +62,7 @@ BUNDLED_PROMPTS = ["Explain photosynthesis.", "Write a haiku about the sea.", "W
 def test_bundled_smollm_matches_generate(smollm, prompt):
     """The real model: tree decoding (random head, and the target as its own classic draft)."""
     from opttree.decoding.prompts import encode_prompt
+    from opttree.engine import cost
     from opttree.models.draft_assets import RANDOM_HEAD, load_feature_head
     from opttree.models.loading import ModelPair
 
@@ -70,6 +71,9 @@ def test_bundled_smollm_matches_generate(smollm, prompt):
     head = ModelPair(smollm.target, smollm.tokenizer, "smollm", "eagle",
                      load_feature_head(RANDOM_HEAD, smollm.target), "random")
     self_draft = ModelPair(smollm.target, smollm.tokenizer, "smollm", "classic", smollm.target, "self")
+    # Exactness needs no timing of a 30-layer draft's layers (half a minute on one thread): the self-draft
+    # prices its fixed-budget trees with the head's curve.
+    self_draft.cost_curve = {**cost.load_or_measure(head), "key": cost.cache_key(self_draft)}
     for pair, method, nodes in [(head, "opt-tree", 20), (head, "opt-tree", 0), (self_draft, "opt-tree", 20),
                                 (self_draft, "eagle-static", 20), (smollm, "ar", 20)]:
         cfg = DecodeConfig(method=method, nodes=nodes, max_depth=6, max_new_tokens=24)

@@ -283,6 +283,15 @@ def test_cost_chart_and_the_sentence_for_a_slower_method(trace):
     fast["summary"].update(tokens_per_s=30.0)
     assert why_slower(slow, ar, COST) == ("verifying 61 tokens costs 2.5× one token on this machine, more than "
                                           "the 2.40 tokens a step commits.")
+    # With the curve after a longer prefix too, the ratio is read at the runs' mean context, as the auto
+    # budget prices a step: 550 tokens lie half way (in sixteenths) from 128 to 1,024, so 61 tokens cost
+    # (126.25 + 288.75) / 2 ms against (50 + 60) / 2 for one.
+    both = {**COST, "prefix_tokens": 128, "longer": {"prefix_tokens": 1024, "tokens": [1, 8, 64],
+                                                     "verify_ms": [60.0, 90.0, 300.0]}}
+    assert why_slower(slow, ar, both, 550) == ("verifying 61 tokens after a mean context of 550 tokens costs 3.8× "
+                                               "one token on this machine, more than the 2.40 tokens a step commits.")
+    assert why_slower(slow, ar, COST, 550).startswith("verifying 61 tokens costs 2.5×")   # one prefix measured
+    assert why_slower(slow, ar, both).startswith("verifying 61 tokens costs 2.5×")        # no context given
     slow["summary"].update(tau=3.0)
     assert "drafting adds 45 ms a step (0.9 AR steps)" in why_slower(slow, ar, COST)
     assert why_slower(fast, ar, COST) == "" and why_slower(slow, None, COST) == ""

@@ -67,6 +67,12 @@ def test_table_shows_means_with_their_spread_over_the_prompts():
     slow = next(r for r in data if r[:2] == ["opt-tree", "n = 60"])
     assert slow[-1].startswith("verifying 59 tokens costs") and data[1][-1] == ""
     assert next(r for r in data if r[0] == "binary")[head.index("same output as AR")] == "yes (5/5)"
+    # A curve measured after a long prefix too is read at the runs' mean context: after 1,024 tokens,
+    # 59 tokens cost (60 + 120 · 51/56) / 40 one-token forwards.
+    longer = {**SUMMARY, "context_tokens": 1024.0, "cost": {**COST, "prefix_tokens": 128, "longer": {
+        "prefix_tokens": 1024, "tokens": [1, 8, 64], "verify_ms": [40.0, 60.0, 180.0]}}}
+    far = next(r for r in compare_table(longer)["data"] if r[:2] == ["opt-tree", "n = 60"])[-1]
+    assert far.startswith("verifying 59 tokens after a mean context of 1024 tokens costs 4.2×"), far
     assert budget_choices(SUMMARY) == [ALL, "n = 4", "n = 60", "auto"]
     at_auto = compare_table(SUMMARY, "auto")["data"]
     assert [r[:2] for r in at_auto] == [["ar", "—"], ["opt-tree", "auto"], ["binary", "auto"]]
