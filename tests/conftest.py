@@ -13,7 +13,6 @@ os.environ.setdefault("OPTTREE_COSTS", tempfile.mkdtemp(prefix="opttree-costs-")
 torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, min(2, os.cpu_count() or 1)))
 
 
-
 @pytest.fixture(autouse=True)
 def _threads_stay():
     """A command a test runs may set torch's threads (training's --threads): the next test gets its own back."""

@@ -32,7 +32,7 @@ MAIN = ("method", "nodes", "max_depth", "threshold", "length_control", "temperat
 NODES_MODE = "nodes_mode"        # the node budget's switch: "auto" or "fixed" (its own control, after the settings)
 AUTO, FIXED = "auto", "fixed"
 MODE_HELP = ("auto: each step's depth and size maximise expected tokens/s from what a forward costs on this "
-             "machine (measured once, about ten seconds); fixed n: the paper's budget rule with the slider's n")
+             "machine (measured once, about fifteen seconds); fixed n: the paper's budget rule with the slider's n")
 
 
 def short_hint(text: str, least: int = 12) -> str:

@@ -8,34 +8,48 @@ import math
 
 import plotly.graph_objects as go
 
-from opttree.trees.auto_size import from_numbers, interpolate
+from opttree.trees.auto_size import from_numbers
 
 from . import style
 
 
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def usable(cost) -> bool:
-    """A compact cost curve with matching, non-empty number lists (traces are imported untrusted)."""
+    """A compact cost curve with matching, non-empty lists of finite numbers, its times positive
+    (traces are imported untrusted)."""
     if not isinstance(cost, dict):
         return False
     tokens, ms = cost.get("tokens"), cost.get("verify_ms")
     return (isinstance(tokens, list) and isinstance(ms, list) and 0 < len(tokens) == len(ms)
-            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in tokens + ms) and ms[0] > 0)
+            and all(_number(x) for x in tokens + ms) and all(x > 0 for x in ms))
 
 
 def has_longer(cost: dict) -> bool:
     """The curve was also measured after a longer KV prefix (`longer`), as the auto budget reads it."""
-    return usable(cost.get("longer")) and isinstance(cost.get("prefix_tokens"), int)
+    longer = cost.get("longer")
+    near, far = cost.get("prefix_tokens"), usable(longer) and longer.get("prefix_tokens")
+    return (usable(cost) and isinstance(near, int) and isinstance(far, int) and not isinstance(far, bool)
+            and 0 <= near < far)
+
+
+def _verify_only(cost: dict) -> dict:
+    """The verify numbers alone (what `usable` and `has_longer` checked), for `from_numbers`."""
+    out = {"tokens": cost["tokens"], "verify_ms": cost["verify_ms"], "prefix_tokens": cost.get("prefix_tokens")}
+    return {**out, "longer": _verify_only(cost["longer"]) if "longer" in cost and has_longer(cost) else None}
 
 
 def verify_ratio(cost: dict, tokens: float, prefix: float | None = None) -> float:
-    """A forward over `tokens` tokens as a multiple of a one-token forward, from the measured curve;
-    with `prefix` (and a curve with `has_longer`), after that many tokens of KV prefix, each point
-    linear in the prefix between the two measured ones as the auto budget prices a step
-    (`StepCost.at_prefix`)."""
-    if prefix is not None and has_longer(cost):
-        at = from_numbers(cost).at_prefix(round(prefix))
-        return at.verify(tokens) / at.verify(1)
-    return interpolate(cost["tokens"], cost["verify_ms"], tokens) / interpolate(cost["tokens"], cost["verify_ms"], 1)
+    """A forward over `tokens` tokens as a multiple of a one-token forward, from the measured curve made
+    non-decreasing as the cost model makes it (`auto_size.from_numbers`); with `prefix` (and a curve
+    with `has_longer`), after that many tokens of KV prefix, each point linear in the prefix between
+    the two measured ones as the auto budget prices a step (`StepCost.at_prefix`)."""
+    at = from_numbers(_verify_only(cost))
+    if prefix is not None and _number(prefix) and has_longer(cost):
+        at = at.at_prefix(round(prefix))
+    return at.verify(tokens) / at.verify(1)
 
 
 def mark_groups(marks: dict[str, float] | None, close: float = 1.15) -> list[tuple[float, list[str]]]:

@@ -207,9 +207,12 @@ def cmd_cost(args) -> int:
         Path(args.out).write_text(json.dumps(curve, indent=1), encoding="utf-8")
     if args.plot:
         plot_cost_curve(curve, args.plot)
-    key = curve["key"]
+    key, draft = curve["key"], curve.get("draft") or {}
+    # The verify forwards may come from another draft's measurement of the same target (engine/cost.py).
+    drafted = (f" (its draft layers {draft['measured_utc']})"
+               if draft.get("measured_utc") not in (None, curve["measured_utc"]) else "")
     print(f"{key['target']} + {key['drafter']} draft on {key['device_name']} ({key['dtype']}, "
-          f"{key['threads']} threads), measured {curve['measured_utc']} in {curve['seconds']} s; "
+          f"{key['threads']} threads), measured {curve['measured_utc']}{drafted} in {curve['seconds']} s; "
           f"cached at {cost_curve.cache_path(key)}")
     for part in filter(None, (curve, curve.get("longer"))):
         print(f"after a {part['prefix_tokens']}-token KV prefix:")

@@ -78,7 +78,8 @@ class RetrievalFusion(Drafter):
         tree, info = self.inner.finish_tree(tree, info, cfg, cost)
         drafted = (info.auto or {}).get("draft_model_ms")
         sized = cfg.auto_nodes and cost is not None and self.found.n and drafted
-        # Fixed n: fused at n. Auto: fused at the ceiling, then cut to the best size (`sized_by_objective`).
+        # Fixed n: fused at n. Auto: fused at the ceiling, then cut to the best size (`sized_by_objective`);
+        # auto without retrieved continuations, costs or drafting: fused at the draft tree's own size.
         budget = AUTO_MAX_NODES if sized else (cfg.nodes if not cfg.auto_nodes else len(tree))
         fused, notes = fuse(tree, self.found.tree, self.draft_q, budget, self.expanded, max_depth=cfg.max_depth)
         if sized:

@@ -336,20 +336,29 @@ def write_cached(path: Path, data: dict) -> None:
         pass
 
 
+def same_verify(curve: dict, verify: dict) -> bool:
+    """The curve holds this verify half (its points after both prefixes)."""
+    longer, half_longer = curve.get("longer") or {}, verify.get("longer") or {}
+    return curve.get("points") == verify.get("points") and longer.get("points") == half_longer.get("points")
+
+
 def load_or_measure(pair, refresh: bool = False, log=None) -> dict:
     """The pair's curve on this machine: kept on the pair, else read from the cache, else measured
     (and cached), reusing the target's cached verify half where another draft of it left one.
-    `refresh` measures both halves again whatever is cached."""
+    `refresh` measures both halves again whatever is cached; every other draft of the target then
+    takes the new verify half on its next load (timing its own layers again), so the drafts of one
+    target never price verification differently."""
     key = cache_key(pair)
     held = getattr(pair, "cost_curve", None)
     if not refresh and held is not None and held.get("key") == key:
         return held
-    path = cache_path(key)
+    path, half_key = cache_path(key), target_key(pair)
+    half_path = cache_path(half_key)
     curve = None if refresh else read_cached(path, key)
+    verify = None if refresh else read_cached(half_path, half_key)
+    if curve is not None and verify is not None and not same_verify(curve, verify):
+        curve = None            # the target was measured again (another draft's refresh): so is this draft
     if curve is None:
-        half_key = target_key(pair)
-        half_path = cache_path(half_key)
-        verify = None if refresh else read_cached(half_path, half_key)
         if verify is None:
             verify = measure_verify(pair, log=log)
             write_cached(half_path, verify)

@@ -18,7 +18,7 @@ model's probabilities of the retrieved tokens in, the fused tree out. Four steps
 
 q and p̂ of a fused tree rank nodes for the budget; they are not calibrated probabilities. Under the
 auto budget the fused tree's size still reads them as acceptance estimates (drafters/fusion.py's
-`budget` sums them as E(A)); benchmarks/auto_budget.md measures what that choice does.
+`sized_by_objective` sums them as E(A)); benchmarks/auto_budget.md measures what that choice does.
 """
 
 from __future__ import annotations

@@ -201,5 +201,14 @@ def test_drafts_of_one_target_share_its_verify_half(tmp_path, monkeypatch):
     assert len(list(tmp_path.iterdir())) == 3     # two pairs' curves and the target's verify half
     again = cost.load_or_measure(classic, refresh=True)
     assert len(timed) == 4 and again["key"] == second["key"]
-    head.cost_curve = None                        # the head's own curve stays cached as it was
-    assert cost.load_or_measure(head) == first and len(timed) == 4
+    # The head then takes the target's new verify half (its own layers timed again, not the target's):
+    # two drafts of one target never price verification differently.
+    drafted = []
+    real_draft = cost.time_draft
+    monkeypatch.setattr(cost, "time_draft", lambda pair, *a, **kw: drafted.append(1) or real_draft(pair, *a, **kw))
+    head.cost_curve = None
+    renewed = cost.load_or_measure(head)
+    assert len(timed) == 4 and len(drafted) == 2 and renewed["key"] == first["key"]
+    assert renewed["points"] == again["points"] and renewed["longer"]["points"] == again["longer"]["points"]
+    head.cost_curve = None
+    assert cost.load_or_measure(head) == renewed and len(drafted) == 2       # cached again from then on

@@ -292,6 +292,16 @@ def test_cost_chart_and_the_sentence_for_a_slower_method(trace):
                                                "one token on this machine, more than the 2.40 tokens a step commits.")
     assert why_slower(slow, ar, COST, 550).startswith("verifying 61 tokens costs 2.5×")   # one prefix measured
     assert why_slower(slow, ar, both).startswith("verifying 61 tokens costs 2.5×")        # no context given
+    # Imported traces are untrusted: a malformed curve reads as one prefix or as none, never raises.
+    for bad in ({**both, "base_ms": "x", "layer_ms": "ab", "widths": [[1]]},
+                {**both, "longer": {**both["longer"], "prefix_tokens": "abc"}},
+                {**both, "longer": {**both["longer"], "prefix_tokens": 64}},
+                {**both, "longer": {**both["longer"], "verify_ms": [5.0, -5.0, 1.0]}},
+                {**both, "verify_ms": [50.0, float("nan"), 130.0]}, {**both, "prefix_tokens": True}):
+        for context in (550, float("inf"), float("nan"), -3, None):
+            assert isinstance(why_slower(slow, ar, bad, context), str)
+    assert why_slower(slow, ar, {**both, "longer": {**both["longer"], "prefix_tokens": 64}}, 550).startswith(
+        "verifying 61 tokens costs 2.5×")          # a "longer" prefix that is not longer: one prefix
     slow["summary"].update(tau=3.0)
     assert "drafting adds 45 ms a step (0.9 AR steps)" in why_slower(slow, ar, COST)
     assert why_slower(fast, ar, COST) == "" and why_slower(slow, None, COST) == ""
