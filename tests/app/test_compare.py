@@ -209,8 +209,13 @@ def test_the_summary_carries_the_spread_capacity_and_verdict(pair):
     assert rows["eagle-static@30"]["capacity"] == 20            # EAGLE-25 cut to max depth 3: 4 + 8 + 8
     assert all(row["prompts"] == 3 and row["tau_se"] is not None for row in s["rows"])
     assert s["verdict"].startswith("At n = 30") and "over 3 prompts" in s["verdict"]
-    runs = r["runs"]                      # the runs' mean KV prefix: each prompt plus half its output
-    assert s["context_tokens"] == round(sum(x["prompt_tokens"] + x["new_tokens"] / 2 for x in runs) / len(runs), 1)
+    # The runs' mean KV prefix, each prompt plus half its output: prompts of 100, 300 and 500 tokens whose
+    # runs wrote 10, 30 and 50 give (105 + 315 + 525) / 3.
+    ids = sorted({run["prompt_id"] for run in r["runs"]})
+    for run in r["runs"]:
+        k = ids.index(run["prompt_id"])
+        run.update(prompt_tokens=100 + 200 * k, new_tokens=10 + 20 * k)
+    assert len(ids) == 3 and plan.summary(r)["context_tokens"] == 315.0
 
 
 def test_compare_extras_follow_the_allow_list():
