@@ -44,11 +44,9 @@ MODEL_DEPTH = 10
 
 
 def surface_key(pair, batches, tokens) -> dict:
-    """The decoder's cache key with no draft (the surface is the target's alone) and the grid."""
-    key = cost.cache_key(pair)
-    key.update(drafter="none", draft="", draft_bytes=None, surface="batch x tokens",
-               batches=list(batches), tokens=list(tokens), prefix_tokens=PREFIX_TOKENS)
-    return key
+    """The target's cache key (`cost.target_key`: the surface is the target's alone) and the grid."""
+    return {**cost.target_key(pair), "surface": "batch x tokens", "batches": list(batches), "tokens": list(tokens),
+            "prefix_tokens": PREFIX_TOKENS}
 
 
 def forward_runner(pair, batches, prefix_tokens: int = PREFIX_TOKENS):

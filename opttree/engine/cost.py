@@ -308,8 +308,10 @@ def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, lo
 
 def cache_path(key: dict) -> Path:
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
-    draft = (Path(key["draft"]).stem or "none") if "draft" in key else "verify"    # target_key: the verify half
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{Path(key['target']).name}_{draft}")
+    # A pair's curve is named after its draft; the target's own measurements (target_key: the verify half,
+    # and engine/batch_cost.py's surfaces) after what they hold.
+    what = (Path(key["draft"]).stem or "none") if "draft" in key else ("surface" if "surface" in key else "verify")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{Path(key['target']).name}_{what}")
     return paths.costs_dir() / f"{slug[:80]}_{key['device'].replace(':', '')}_{digest}.json"
 
 

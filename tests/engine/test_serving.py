@@ -86,7 +86,10 @@ def test_surface_is_measured_once_then_read_from_the_cost_cache(monkeypatch, tmp
     first = batch_cost.load_or_measure_surface(pair, (1, 2), (1, 4), reps=2, clock=clock)
     assert {(p["batch"], p["tokens"]): p["best_ms"] for p in first["points"]} == {
         (b, t): pytest.approx(linear_ms(b, t)) for b in (1, 2) for t in (1, 4)}
-    assert cost.cache_path(first["key"]).parent == tmp_path and first["key"]["drafter"] == "none"
+    # the target's alone: its key has no draft, as the verify half's has none
+    assert cost.cache_path(first["key"]).parent == tmp_path and "drafter" not in first["key"]
+    assert {k: v for k, v in first["key"].items() if k in cost.target_key(pair)} == cost.target_key(pair)
+    assert "_surface_" in cost.cache_path(first["key"]).name
     n = len(calls)
     again = batch_cost.load_or_measure_surface(pair, (1, 2), (1, 4), reps=2, clock=clock)
     assert again == first and len(calls) == n                       # read back, not measured
