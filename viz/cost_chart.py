@@ -35,19 +35,26 @@ def has_longer(cost: dict) -> bool:
             and 0 <= near < far)
 
 
+def context_read(cost: dict, context) -> float | None:
+    """`context` (a KV prefix in tokens) where the curve can be read after it: a finite, positive number
+    and a curve with `has_longer`; else None (the curve is read as measured, after its short prefix)."""
+    return context if _number(context) and context > 0 and has_longer(cost) else None
+
+
 def _verify_only(cost: dict) -> dict:
     """The verify numbers alone (what `usable` and `has_longer` checked), for `from_numbers`."""
     out = {"tokens": cost["tokens"], "verify_ms": cost["verify_ms"], "prefix_tokens": cost.get("prefix_tokens")}
-    return {**out, "longer": _verify_only(cost["longer"]) if "longer" in cost and has_longer(cost) else None}
+    return {**out, "longer": _verify_only(cost["longer"]) if has_longer(cost) else None}
 
 
 def verify_ratio(cost: dict, tokens: float, prefix: float | None = None) -> float:
     """A forward over `tokens` tokens as a multiple of a one-token forward, from the measured curve made
-    non-decreasing as the cost model makes it (`auto_size.from_numbers`); with `prefix` (and a curve
-    with `has_longer`), after that many tokens of KV prefix, each point linear in the prefix between
-    the two measured ones as the auto budget prices a step (`StepCost.at_prefix`)."""
+    non-decreasing as the cost model makes it (`auto_size.from_numbers`); after `prefix` tokens of KV
+    prefix where `context_read` allows, each point linear in the prefix between the two measured ones
+    as the auto budget prices a step (`StepCost.at_prefix`)."""
     at = from_numbers(_verify_only(cost))
-    if prefix is not None and _number(prefix) and has_longer(cost):
+    prefix = context_read(cost, prefix)
+    if prefix is not None:
         at = at.at_prefix(round(prefix))
     return at.verify(tokens) / at.verify(1)
 

@@ -6,7 +6,7 @@ import html
 
 from opttree.trace import by_depth_text, committed_draft
 
-from .cost_chart import has_longer, usable, verify_ratio
+from .cost_chart import context_read, usable, verify_ratio
 
 
 def step_metrics(trace: dict | None, index: int | None) -> str:
@@ -90,7 +90,7 @@ def why_slower(trace: dict, ar: dict | None, cost: dict | None, context: float |
     if not a.get("tokens_per_s") or s.get("tokens_per_s", 0) >= a["tokens_per_s"]:
         return ""
     tokens = round(s.get("mean_nodes", 0)) + 1
-    prefix = context if isinstance(context, (int, float)) and 0 < context < float("inf") and has_longer(cost) else None
+    prefix = context_read(cost, context)
     ratio = verify_ratio(cost, tokens, prefix)
     tau = s.get("tau", 0)
     draft = s.get("mean_draft_ms", 0) + s.get("mean_build_ms", 0)
