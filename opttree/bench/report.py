@@ -203,8 +203,9 @@ def cost_section(curve: dict) -> list[str]:
     draft = curve.get("draft")
     if draft:
         dp = draft["points"]
-        out += ["", f"Drafting: {fmt(draft['base_ms'], '.1f')} ms per step (the head over the newly committed "
-                f"tokens), then per layer:", "", "| nodes in the layer | " + " | ".join(str(p["width"]) for p in dp)
+        weights = {"int8": ", draft on int8 weights"}.get(key.get("draft_kernel"), "")
+        out += ["", f"Drafting{weights}: {fmt(draft['base_ms'], '.1f')} ms per step (the head over the newly "
+                f"committed tokens), then per layer:", "", "| nodes in the layer | " + " | ".join(str(p["width"]) for p in dp)
                 + " |", "|---|" + "---|" * len(dp), "| ms | " + " | ".join(fmt(p["median_ms"], ".1f") for p in dp)
                 + " |"]
     longer = curve.get("longer")

@@ -44,7 +44,7 @@ from opttree.config import MODEL_DRAFTERS, DecodeConfig
 from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
-from opttree.nets.few_row_linear import use_few_row_linear, use_plain_linear, uses_few_row_linear
+from opttree.nets.few_row_linear import kernel_of, use_few_row_linear, use_plain_linear, uses_few_row_linear
 from opttree.trees.auto_size import StepCost, from_numbers
 from opttree.trees.draft_tree import ROOT, DraftTree
 
@@ -212,13 +212,14 @@ def _stats(ts: list[float]) -> dict:
             "best_ms": round(ts[0], 3)}
 
 
-DRAFT_KEYS = ("drafter", "draft", "draft_bytes")
+DRAFT_KEYS = ("drafter", "draft", "draft_bytes", "draft_kernel")
 
 
 def cache_key(pair) -> dict:
     """What the curve depends on: the device (on CPU also its instruction set and core count: a VM moved
     to another host keeps its model name), dtype, threads, kernel, target and draft (and the draft
-    file's size: a draft retrained into another shape, e.g. a fused head, is measured again)."""
+    file's size: a draft retrained into another shape, e.g. a fused head, is measured again; and the
+    kernel the draft runs on: int8 layers cost about half what fp32 ones do)."""
     draft = str(pair.draft_name or "") if pair.drafter_kind != "none" else ""
     cpu = torch.device(pair.device).type == "cpu"
     return {"device": str(pair.device), "device_name": device_name(pair.device),
@@ -226,7 +227,8 @@ def cache_key(pair) -> dict:
             "dtype": str(pair.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
             "kernel": "few-row" if uses_few_row_linear(pair.target) else "default",
             "target": str(pair.target_name), "drafter": pair.drafter_kind, "draft": draft,
-            "draft_bytes": _file_size(draft)}
+            "draft_bytes": _file_size(draft),
+            "draft_kernel": kernel_of(pair.draft_model) if isinstance(pair.draft_model, torch.nn.Module) else None}
 
 
 def target_key(pair) -> dict:
@@ -403,5 +405,5 @@ def compact(curve: dict) -> dict:
     key = curve["key"]
     return {**_numbers(curve, 2),
             "device": key["device_name"], "dtype": key["dtype"], "threads": key["threads"],
-            "kernel": key["kernel"], "isa": key.get("isa"),
+            "kernel": key["kernel"], "draft_kernel": key.get("draft_kernel"), "isa": key.get("isa"),
             "measured_utc": curve.get("measured_utc", ""), "load_avg": curve.get("load_avg")}

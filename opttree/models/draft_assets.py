@@ -102,7 +102,7 @@ def load_feature_head(spec: str, target):
         head.load_state_dict(tensors)
     emb = target.get_input_embeddings().weight
     head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
-    use_few_row_linear(head)  # a tree layer drafts a few nodes at once (few_row_linear.py)
+    use_few_row_linear(head, draft=True)  # a tree layer drafts a few nodes at once (few_row_linear.py)
     return head
 
 
@@ -127,7 +127,7 @@ def load_exit_head(spec: str, target, exit_layer: int | None = None):
         head.load_state_dict(tensors)
     emb = target.get_input_embeddings().weight
     head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
-    use_few_row_linear(head)
+    use_few_row_linear(head, draft=True)
     return head
 
 

@@ -155,5 +155,5 @@ def load_classic_draft(draft: str, target, device, dtype, trust_remote_code=Fals
     if model is None:
         model = load_causal_lm(draft, device, dtype, None, trust_remote_code)
     model = model.to(input_device(target))
-    use_few_row_linear(model)
+    use_few_row_linear(model, draft=True)
     return model

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from opttree.nets.few_row_linear import PackedWeight, few_row_matmul
+from opttree.nets.few_row_linear import PackedWeight, few_row_matmul, int8_weights
 
 
 def fused_layers(num_layers: int) -> tuple[int, int]:
@@ -115,27 +115,32 @@ class FeatureHead(nn.Module):
                            attention_mask=attention_mask, past_key_values=cache, use_cache=cache is not None)
         return out.last_hidden_state
 
-    def _draft_rows(self, weight: torch.Tensor) -> torch.Tensor:
-        """The LM-head rows of the draft vocabulary, gathered once: gathering them per call copied
-        14 MB each time and was the largest single cost of a small-tree step on CPU."""
-        key = (weight.data_ptr(), weight.dtype, weight.device, self.vocab_ids.data_ptr(), self.vocab_ids._version)
+    def _draft_rows(self, weight: torch.Tensor) -> tuple[torch.Tensor, PackedWeight]:
+        """The LM-head rows the head proposes from (the draft vocabulary's, gathered once: gathering
+        them per call copied 14 MB each time and was the largest single cost of a small-tree step on
+        CPU), and the head's own holder of their packed copy (int8 when the head runs on int8)."""
+        int8 = int8_weights(self)
+        key = (weight.data_ptr(), weight.dtype, weight.device, self.vocab_ids.data_ptr(), self.vocab_ids._version,
+               int8)
         if getattr(self, "_rows_key", None) != key:
             with torch.no_grad():
-                self._rows = weight[self.vocab_ids].contiguous()
-            self._rows_key, self._rows_pack = key, PackedWeight()
-        return self._rows
+                self._rows = weight[self.vocab_ids].contiguous() if self.vocab_ids.numel() else weight
+            self._rows_key, self._rows_pack = key, PackedWeight(int8)
+        return self._rows, self._rows_pack
 
     def draft_logits(self, features, lm_head: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits over the draft vocabulary only, and the target-vocabulary id of each column (None:
         the full target vocabulary). A tree only needs each node's top children, so softmax and
         top-k run over these columns; spreading them into a full-vocabulary row first cost more
-        than the layer's forward."""
-        if self.vocab_ids.numel() == 0:
+        than the layer's forward. A full-vocabulary head on fp32 weights shares the target's LM head
+        as it is; on int8 it keeps its own int8 copy of it, so the target's stays fp32."""
+        full = self.vocab_ids.numel() == 0
+        if full and not int8_weights(self):
             return lm_head(features), None
-        rows = self._draft_rows(lm_head.weight)
+        rows, pack = self._draft_rows(lm_head.weight)
         flat = features.reshape(-1, features.shape[-1])
-        sub = few_row_matmul(flat, rows, self._rows_pack).reshape(*features.shape[:-1], rows.shape[0])
-        return sub, self.vocab_ids
+        sub = few_row_matmul(flat, rows, pack).reshape(*features.shape[:-1], rows.shape[0])
+        return sub, None if full else self.vocab_ids
 
     def logits(self, features, lm_head: nn.Module):
         """Logits over the target vocabulary; with a reduced vocabulary the rest get -inf."""

@@ -17,12 +17,22 @@ only when the weight changes in place); training (grad mode) and GPU or non-fp32
 Only the kernel changes, not the maths: the sums may round differently, as any change of kernel
 or of row count already does, and exactness is judged as always against the target's own greedy
 output (the exactness tests run with this on). Set OPTTREE_PLAIN_LINEAR=1 to switch it off.
+
+Drafts on CPU go one step further: int8 weights. A draft layer is a few small matmuls and one large
+one (the LM-head rows it proposes from), all streaming fp32 weights from memory; with the weights
+stored as int8 (one scale per output row) and each call's activations quantized on the fly (fbgemm's
+dynamic int8 linear), the bundled head's layer costs about half (`opttree cost`: 4.3 -> 2.0 ms for a
+one-node layer). Only the draft's proposals can change, never the output: the target, which decides
+every token, stays fp32, and the sampling verifier reads the draft probabilities the tree was built
+from, whatever computed them. Whether the draft still guesses as well is measured, not assumed
+(docs/drafts.md, "Int8 drafts on CPU"). Set OPTTREE_DRAFT_INT8=0 to keep drafts in fp32.
 """
 
 from __future__ import annotations
 
 import functools
 import types
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -43,6 +53,27 @@ def _onednn_linear():
     return torch.ops.mkldnn._linear_pointwise.default
 
 
+@functools.cache
+def _have_int8() -> bool:
+    """Whether this PyTorch build runs dynamic int8 linears (tried once, on a tiny layer)."""
+    try:
+        w = torch.ones(4, 8)
+        out = torch.ops.quantized.linear_dynamic(torch.ones(2, 8), _pack_int8(w, None), True)
+        return tuple(out.shape) == (2, 4)
+    except Exception:   # noqa: BLE001 - a build without the quantized ops keeps the fp32 kernel
+        return False
+
+
+def _pack_int8(weight: torch.Tensor, bias: torch.Tensor | None):
+    """The weight as int8 with one symmetric scale per output row, packed for fbgemm's dynamic linear."""
+    w = weight.detach().float()
+    scale = (w.abs().amax(dim=1) / 127).clamp_min(1e-12).double()
+    with warnings.catch_warnings():   # the quantized-tensor constructors warn that they are deprecated
+        warnings.simplefilter("ignore")
+        q = torch.quantize_per_channel(w, scale, torch.zeros(w.shape[0], dtype=torch.long), 0, torch.qint8)
+        return torch.ops.quantized.linear_prepack(q, None if bias is None else bias.detach().float())
+
+
 def _applies(weight: torch.Tensor) -> bool:
     return weight.is_cpu and weight.dtype is torch.float32 and not torch.is_grad_enabled() and _have_onednn()
 
@@ -53,25 +84,32 @@ class PackedWeight:
     is one attribute read (a global weak dictionary cost ~4 % of a small-tree step). The copy is an
     opaque oneDNN tensor that cannot be deep-copied: a copied model gets an empty holder instead."""
 
-    __slots__ = ("key", "packed")
+    __slots__ = ("key", "packed", "int8")
 
-    def __init__(self):
-        self.key, self.packed = None, None
+    def __init__(self, int8: bool = False):
+        self.key, self.packed, self.int8 = None, None, bool(int8)
 
-    def get(self, weight: torch.Tensor) -> torch.Tensor:
-        key = (weight.data_ptr(), 0 if weight.is_inference() else weight._version)
+    def get(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
+        key = (_version_key(weight), _version_key(bias) if self.int8 else None)
         if key != self.key:
-            self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None)
+            self.packed = (_pack_int8(weight, bias) if self.int8
+                           else torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None))
             self.key = key
         return self.packed
 
     def __deepcopy__(self, memo):
-        return PackedWeight()
+        return PackedWeight(self.int8)
+
+
+def _version_key(t: torch.Tensor | None):
+    return None if t is None else (t.data_ptr(), 0 if t.is_inference() else t._version)
 
 
 def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pack: PackedWeight):
     if not _applies(weight):
         return F.linear(x, weight, bias)
+    if pack.int8:   # the bias is packed with the weight; reduce_range: fbgemm's AVX2 kernel needs it
+        return torch.ops.quantized.linear_dynamic(x.contiguous(), pack.get(weight, bias), True)
     return _onednn_linear()(x.contiguous(), pack.get(weight), bias, "none", [], "")
 
 
@@ -100,15 +138,31 @@ def _eligible(m: torch.nn.Module) -> bool:
             and ("forward" not in m.__dict__ or _ours(m)))
 
 
-def use_few_row_linear(model: torch.nn.Module) -> int:
-    """Route every CPU fp32 nn.Linear of `model` through `few_row_linear`; returns how many."""
+def use_few_row_linear(model: torch.nn.Module, draft: bool = False) -> int:
+    """Route every CPU fp32 nn.Linear of `model` through `few_row_linear`; returns how many. `draft`:
+    `model` only proposes tokens (a draft network, never the target), so it may run on int8 weights
+    (`int8_drafts`); `kernel_of(model)` then says "int8"."""
     if paths.plain_linear() or not _have_onednn():
         return 0
+    int8 = draft and paths.draft_int8() and _have_int8()
     layers = [m for m in model.modules() if _eligible(m)]
     for m in layers:
         m.forward = types.MethodType(few_row_linear, m)
-        m._few_row_pack = m.__dict__.get("_few_row_pack") or PackedWeight()
+        old = m.__dict__.get("_few_row_pack")
+        m._few_row_pack = old if old is not None and old.int8 == int8 else PackedWeight(int8)
+    model.few_row_int8 = int8 and bool(layers)
     return len(layers)
+
+
+def int8_weights(model: torch.nn.Module) -> bool:
+    """Whether `use_few_row_linear(model, draft=True)` put `model` on int8 weights: what a module that
+    multiplies by a weight of its own outside nn.Linear (the feature head's LM-head rows) follows too."""
+    return bool(getattr(model, "few_row_int8", False))
+
+
+def kernel_of(model: torch.nn.Module) -> str:
+    """Which CPU kernel `model`'s linears run on: "int8", "few-row" or "default"."""
+    return "int8" if int8_weights(model) else "few-row" if uses_few_row_linear(model) else "default"
 
 
 def use_plain_linear(model: torch.nn.Module) -> None:
@@ -116,3 +170,4 @@ def use_plain_linear(model: torch.nn.Module) -> None:
     for m in model.modules():
         if _ours(m):
             del m.forward  # the holder stays: switching back must not redo every reorder
+    model.few_row_int8 = False

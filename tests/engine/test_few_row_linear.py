@@ -120,12 +120,15 @@ def test_loaded_bundled_target_uses_it(smollm):
     assert len(patched) == 30 * 7 + 1  # every projection of the 30 layers and the LM head
 
 
+@pytest.mark.parametrize("int8", [False, True], ids=["fp32-draft", "int8-draft"])
 @pytest.mark.parametrize("drafter", ["classic", "eagle", "early-exit"])
-def test_small_trees_through_the_kernel_stay_exact(drafter):
-    """Budgets of 1-5 nodes verify 2-6 tokens: the small trees the kernel exists for."""
+def test_small_trees_through_the_kernel_stay_exact(drafter, int8):
+    """Budgets of 1-5 nodes verify 2-6 tokens: the small trees the kernel exists for; a draft on int8
+    weights proposes other trees but commits the same tokens."""
     pair = tiny_pair(drafter, eos=9)
     assert FR.use_few_row_linear(pair.target) > 0
-    FR.use_few_row_linear(pair.draft_model)
+    FR.use_few_row_linear(pair.draft_model, draft=int8)
+    assert FR.kernel_of(pair.draft_model) == ("int8" if int8 else "few-row")
     for nodes in (1, 3, 5):
         for prompt in PROMPTS:
             ref = reference(pair.target, prompt, 24)
@@ -148,3 +151,93 @@ def test_verify_cost_curve_times_both_kernels_and_leaves_the_fast_one_on(tmp_pat
     FR.use_plain_linear(pair.target)
     plain = verify_cost_curve(pair, (1, 3), reps=1, warmup=0)
     assert plain["meta"]["kernel"] == "default" and "plain_median_ms" not in plain["points"][0]
+
+
+# --- int8 drafts: only a draft's own layers, close to fp32, refreshed like the fp32 copy ---
+
+def _int8_layer(seed=0, bias=True):
+    torch.manual_seed(seed)
+    layer = torch.nn.Linear(64, 300, bias=bias)
+    assert FR.use_few_row_linear(layer, draft=True) == 1
+    return layer
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_a_draft_layer_runs_on_int8_weights_close_to_fp32(bias):
+    layer = _int8_layer(bias=bias)
+    assert FR.kernel_of(layer) == "int8" and layer._few_row_pack.int8
+    x = torch.randn(5, 64)
+    want = F.linear(x, layer.weight, layer.bias)
+    with torch.inference_mode():
+        got = layer(x)
+        got3 = layer(x[None])
+    assert got.shape == want.shape and got3.shape == (1, 5, 300)
+    torch.testing.assert_close(got3[0], got)
+    err = (got - want).abs().max() / want.abs().max()
+    assert 0 < err < 0.03, f"int8 products should differ from fp32 a little, not by {err:.3f}"
+    # the ranking a tree reads: each row's top choice is one of fp32's top three
+    top3 = want.topk(3, dim=-1).indices
+    assert all(int(g) in t.tolist() for g, t in zip(got.argmax(-1), top3))
+
+
+def test_int8_copy_follows_in_place_changes_of_weight_and_bias():
+    layer = _int8_layer(1)
+    x = torch.randn(3, 64)
+    with torch.inference_mode():
+        layer(x)
+    with torch.no_grad():
+        layer.weight.mul_(-1.0)
+        layer.bias.add_(5.0)
+    with torch.inference_mode():
+        got = layer(x)
+    want = F.linear(x, layer.weight, layer.bias)
+    assert (got - want).abs().max() < 0.03 * want.abs().max()
+
+
+def test_int8_drafts_are_switched_off_by_the_environment_and_kept_by_copies(monkeypatch):
+    import copy
+
+    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "0")
+    layer = torch.nn.Linear(8, 8)
+    FR.use_few_row_linear(layer, draft=True)
+    assert FR.kernel_of(layer) == "few-row" and not layer._few_row_pack.int8
+    monkeypatch.delenv("OPTTREE_DRAFT_INT8")
+    FR.use_few_row_linear(layer, draft=True)      # loading it again as a draft switches its holders
+    assert FR.kernel_of(layer) == "int8" and layer._few_row_pack.int8
+    twin = copy.deepcopy(layer)
+    assert twin._few_row_pack.int8 and FR.kernel_of(twin) == "int8"
+    FR.use_plain_linear(layer)
+    assert FR.kernel_of(layer) == "default"
+    monkeypatch.setattr(FR, "_have_int8", lambda: False)   # a build without the quantized ops
+    FR.use_few_row_linear(layer, draft=True)
+    assert FR.kernel_of(layer) == "few-row"
+
+
+def test_a_full_vocabulary_head_on_int8_leaves_the_targets_lm_head_fp32():
+    """A head with no draft vocabulary reads the target's LM head; on int8 it keeps its own copy."""
+    pair = tiny_pair("eagle")
+    FR.use_few_row_linear(pair.target)
+    head, lm_head = pair.draft_model, pair.target.get_output_embeddings()
+    assert head.vocab_ids.numel() == 0
+    FR.use_few_row_linear(head, draft=True)
+    feats = torch.randn(1, 4, lm_head.weight.shape[1])
+    with torch.inference_mode():
+        sub, ids = head.draft_logits(feats, lm_head)
+        want = lm_head(feats)
+    assert ids is None and sub.shape == want.shape
+    assert not lm_head._few_row_pack.int8 and FR.kernel_of(pair.target) == "few-row"
+    assert head._rows_pack.int8 and head._rows is lm_head.weight   # no gathered copy of the fp32 rows
+    assert 0 < (sub - want).abs().max() < 0.03 * want.abs().max()
+
+
+@pytest.mark.parametrize("drafter", ["eagle", "classic", "early-exit"])
+def test_loaded_bundled_drafts_run_on_int8_and_the_target_does_not(smollm, drafter):
+    from opttree.drafters.registry import with_drafter
+    from opttree.engine import cost
+
+    pair = with_drafter(smollm, drafter)
+    assert FR.kernel_of(pair.draft_model) == "int8"
+    assert FR.kernel_of(pair.target) == "few-row"
+    assert not any(getattr(m, "_few_row_pack", None) and m._few_row_pack.int8 for m in pair.target.modules())
+    key = cost.cache_key(pair)
+    assert key["draft_kernel"] == "int8" and "draft_kernel" not in cost.target_key(pair)
