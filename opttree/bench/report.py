@@ -205,9 +205,9 @@ def cost_section(curve: dict) -> list[str]:
         dp = draft["points"]
         weights = {"int8": ", draft on int8 weights"}.get(key.get("draft_kernel"), "")
         out += ["", f"Drafting{weights}: {fmt(draft['base_ms'], '.1f')} ms per step (the head over the newly "
-                f"committed tokens), then per layer:", "", "| nodes in the layer | " + " | ".join(str(p["width"]) for p in dp)
-                + " |", "|---|" + "---|" * len(dp), "| ms | " + " | ".join(fmt(p["median_ms"], ".1f") for p in dp)
-                + " |"]
+                f"committed tokens), then per layer:", "",
+                "| nodes in the layer | " + " | ".join(str(p["width"]) for p in dp) + " |",
+                "|---|" + "---|" * len(dp), "| ms | " + " | ".join(fmt(p["median_ms"], ".1f") for p in dp) + " |"]
     longer = curve.get("longer")
     if longer:
         out += ["", f"The same after a {longer['prefix_tokens']}-token prefix (a long prompt; the auto budget takes "

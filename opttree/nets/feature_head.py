@@ -56,6 +56,12 @@ def rope_theta(cfg) -> float:
 
 
 class FeatureHead(nn.Module):
+    # Input projections keep fp32 weights when the head runs on int8 (nets/few_row_linear.py): their
+    # input puts the target's hidden state beside a token embedding, and one activation scale for both
+    # erases the embedding (τ 2.66 -> 2.15 at n = 10 with `fc` on int8, benchmarks/int8_drafts.md).
+    # `lm_head` here would keep the LM-head rows fp32 too (bench/int8_drafts.py compares the choices).
+    int8_skip = ("fc", "fuse")
+
     def __init__(self, config: dict):
         super().__init__()
         from transformers import LlamaConfig, LlamaModel  # transformers is heavy: imported when a model is built
@@ -115,11 +121,15 @@ class FeatureHead(nn.Module):
                            attention_mask=attention_mask, past_key_values=cache, use_cache=cache is not None)
         return out.last_hidden_state
 
+    def _rows_int8(self) -> bool:
+        """Whether the LM-head rows run on int8: the head does, and `int8_skip` does not name `lm_head`."""
+        return int8_weights(self) and "lm_head" not in self.int8_skip
+
     def _draft_rows(self, weight: torch.Tensor) -> tuple[torch.Tensor, PackedWeight]:
         """The LM-head rows the head proposes from (the draft vocabulary's, gathered once: gathering
         them per call copied 14 MB each time and was the largest single cost of a small-tree step on
         CPU), and the head's own holder of their packed copy (int8 when the head runs on int8)."""
-        int8 = int8_weights(self)
+        int8 = self._rows_int8()
         key = (weight.data_ptr(), weight.dtype, weight.device, self.vocab_ids.data_ptr(), self.vocab_ids._version,
                int8)
         if getattr(self, "_rows_key", None) != key:
@@ -135,7 +145,7 @@ class FeatureHead(nn.Module):
         than the layer's forward. A full-vocabulary head on fp32 weights shares the target's LM head
         as it is; on int8 it keeps its own int8 copy of it, so the target's stays fp32."""
         full = self.vocab_ids.numel() == 0
-        if full and not int8_weights(self):
+        if full and not self._rows_int8():
             return lm_head(features), None
         rows, pack = self._draft_rows(lm_head.weight)
         flat = features.reshape(-1, features.shape[-1])

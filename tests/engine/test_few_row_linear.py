@@ -122,9 +122,10 @@ def test_loaded_bundled_target_uses_it(smollm):
 
 @pytest.mark.parametrize("int8", [False, True], ids=["fp32-draft", "int8-draft"])
 @pytest.mark.parametrize("drafter", ["classic", "eagle", "early-exit"])
-def test_small_trees_through_the_kernel_stay_exact(drafter, int8):
+def test_small_trees_through_the_kernel_stay_exact(drafter, int8, monkeypatch):
     """Budgets of 1-5 nodes verify 2-6 tokens: the small trees the kernel exists for; a draft on int8
     weights proposes other trees but commits the same tokens."""
+    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "1" if int8 else "0")
     pair = tiny_pair(drafter, eos=9)
     assert FR.use_few_row_linear(pair.target) > 0
     FR.use_few_row_linear(pair.draft_model, draft=int8)
@@ -155,6 +156,11 @@ def test_verify_cost_curve_times_both_kernels_and_leaves_the_fast_one_on(tmp_pat
 
 # --- int8 drafts: only a draft's own layers, close to fp32, refreshed like the fp32 copy ---
 
+@pytest.fixture()
+def int8_on(monkeypatch):
+    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "1")
+
+
 def _int8_layer(seed=0, bias=True):
     torch.manual_seed(seed)
     layer = torch.nn.Linear(64, 300, bias=bias)
@@ -163,7 +169,7 @@ def _int8_layer(seed=0, bias=True):
 
 
 @pytest.mark.parametrize("bias", [True, False])
-def test_a_draft_layer_runs_on_int8_weights_close_to_fp32(bias):
+def test_a_draft_layer_runs_on_int8_weights_close_to_fp32(bias, int8_on):
     layer = _int8_layer(bias=bias)
     assert FR.kernel_of(layer) == "int8" and layer._few_row_pack.int8
     x = torch.randn(5, 64)
@@ -180,7 +186,7 @@ def test_a_draft_layer_runs_on_int8_weights_close_to_fp32(bias):
     assert all(int(g) in t.tolist() for g, t in zip(got.argmax(-1), top3))
 
 
-def test_int8_copy_follows_in_place_changes_of_weight_and_bias():
+def test_int8_copy_follows_in_place_changes_of_weight_and_bias(int8_on):
     layer = _int8_layer(1)
     x = torch.randn(3, 64)
     with torch.inference_mode():
@@ -194,15 +200,17 @@ def test_int8_copy_follows_in_place_changes_of_weight_and_bias():
     assert (got - want).abs().max() < 0.03 * want.abs().max()
 
 
-def test_int8_drafts_are_switched_off_by_the_environment_and_kept_by_copies(monkeypatch):
+def test_int8_drafts_are_the_default_switched_off_by_zero_and_kept_by_copies(monkeypatch):
     import copy
 
-    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "0")
     layer = torch.nn.Linear(8, 8)
+    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "0")
     FR.use_few_row_linear(layer, draft=True)
     assert FR.kernel_of(layer) == "few-row" and not layer._few_row_pack.int8
     monkeypatch.delenv("OPTTREE_DRAFT_INT8")
-    FR.use_few_row_linear(layer, draft=True)      # loading it again as a draft switches its holders
+    FR.use_few_row_linear(layer)                    # not a draft: never int8
+    assert FR.kernel_of(layer) == "few-row"
+    FR.use_few_row_linear(layer, draft=True)        # loading it again as a draft switches its holders
     assert FR.kernel_of(layer) == "int8" and layer._few_row_pack.int8
     twin = copy.deepcopy(layer)
     assert twin._few_row_pack.int8 and FR.kernel_of(twin) == "int8"
@@ -213,7 +221,20 @@ def test_int8_drafts_are_switched_off_by_the_environment_and_kept_by_copies(monk
     assert FR.kernel_of(layer) == "few-row"
 
 
-def test_a_full_vocabulary_head_on_int8_leaves_the_targets_lm_head_fp32():
+@pytest.mark.parametrize("kind", ["eagle", "fused"])
+def test_a_heads_input_projections_stay_fp32_on_int8(kind, int8_on):
+    """The projection reads the target's hidden state beside a token embedding: one int8 scale for both
+    erases the embedding, so it keeps fp32; the decoder layer behind it runs on int8."""
+    head = tiny_pair(kind).draft_model
+    FR.use_few_row_linear(head, draft=True)
+    kinds = {name: m._few_row_pack.int8 for name, m in head.named_modules() if type(m) is torch.nn.Linear}
+    skipped = {n for n in kinds if n.split(".")[0] in ("fc", "fuse")}
+    assert skipped == ({"fc", "fuse"} if kind == "fused" else {"fc"})
+    assert not any(kinds[n] for n in skipped)
+    assert all(kinds[n] for n in kinds if n not in skipped) and len(kinds) > len(skipped)
+
+
+def test_a_full_vocabulary_head_on_int8_leaves_the_targets_lm_head_fp32(int8_on):
     """A head with no draft vocabulary reads the target's LM head; on int8 it keeps its own copy."""
     pair = tiny_pair("eagle")
     FR.use_few_row_linear(pair.target)
@@ -231,10 +252,13 @@ def test_a_full_vocabulary_head_on_int8_leaves_the_targets_lm_head_fp32():
 
 
 @pytest.mark.parametrize("drafter", ["eagle", "classic", "early-exit"])
-def test_loaded_bundled_drafts_run_on_int8_and_the_target_does_not(smollm, drafter):
+def test_loaded_bundled_drafts_run_on_int8_and_the_target_never(smollm, drafter, monkeypatch):
     from opttree.drafters.registry import with_drafter
     from opttree.engine import cost
 
+    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "0")
+    assert FR.kernel_of(with_drafter(smollm, drafter).draft_model) == "few-row"
+    monkeypatch.delenv("OPTTREE_DRAFT_INT8")                                        # the default
     pair = with_drafter(smollm, drafter)
     assert FR.kernel_of(pair.draft_model) == "int8"
     assert FR.kernel_of(pair.target) == "few-row"
