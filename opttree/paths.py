@@ -17,7 +17,7 @@ Environment variables, each read when it is needed (never at import time):
 | OPTTREE_MODELS | the model allow-list the app serves | `assets/models.json` |
 | OPTTREE_ATTN | attention kernel for targets and drafts (`sdpa` or `eager`; tree masks need one of them) | `sdpa` |
 | OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`nets/few_row_linear.py`) | off |
-| OPTTREE_DRAFT_INT8 | `0` keeps CPU drafts on fp32 weights, not int8 (`nets/few_row_linear.py`) | on |
+| OPTTREE_DRAFT_INT8 | `1` runs CPU drafts on int8 weights (`nets/few_row_linear.py`) | off |
 
 The app's server settings (lane size, time limit, port…) are read once at start-up by
 `opttree.serve.settings.ServerSettings.from_env`.
@@ -86,4 +86,4 @@ def plain_linear() -> bool:
 
 
 def draft_int8() -> bool:
-    return os.environ.get("OPTTREE_DRAFT_INT8", "1").strip() not in ("0", "")
+    return os.environ.get("OPTTREE_DRAFT_INT8", "").strip() not in ("", "0")

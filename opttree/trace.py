@@ -85,6 +85,12 @@ class StepData:
     topk_rows: list[dict] | None = None   # {"node", "ids", "p", "q"} per recorded row (texts added here)
 
 
+def draft_weights(cost: dict | None) -> str:
+    """What a view adds to a draft's name for the kernel its cost curve (`meta.cost`, or a cached curve's
+    key) records: " (int8 weights)" for a CPU draft on int8 (nets/few_row_linear.py), else ""."""
+    return " (int8 weights)" if isinstance(cost, dict) and cost.get("draft_kernel") == "int8" else ""
+
+
 def step_record(index: int, step: StepData, text_of, decode) -> dict:
     """The JSON record of one step; `text_of(token)` is one token's text, `decode(ids)` a span's."""
     tree = step.tree

@@ -8,6 +8,7 @@ import math
 
 import plotly.graph_objects as go
 
+from opttree.trace import draft_weights
 from opttree.trees.auto_size import from_numbers
 
 from . import style
@@ -98,8 +99,8 @@ def cost_figure(cost: dict | None, marks: dict[str, float] | None = None) -> go.
                                        "(%{customdata:.2f}× one token)<extra></extra>"))
     widths, layer = cost.get("widths") or [], cost.get("layer_ms") or []
     if isinstance(widths, list) and isinstance(layer, list) and len(widths) == len(layer) and widths:
-        int8 = " (int8 weights)" if cost.get("draft_kernel") == "int8" else ""
-        data.append(dict(type="scatter", x=widths, y=layer, mode="lines+markers", name=f"one draft layer{int8}",
+        data.append(dict(type="scatter", x=widths, y=layer, mode="lines+markers",
+                         name=f"one draft layer{draft_weights(cost)}",
                          line=dict(color=style.BONUS, width=2),
                          hovertemplate="%{x} nodes: %{y:.1f} ms per draft layer<extra></extra>"))
     shapes, notes = [], []

@@ -29,6 +29,7 @@ from opttree.drafters.registry import KINDS, load_pair
 from opttree.engine import cost as cost_curve
 from opttree.errors import BadInput
 from opttree.models.loading import load_classic_draft
+from opttree.trace import draft_weights
 
 DEFAULT_PROMPTS = str(paths.EVAL_PROMPTS)
 
@@ -211,8 +212,7 @@ def cmd_cost(args) -> int:
     # The verify forwards may come from another draft's measurement of the same target (engine/cost.py).
     drafted = (f" (its draft layers {draft['measured_utc']})"
                if draft.get("measured_utc") not in (None, curve["measured_utc"]) else "")
-    weights = " (int8 weights)" if key.get("draft_kernel") == "int8" else ""
-    print(f"{key['target']} + {key['drafter']} draft{weights} on {key['device_name']} ({key['dtype']}, "
+    print(f"{key['target']} + {key['drafter']} draft{draft_weights(key)} on {key['device_name']} ({key['dtype']}, "
           f"{key['threads']} threads), measured {curve['measured_utc']}{drafted} in {curve['seconds']} s; "
           f"cached at {cost_curve.cache_path(key)}")
     for part in filter(None, (curve, curve.get("longer"))):

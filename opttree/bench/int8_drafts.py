@@ -9,7 +9,7 @@ drafting ms of a step, and pairs each choice with the first.
 
 A choice is a comma-separated list of the draft's submodules that keep fp32 (for a head: `fc` the input
 projection, `fuse` a fused head's, `decoder` the layer, `lm_head` the LM-head rows; for the classic
-draft its own names, e.g. `lm_head`, `model.layers.0`); an empty choice puts all of it on int8; `fp32`
+draft its own dotted names, e.g. `lm_head`, `model.layers.0`); an empty choice puts all of it on int8; `fp32`
 keeps everything fp32. What loading does is the draft's `int8_skip` (nothing for the classic draft).
 
     python -m opttree.bench.int8_drafts --prompts 16 --nodes 10 --variants "fp32;fc,fuse;;fc,fuse,lm_head"
@@ -27,6 +27,7 @@ import torch
 
 from opttree import paths
 from opttree.bench.prompts import read_prompts, spread
+from opttree.bench.verdict import mean_se
 from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.drafters.registry import load_pair
 from opttree.engine.speculative import run
@@ -35,27 +36,42 @@ from opttree.nets import few_row_linear as FR
 FP32 = "fp32"
 
 
+ROWS = "lm_head"   # a feature head's LM-head rows: not a submodule of the head (it reads the target's)
+
+
+def parts(head, choice: str) -> tuple[str, ...]:
+    """The choice's names, each checked: a name the draft does not have would silently keep nothing."""
+    names = tuple(p.strip() for p in choice.split(",") if p.strip())
+    for name in names:
+        if name == ROWS and hasattr(head, "_rows_int8"):
+            continue
+        try:
+            head.get_submodule(name)
+        except AttributeError:
+            raise SystemExit(f"the draft has no part {name!r} (its modules: "
+                             f"{', '.join(n for n, _ in head.named_children())})") from None
+    return names
+
+
 def apply(head, choice: str) -> None:
     """Put `head` on the choice's kernels: all fp32, or int8 but for the named submodules."""
     if choice == FP32:
         FR.use_few_row_linear(head)
         return
-    head.int8_skip = tuple(p.strip() for p in choice.split(",") if p.strip())
+    head.int8_skip = parts(head, choice)
     FR.use_few_row_linear(head, draft=True)
 
 
-def paired(base: list[float], other: list[float]) -> tuple[float, float]:
-    d = [b - a for a, b in zip(base, other)]
-    return statistics.fmean(d), (statistics.stdev(d) / len(d) ** 0.5 if len(d) > 1 else 0.0)
-
-
-def measure(choices: list[str], prompts: int, nodes: int, depth: int, tokens: int, target: str = BUNDLED_ID,
-            drafter: str = "eagle", log=print) -> dict:
-    os.environ["OPTTREE_DRAFT_INT8"] = "1"
+def measure(pair, choices: list[str], prompts: int, nodes: int, depth: int, tokens: int, log=print) -> dict:
+    """{choice: {"tau": [...], "draft_ms": [...]}} over the first `prompts` eval prompts (round-robin)."""
+    os.environ["OPTTREE_DRAFT_INT8"] = "1"     # int8 on, so that `apply` can choose the parts
     if not FR._have_int8():
         raise SystemExit("this PyTorch build has no dynamic int8 linear (torch.ops.quantized.linear_dynamic).")
-    pair = load_pair(target, drafter, device="cpu")
     cfg = DecodeConfig(method="opt-tree", nodes=nodes, threshold=0.0, max_depth=depth, max_new_tokens=tokens)
+    warm = DecodeConfig(method="opt-tree", nodes=nodes, threshold=0.0, max_depth=depth, max_new_tokens=2)
+    for c in choices:   # each choice's packed weights are made here, outside the timed runs, and kept
+        apply(pair.draft_model, c)
+        run(pair, "Hello", warm)
     rows = {c: {"tau": [], "draft_ms": []} for c in choices}
     for i, p in enumerate(spread(read_prompts(paths.EVAL_PROMPTS), prompts)):
         for c in choices:
@@ -72,7 +88,8 @@ def table(rows: dict) -> str:
     first = next(iter(rows))
     out = ["| fp32 parts | τ | τ against the first (paired) | drafting ms a step |", "|---|---|---|---|"]
     for c, r in rows.items():
-        d, se = paired(rows[first]["tau"], r["tau"])
+        d, se = mean_se([b - a for a, b in zip(rows[first]["tau"], r["tau"])])
+        se = se or 0.0
         name = "all (no int8)" if c == FP32 else (c.replace(",", ", ") or "none (all int8)")
         out.append(f"| {name} | {statistics.fmean(r['tau']):.3f} | {d:+.3f} ± {se:.3f} | "
                    f"{statistics.fmean(r['draft_ms']):.1f} |")
@@ -94,7 +111,8 @@ def main(argv=None) -> str:
     torch.set_num_threads(args.threads)
     choices = list(dict.fromkeys(v.strip() for v in args.variants.split(";")))
     start = time.time()
-    rows = measure(choices, args.prompts, args.nodes, args.max_depth, args.tokens, drafter=args.drafter)
+    pair = load_pair(BUNDLED_ID, args.drafter, device="cpu")
+    rows = measure(pair, choices, args.prompts, args.nodes, args.max_depth, args.tokens)
     text = (f"{args.drafter} draft, {args.prompts} eval prompts, OPT-Tree n = {args.nodes}, δ 0, "
             f"depth ≤ {args.max_depth}, {args.tokens} new tokens, T = 0, {args.threads} threads, "
             f"{time.time() - start:.0f} s:\n\n{table(rows)}")

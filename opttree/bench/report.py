@@ -18,7 +18,7 @@ from opttree.bench.plots import plot_node_sweep, plot_threshold_sweep
 from opttree.bench.sweep import best_budget
 from opttree.bench.theory_table import markdown_table
 from opttree.bench.verdict import verdict
-from opttree.trace import by_depth_text
+from opttree.trace import by_depth_text, draft_weights
 
 
 def fmt(x, spec=".2f", dash="–"):
@@ -203,9 +203,8 @@ def cost_section(curve: dict) -> list[str]:
     draft = curve.get("draft")
     if draft:
         dp = draft["points"]
-        weights = {"int8": ", draft on int8 weights"}.get(key.get("draft_kernel"), "")
-        out += ["", f"Drafting{weights}: {fmt(draft['base_ms'], '.1f')} ms per step (the head over the newly "
-                f"committed tokens), then per layer:", "",
+        out += ["", f"Drafting{draft_weights(key)}: {fmt(draft['base_ms'], '.1f')} ms per step (the head over "
+                f"the newly committed tokens), then per layer:", "",
                 "| nodes in the layer | " + " | ".join(str(p["width"]) for p in dp) + " |",
                 "|---|" + "---|" * len(dp), "| ms | " + " | ".join(fmt(p["median_ms"], ".1f") for p in dp) + " |"]
     longer = curve.get("longer")

@@ -44,7 +44,7 @@ from opttree.config import MODEL_DRAFTERS, DecodeConfig
 from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
-from opttree.nets.few_row_linear import kernel_of, use_few_row_linear, use_plain_linear, uses_few_row_linear
+from opttree.nets.few_row_linear import int8_skipped, kernel_of, use_few_row_linear, use_plain_linear
 from opttree.trees.auto_size import StepCost, from_numbers
 from opttree.trees.draft_tree import ROOT, DraftTree
 
@@ -212,23 +212,33 @@ def _stats(ts: list[float]) -> dict:
             "best_ms": round(ts[0], 3)}
 
 
-DRAFT_KEYS = ("drafter", "draft", "draft_bytes", "draft_kernel")
+DRAFT_KEYS = ("drafter", "draft", "draft_bytes", "draft_kernel", "draft_fp32")
 
 
 def cache_key(pair) -> dict:
     """What the curve depends on: the device (on CPU also its instruction set and core count: a VM moved
     to another host keeps its model name), dtype, threads, kernel, target and draft (and the draft
     file's size: a draft retrained into another shape, e.g. a fused head, is measured again; and the
-    kernel the draft runs on: int8 layers cost about half what fp32 ones do)."""
+    kernel the draft runs on, with the parts an int8 draft keeps fp32: each costs its own)."""
     draft = str(pair.draft_name or "") if pair.drafter_kind != "none" else ""
     cpu = torch.device(pair.device).type == "cpu"
     return {"device": str(pair.device), "device_name": device_name(pair.device),
             **({"isa": cpu_isa(), "cores": os.cpu_count()} if cpu else {}),
             "dtype": str(pair.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
-            "kernel": "few-row" if uses_few_row_linear(pair.target) else "default",
+            "kernel": kernel_of(pair.target),
             "target": str(pair.target_name), "drafter": pair.drafter_kind, "draft": draft,
-            "draft_bytes": _file_size(draft),
-            "draft_kernel": kernel_of(pair.draft_model) if isinstance(pair.draft_model, torch.nn.Module) else None}
+            "draft_bytes": _file_size(draft), **draft_kernel(pair.draft_model)}
+
+
+def draft_kernel(model) -> dict:
+    """The draft's kernel ("int8", "few-row", "default"; None without a draft network) and, on int8,
+    the names of the parts it keeps fp32."""
+    if not isinstance(model, torch.nn.Module):
+        return {"draft_kernel": None, "draft_fp32": None}
+    kernel = kernel_of(model)
+    skipped = {id(m) for m in int8_skipped(model)}
+    fp32 = sorted(n for n, m in model.named_modules() if id(m) in skipped) if kernel == "int8" else None
+    return {"draft_kernel": kernel, "draft_fp32": fp32}
 
 
 def target_key(pair) -> dict:

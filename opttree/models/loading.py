@@ -14,7 +14,7 @@ from opttree import paths
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
 from opttree.models.draft_assets import load_bundled_classic
-from opttree.nets.few_row_linear import use_few_row_linear
+from opttree.nets.few_row_linear import mark_target, use_few_row_linear
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -94,6 +94,7 @@ def prepare(model, device: torch.device, device_map: str | None = None):
         model.to(device)
     model.eval()
     model.requires_grad_(False)
+    mark_target(model)       # never put on int8, even where it drafts for itself
     use_few_row_linear(model)
     return model
 

@@ -58,7 +58,7 @@ def rope_theta(cfg) -> float:
 class FeatureHead(nn.Module):
     # Input projections keep fp32 weights when the head runs on int8 (nets/few_row_linear.py): their
     # input puts the target's hidden state beside a token embedding, and one activation scale for both
-    # erases the embedding (τ 2.66 -> 2.15 at n = 10 with `fc` on int8, benchmarks/int8_drafts.md).
+    # erases the embedding (with `fc` on int8 too, τ 2.55 -> 2.14 at n = 10, benchmarks/int8_drafts.md).
     # `lm_head` here would keep the LM-head rows fp32 too (bench/int8_drafts.py compares the choices).
     int8_skip = ("fc", "fuse")
 
@@ -128,28 +128,29 @@ class FeatureHead(nn.Module):
     def _draft_rows(self, weight: torch.Tensor) -> tuple[torch.Tensor, PackedWeight]:
         """The LM-head rows the head proposes from (the draft vocabulary's, gathered once: gathering
         them per call copied 14 MB each time and was the largest single cost of a small-tree step on
-        CPU), and the head's own holder of their packed copy (int8 when the head runs on int8)."""
-        int8 = self._rows_int8()
-        key = (weight.data_ptr(), weight.dtype, weight.device, self.vocab_ids.data_ptr(), self.vocab_ids._version,
-               int8)
+        CPU; with no draft vocabulary, the LM head's own weight, detached so that it never becomes a
+        parameter of the head), and the head's holder of their packed copy for its current kernel."""
+        key = (weight.data_ptr(), weight.dtype, weight.device, self.vocab_ids.data_ptr(), self.vocab_ids._version)
         if getattr(self, "_rows_key", None) != key:
             with torch.no_grad():
-                self._rows = weight[self.vocab_ids].contiguous() if self.vocab_ids.numel() else weight
-            self._rows_key, self._rows_pack = key, PackedWeight(int8)
-        return self._rows, self._rows_pack
+                self._rows = weight[self.vocab_ids].contiguous() if self.vocab_ids.numel() else weight.detach()
+            self._rows_key, self._rows_packs = key, {}
+        int8 = self._rows_int8()
+        return self._rows, self._rows_packs.setdefault(int8, PackedWeight(int8))
 
     def draft_logits(self, features, lm_head: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits over the draft vocabulary only, and the target-vocabulary id of each column (None:
         the full target vocabulary). A tree only needs each node's top children, so softmax and
         top-k run over these columns; spreading them into a full-vocabulary row first cost more
-        than the layer's forward. A full-vocabulary head on fp32 weights shares the target's LM head
-        as it is; on int8 it keeps its own int8 copy of it, so the target's stays fp32."""
+        than the layer's forward. A full-vocabulary head on fp32 weights calls the target's LM head as
+        it is; on int8 it keeps its own int8 copy of it (bias included), so the target's stays fp32."""
         full = self.vocab_ids.numel() == 0
         if full and not self._rows_int8():
             return lm_head(features), None
         rows, pack = self._draft_rows(lm_head.weight)
         flat = features.reshape(-1, features.shape[-1])
-        sub = few_row_matmul(flat, rows, pack).reshape(*features.shape[:-1], rows.shape[0])
+        bias = getattr(lm_head, "bias", None) if full else None
+        sub = few_row_matmul(flat, rows, pack, bias).reshape(*features.shape[:-1], rows.shape[0])
         return sub, None if full else self.vocab_ids
 
     def logits(self, features, lm_head: nn.Module):

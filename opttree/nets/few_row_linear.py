@@ -18,16 +18,19 @@ Only the kernel changes, not the maths: the sums may round differently, as any c
 or of row count already does, and exactness is judged as always against the target's own greedy
 output (the exactness tests run with this on). Set OPTTREE_PLAIN_LINEAR=1 to switch it off.
 
-Drafts on CPU go one step further: int8 weights. A draft layer streams its fp32 weights from memory
-as the target does; stored as int8 (one scale per output row), with each call's activations quantized
-on the fly (fbgemm's dynamic int8 linear), the bundled head drafts a step in about two thirds of the
-time. Only the draft's proposals can change, never the output: the target, which decides every
-token, stays fp32, and the sampling verifier reads the draft probabilities the tree was built from,
-whatever computed them. A model's input projections (`int8_skip`) stay fp32: their input sets the
-target's hidden state, whose few huge channels fix the one activation scale a call gets, beside a
-token embedding that this scale then erases. Measured on the eval set, the cheaper layers let the
-auto budget grow slightly deeper trees and the head's decoding ran 5-8 % faster
-(benchmarks/int8_drafts.md). Set OPTTREE_DRAFT_INT8=0 to keep drafts on fp32.
+Drafts on CPU can go one step further, on request (OPTTREE_DRAFT_INT8=1): int8 weights. A draft
+layer streams its fp32 weights from memory as the target does; stored as int8 (one scale per output
+row), with each call's activations quantized on the fly (fbgemm's dynamic int8 linear), the bundled
+head drafts a step at the auto budget in about three quarters of the time (14.9 and 13.2 -> 10.2 and
+11.4 ms). Only the draft's proposals can change, never the output: the target, which decides every
+token, stays fp32 (`prepare` marks it, so a target drafting for itself stays fp32 too), and the
+sampling verifier reads the draft probabilities the tree was built from, whatever computed them. A
+model's input projections (`int8_skip`) stay fp32: their input sets the target's hidden state, whose
+few huge channels fix the one activation scale a call gets, beside a token embedding that this scale
+then erases. On the eval set the cheaper layers let the auto budget grow slightly deeper trees and
+the head decoded 3.5-7.8 % faster; at a fixed budget the int8 LM-head rows guess worse (τ -0.11 at
+n = 10) and the Learn tab's lessons no longer show what their captions say, so it stays off by
+default (benchmarks/int8_drafts.md).
 """
 
 from __future__ import annotations
@@ -66,14 +69,20 @@ def _have_int8() -> bool:
         return False
 
 
+@functools.cache
+def _quiet_deprecation() -> None:
+    # The quantized-tensor constructors warn on every call that they are deprecated; one process-wide
+    # filter for that message (a `catch_warnings` block per call is not thread-safe in the app's workers).
+    warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor, torch\.quantize_per_channel")
+
+
 def _pack_int8(weight: torch.Tensor, bias: torch.Tensor | None):
     """The weight as int8 with one symmetric scale per output row, packed for fbgemm's dynamic linear."""
+    _quiet_deprecation()
     w = weight.detach().float()
     scale = (w.abs().amax(dim=1) / 127).clamp_min(1e-12).double()
-    with warnings.catch_warnings():   # the quantized-tensor constructors warn that they are deprecated
-        warnings.simplefilter("ignore")
-        q = torch.quantize_per_channel(w, scale, torch.zeros(w.shape[0], dtype=torch.long), 0, torch.qint8)
-        return torch.ops.quantized.linear_prepack(q, None if bias is None else bias.detach().float())
+    q = torch.quantize_per_channel(w, scale, torch.zeros(w.shape[0], dtype=torch.long), 0, torch.qint8)
+    return torch.ops.quantized.linear_prepack(q, None if bias is None else bias.detach().float())
 
 
 def _applies(weight: torch.Tensor) -> bool:
@@ -100,7 +109,11 @@ class PackedWeight:
         return self.packed
 
     def __deepcopy__(self, memo):
-        return PackedWeight(self.int8)
+        memo[id(self)] = twin = PackedWeight(self.int8)
+        return twin
+
+    def __repr__(self):
+        return f"PackedWeight(int8={self.int8}, packed={self.packed is not None})"
 
 
 def _version_key(t: torch.Tensor | None):
@@ -111,14 +124,17 @@ def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pa
     if not _applies(weight):
         return F.linear(x, weight, bias)
     if pack.int8:   # the bias is packed with the weight; reduce_range: fbgemm's AVX2 kernel needs it
-        return torch.ops.quantized.linear_dynamic(x.contiguous(), pack.get(weight, bias), True)
+        flat = x.reshape(-1, x.shape[-1]).contiguous()       # the op takes 2-D and up; nn.Linear takes 1-D too
+        out = torch.ops.quantized.linear_dynamic(flat, pack.get(weight, bias), True)
+        return out.reshape(*x.shape[:-1], out.shape[-1])
     return _onednn_linear()(x.contiguous(), pack.get(weight), bias, "none", [], "")
 
 
-def few_row_matmul(x: torch.Tensor, weight: torch.Tensor, pack: PackedWeight) -> torch.Tensor:
-    """x @ weight.T, through the reordered-weight kernel where it applies (`pack` is the caller's
-    holder for this weight's reordered copy)."""
-    return _linear(x, weight, None, pack)
+def few_row_matmul(x: torch.Tensor, weight: torch.Tensor, pack: PackedWeight,
+                   bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x @ weight.T (+ bias), through the reordered-weight kernel where it applies (`pack` is the
+    caller's holder for this weight's reordered copy)."""
+    return _linear(x, weight, bias, pack)
 
 
 def few_row_linear(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -142,22 +158,44 @@ def _eligible(m: torch.nn.Module) -> bool:
 
 def use_few_row_linear(model: torch.nn.Module, draft: bool = False) -> int:
     """Route every CPU fp32 nn.Linear of `model` through `few_row_linear`; returns how many. `draft`:
-    `model` only proposes tokens (a draft network, never the target), so it runs on int8 weights (unless
-    OPTTREE_DRAFT_INT8=0), all but the submodules its `int8_skip` names; `kernel_of(model)` then says
+    `model` only proposes tokens (a draft network, never the target), so with OPTTREE_DRAFT_INT8=1 it
+    runs on int8 weights, all but the submodules its `int8_skip` names; `kernel_of(model)` then says
     "int8"."""
     if paths.plain_linear() or not _have_onednn():
         return 0
-    int8 = draft and paths.draft_int8() and _have_int8()
-    skip = {id(m) for name in getattr(model, "int8_skip", ())
-            if isinstance(getattr(model, name, None), torch.nn.Module) for m in getattr(model, name).modules()}
+    # A target drafting for itself is still the target: it never goes on int8 (`prepare` marks it).
+    int8 = draft and paths.draft_int8() and _have_int8() and not is_target(model)
+    skip = {id(m) for sub in int8_skipped(model) for m in sub.modules()}
     layers = [m for m in model.modules() if _eligible(m)]
     for m in layers:
         m.forward = types.MethodType(few_row_linear, m)
+        # one holder per kernel, kept: switching kernels back and forth must not pack every weight again
+        packs = m.__dict__.get("_few_row_packs") or {}
         want = int8 and id(m) not in skip
-        old = m.__dict__.get("_few_row_pack")
-        m._few_row_pack = old if old is not None and old.int8 == want else PackedWeight(want)
+        m._few_row_packs = packs
+        m._few_row_pack = packs.setdefault(want, PackedWeight(want))
     model.few_row_int8 = int8 and bool(layers)
     return len(layers)
+
+
+def int8_skipped(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The submodules that `model.int8_skip` names (dotted paths; a name the model lacks, or sets to
+    None, such as a plain head's `fuse` or an exit head's `fc`, names nothing)."""
+    out = []
+    for name in getattr(model, "int8_skip", ()):
+        try:
+            out.append(model.get_submodule(name))
+        except AttributeError:
+            continue
+    return out
+
+
+def mark_target(model: torch.nn.Module) -> None:
+    model.opttree_target = True
+
+
+def is_target(model: torch.nn.Module) -> bool:
+    return bool(getattr(model, "opttree_target", False))
 
 
 def int8_weights(model: torch.nn.Module) -> bool:

@@ -20,6 +20,7 @@ from opttree.drafters.tree_temperature import for_decoding
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
 from opttree.models.draft_assets import ACCEPTANCE_KEY
+from opttree.nets.few_row_linear import kernel_of
 from opttree.train import spec_bench
 from opttree.train.acceptance import measure_acceptance
 from opttree.train.prompts import FIT_PARTS, LONG_INPUT_PROMPTS, train_prompts
@@ -214,20 +215,23 @@ def main(argv=None):
         write_card(card_path, card)
         print(json.dumps({k: fit[k] for k in ("acceptance_by_rank", "conditional", "rows", "wall_s")}))
         return
+    kernel = kernel_of(pair.draft_model)    # CPU drafts run on int8 by default (nets/few_row_linear.py)
     if args.fit_temperature:
         fit = fit_tree_temperature(pair, args.fit_temperature, sharegpt=args.fit_sharegpt)
+        fit["draft_kernel"] = kernel
         card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
         print(json.dumps(fit["tau_by_temperature"]), flush=True)
     if args.set != "eval":          # a whole set, dated; the public one names its source file
         questions = public if args.set == "public" else eval_questions(
             paths.FINAL_PROMPTS if args.set == "final" else LONG_INPUT_PROMPTS)
         result = measure_tau(pair, 0, questions=questions)
-        result["date"] = time.strftime("%Y-%m-%d")
+        result["date"], result["draft_kernel"] = time.strftime("%Y-%m-%d"), kernel
         if args.set == "public":
             result["source"] = {**spec_bench.SOURCE, "subset": "mt-bench, first turns"}
         card[SET_KEYS[args.set]] = result
     else:
         result = measure_tau(pair, args.prompts)
+        result["draft_kernel"] = kernel
         card.pop("machine", None)
         card["tau_eval"] = result
     write_card(card_path, card)

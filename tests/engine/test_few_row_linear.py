@@ -12,6 +12,8 @@ from opttree.config import DecodeConfig
 from opttree.engine.speculative import run
 from opttree.nets import few_row_linear as FR
 
+needs_int8 = pytest.mark.skipif(not FR._have_int8(), reason="this PyTorch build has no dynamic int8 linear")
+
 
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("rows", [1, 2, 3, 5, 6, 7, 12, 64])
@@ -120,7 +122,7 @@ def test_loaded_bundled_target_uses_it(smollm):
     assert len(patched) == 30 * 7 + 1  # every projection of the 30 layers and the LM head
 
 
-@pytest.mark.parametrize("int8", [False, True], ids=["fp32-draft", "int8-draft"])
+@pytest.mark.parametrize("int8", [False, pytest.param(True, marks=needs_int8)], ids=["fp32-draft", "int8-draft"])
 @pytest.mark.parametrize("drafter", ["classic", "eagle", "early-exit"])
 def test_small_trees_through_the_kernel_stay_exact(drafter, int8, monkeypatch):
     """Budgets of 1-5 nodes verify 2-6 tokens: the small trees the kernel exists for; a draft on int8
@@ -154,10 +156,12 @@ def test_verify_cost_curve_times_both_kernels_and_leaves_the_fast_one_on(tmp_pat
     assert plain["meta"]["kernel"] == "default" and "plain_median_ms" not in plain["points"][0]
 
 
-# --- int8 drafts: only a draft's own layers, close to fp32, refreshed like the fp32 copy ---
+# --- int8 drafts (opt-in): only a draft's own layers, close to fp32, refreshed like the fp32 copy ---
 
 @pytest.fixture()
 def int8_on(monkeypatch):
+    if not FR._have_int8():
+        pytest.skip("this PyTorch build has no dynamic int8 linear")
     monkeypatch.setenv("OPTTREE_DRAFT_INT8", "1")
 
 
@@ -200,14 +204,19 @@ def test_int8_copy_follows_in_place_changes_of_weight_and_bias(int8_on):
     assert (got - want).abs().max() < 0.03 * want.abs().max()
 
 
-def test_int8_drafts_are_the_default_switched_off_by_zero_and_kept_by_copies(monkeypatch):
+@needs_int8
+def test_int8_drafts_are_opt_in_and_kept_by_copies(monkeypatch):
     import copy
 
     layer = torch.nn.Linear(8, 8)
-    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "0")
-    FR.use_few_row_linear(layer, draft=True)
-    assert FR.kernel_of(layer) == "few-row" and not layer._few_row_pack.int8
-    monkeypatch.delenv("OPTTREE_DRAFT_INT8")
+    for off in (None, "0", ""):
+        if off is None:
+            monkeypatch.delenv("OPTTREE_DRAFT_INT8", raising=False)
+        else:
+            monkeypatch.setenv("OPTTREE_DRAFT_INT8", off)
+        FR.use_few_row_linear(layer, draft=True)
+        assert FR.kernel_of(layer) == "few-row" and not layer._few_row_pack.int8
+    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "1")
     FR.use_few_row_linear(layer)                    # not a draft: never int8
     assert FR.kernel_of(layer) == "few-row"
     FR.use_few_row_linear(layer, draft=True)        # loading it again as a draft switches its holders
@@ -247,21 +256,55 @@ def test_a_full_vocabulary_head_on_int8_leaves_the_targets_lm_head_fp32(int8_on)
         want = lm_head(feats)
     assert ids is None and sub.shape == want.shape
     assert not lm_head._few_row_pack.int8 and FR.kernel_of(pair.target) == "few-row"
-    assert head._rows_pack.int8 and head._rows is lm_head.weight   # no gathered copy of the fp32 rows
+    rows, pack = head._draft_rows(lm_head.weight)
+    assert pack.int8 and rows.data_ptr() == lm_head.weight.data_ptr()   # no gathered copy of the fp32 rows
+    assert not any(p is lm_head.weight for p in head.parameters()) and "_rows" not in head.state_dict()
     assert 0 < (sub - want).abs().max() < 0.03 * want.abs().max()
 
 
+def test_a_full_vocabulary_head_on_int8_keeps_the_lm_heads_bias(int8_on):
+    pair = tiny_pair("eagle")
+    head, lm_head = pair.draft_model, torch.nn.Linear(pair.target.config.hidden_size, 64, bias=True)
+    FR.use_few_row_linear(head, draft=True)
+    torch.nn.init.constant_(lm_head.bias, 3.0)
+    feats = torch.randn(1, 2, lm_head.weight.shape[1])
+    with torch.inference_mode():
+        sub, _ = head.draft_logits(feats, lm_head)
+    want = F.linear(feats, lm_head.weight, lm_head.bias)
+    assert (sub - want).abs().max() < 0.1
+
+
+def test_a_target_drafting_for_itself_never_goes_on_int8(int8_on):
+    pair = tiny_pair("classic", draft_is_target=True)
+    from opttree.models.loading import prepare
+
+    prepare(pair.target, torch.device("cpu"))
+    FR.use_few_row_linear(pair.draft_model, draft=True)      # the draft is the target object
+    assert FR.kernel_of(pair.target) == "few-row"
+    assert not any(m._few_row_pack.int8 for m in pair.target.modules() if type(m) is torch.nn.Linear)
+
+
+def test_one_dimensional_input_works_on_int8_as_nn_linear_does(int8_on):
+    layer = _int8_layer(2)
+    x = torch.randn(64)
+    with torch.inference_mode():
+        got = layer(x)
+    assert got.shape == (300,) and (got - F.linear(x, layer.weight, layer.bias)).abs().max() < 0.1
+
+
+@needs_int8
 @pytest.mark.parametrize("drafter", ["eagle", "classic", "early-exit"])
-def test_loaded_bundled_drafts_run_on_int8_and_the_target_never(smollm, drafter, monkeypatch):
+def test_loaded_bundled_drafts_run_on_int8_on_request_and_the_target_never(smollm, drafter, monkeypatch):
     from opttree.drafters.registry import with_drafter
     from opttree.engine import cost
 
-    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "0")
-    assert FR.kernel_of(with_drafter(smollm, drafter).draft_model) == "few-row"
-    monkeypatch.delenv("OPTTREE_DRAFT_INT8")                                        # the default
+    monkeypatch.delenv("OPTTREE_DRAFT_INT8", raising=False)
+    assert FR.kernel_of(with_drafter(smollm, drafter).draft_model) == "few-row"    # the default
+    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "1")
     pair = with_drafter(smollm, drafter)
     assert FR.kernel_of(pair.draft_model) == "int8"
     assert FR.kernel_of(pair.target) == "few-row"
     assert not any(getattr(m, "_few_row_pack", None) and m._few_row_pack.int8 for m in pair.target.modules())
     key = cost.cache_key(pair)
     assert key["draft_kernel"] == "int8" and "draft_kernel" not in cost.target_key(pair)
+    assert key["draft_fp32"] == (["fc", "fuse"] if drafter == "eagle" else [])   # the bundled head is fused
