@@ -63,10 +63,23 @@ def rect(pg, sel: str) -> dict | None:
     return pg.evaluate(RECT, sel)
 
 
+LINK = "(document.querySelector('#link textarea, #link input') || {}).value || ''"
+
+
 def copied_link(pg) -> dict:
+    """The link *Copy link* writes. The box keeps the last link until the new one arrives, so a second
+    copy waits for a different value (a while only: the new link may equal the old one)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout  # only where a browser test runs
+
+    old = pg.evaluate(f"() => {LINK}")
     pg.click("#copy-link")
     pg.wait_for_selector("#link textarea, #link input")
-    pg.wait_for_function("() => (document.querySelector('#link textarea, #link input') || {}).value")
+    try:
+        pg.wait_for_function(f"([old]) => {{ const v = {LINK}; return v && v !== old; }}", arg=[old],
+                             timeout=20_000 if old else 90_000)
+    except PlaywrightTimeout:
+        if not old:
+            raise
     url = pg.locator("#link textarea, #link input").first.input_value()
     return {k: v[0] for k, v in parse_qs(urlparse(url).query).items()}
 
