@@ -32,18 +32,16 @@ from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.drafters.registry import load_pair
 from opttree.engine.speculative import run
 from opttree.nets import few_row_linear as FR
+from opttree.nets.feature_head import LM_ROWS, FeatureHead
 
 FP32 = "fp32"
-
-
-ROWS = "lm_head"   # a feature head's LM-head rows: not a submodule of the head (it reads the target's)
 
 
 def parts(head, choice: str) -> tuple[str, ...]:
     """The choice's names, each checked: a name the draft does not have would silently keep nothing."""
     names = tuple(p.strip() for p in choice.split(",") if p.strip())
     for name in names:
-        if name == ROWS and hasattr(head, "_rows_int8"):
+        if name == LM_ROWS and isinstance(head, FeatureHead):   # the rows it reads from the target's LM head
             continue
         try:
             head.get_submodule(name)

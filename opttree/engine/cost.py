@@ -236,9 +236,7 @@ def draft_kernel(model) -> dict:
     if not isinstance(model, torch.nn.Module):
         return {"draft_kernel": None, "draft_fp32": None}
     kernel = kernel_of(model)
-    skipped = {id(m) for m in int8_skipped(model)}
-    fp32 = sorted(n for n, m in model.named_modules() if id(m) in skipped) if kernel == "int8" else None
-    return {"draft_kernel": kernel, "draft_fp32": fp32}
+    return {"draft_kernel": kernel, "draft_fp32": sorted(int8_skipped(model)) if kernel == "int8" else None}
 
 
 def target_key(pair) -> dict:

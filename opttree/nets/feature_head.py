@@ -22,6 +22,8 @@ from torch import nn
 
 from opttree.nets.few_row_linear import PackedWeight, few_row_matmul, int8_weights
 
+LM_ROWS = "lm_head"   # what `int8_skip` names to keep the LM-head rows fp32 (they are not a submodule)
+
 
 def fused_layers(num_layers: int) -> tuple[int, int]:
     """The low and middle target layers a fused head reads besides the last one: the hidden states
@@ -59,7 +61,7 @@ class FeatureHead(nn.Module):
     # Input projections keep fp32 weights when the head runs on int8 (nets/few_row_linear.py): their
     # input puts the target's hidden state beside a token embedding, and one activation scale for both
     # erases the embedding (with `fc` on int8 too, τ 2.55 -> 2.14 at n = 10, benchmarks/int8_drafts.md).
-    # `lm_head` here would keep the LM-head rows fp32 too (bench/int8_drafts.py compares the choices).
+    # LM_ROWS here would keep the LM-head rows fp32 too (bench/int8_drafts.py compares the choices).
     int8_skip = ("fc", "fuse")
 
     def __init__(self, config: dict):
@@ -123,7 +125,7 @@ class FeatureHead(nn.Module):
 
     def _rows_int8(self) -> bool:
         """Whether the LM-head rows run on int8: the head does, and `int8_skip` does not name `lm_head`."""
-        return int8_weights(self) and "lm_head" not in self.int8_skip
+        return int8_weights(self) and LM_ROWS not in self.int8_skip
 
     def _draft_rows(self, weight: torch.Tensor) -> tuple[torch.Tensor, PackedWeight]:
         """The LM-head rows the head proposes from (the draft vocabulary's, gathered once: gathering

@@ -165,7 +165,7 @@ def use_few_row_linear(model: torch.nn.Module, draft: bool = False) -> int:
         return 0
     # A target drafting for itself is still the target: it never goes on int8 (`prepare` marks it).
     int8 = draft and paths.draft_int8() and _have_int8() and not is_target(model)
-    skip = {id(m) for sub in int8_skipped(model) for m in sub.modules()}
+    skip = {id(m) for sub in int8_skipped(model).values() for m in sub.modules()}
     layers = [m for m in model.modules() if _eligible(m)]
     for m in layers:
         m.forward = types.MethodType(few_row_linear, m)
@@ -178,13 +178,13 @@ def use_few_row_linear(model: torch.nn.Module, draft: bool = False) -> int:
     return len(layers)
 
 
-def int8_skipped(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """The submodules that `model.int8_skip` names (dotted paths; a name the model lacks, or sets to
-    None, such as a plain head's `fuse` or an exit head's `fc`, names nothing)."""
-    out = []
+def int8_skipped(model: torch.nn.Module) -> dict[str, torch.nn.Module]:
+    """{name: submodule} for the names `model.int8_skip` gives (dotted paths; a name the model lacks, or
+    sets to None, such as a plain head's `fuse` or an exit head's `fc`, names nothing)."""
+    out = {}
     for name in getattr(model, "int8_skip", ()):
         try:
-            out.append(model.get_submodule(name))
+            out[name] = model.get_submodule(name)
         except AttributeError:
             continue
     return out

@@ -215,7 +215,7 @@ def main(argv=None):
         write_card(card_path, card)
         print(json.dumps({k: fit[k] for k in ("acceptance_by_rank", "conditional", "rows", "wall_s")}))
         return
-    kernel = kernel_of(pair.draft_model)    # CPU drafts run on int8 by default (nets/few_row_linear.py)
+    kernel = kernel_of(pair.draft_model)    # "int8" under OPTTREE_DRAFT_INT8=1 (nets/few_row_linear.py)
     if args.fit_temperature:
         fit = fit_tree_temperature(pair, args.fit_temperature, sharegpt=args.fit_sharegpt)
         fit["draft_kernel"] = kernel
