@@ -61,6 +61,7 @@ from opttree.drafters.registry import with_drafter
 from opttree.engine import cost
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
+from opttree.nets.few_row_linear import kernel_of
 
 HF_METHODS = (HF_METHOD, HF_LOOKUP)
 BENCH_METHODS = ("ar", HF_METHOD, HF_LOOKUP, "chain", "binary", "eagle-static", "eagle-dynamic", "opt-tree",
@@ -300,6 +301,7 @@ def bench_meta(pair, runner: MethodRunner, methods: list[str], base: DecodeConfi
     return {"machine": machine_info(pair.device), "target": pair.target_name, "drafter": pair.drafter_kind,
             "draft": pair.draft_name, "dtype": str(pair.dtype).replace("torch.", ""),
             "assistant": getattr(assistant, "name_or_path", None) and str(assistant.name_or_path),
+            "assistant_kernel": None if assistant is None else kernel_of(assistant),
             "config": {k: v for k, v in base.to_dict().items() if k != "method"},
             "methods": methods, "prompts": prompts, "warmup_runs": warmup,
             "hf_assisted_config": runner.hf_config, "cost": cost.compact(curve), "other_drafters": others,

@@ -95,7 +95,8 @@ def bench_section(b: dict) -> list[str]:
                 f"`num_assistant_tokens_schedule=\"{hf['num_assistant_tokens_schedule']}\"`, "
                 f"`assistant_confidence_threshold={hf['assistant_confidence_threshold']}` "
                 f"({adapt}); "
-                "greedy, batch 1. These are the library's defaults for an assistant.", ""]
+                "greedy, batch 1. These are the library's defaults for an assistant"
+                + (" (the assistant on int8 weights)." if meta.get("assistant_kernel") == "int8" else "."), ""]
     out += ["![τ and speedup per method](bench.png)", "", "### Per category", "",
             "| category | " + " | ".join(f"{m} τ / speedup" for m in b["methods"] if m != "ar") + " |",
             "|---|" + "---|" * (len(b["methods"]) - 1)]

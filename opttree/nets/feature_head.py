@@ -61,7 +61,8 @@ class FeatureHead(nn.Module):
     # Input projections keep fp32 weights when the head runs on int8 (nets/few_row_linear.py): their
     # input puts the target's hidden state beside a token embedding, and one activation scale for both
     # erases the embedding (with `fc` on int8 too, τ 2.55 -> 2.14 at n = 10, benchmarks/int8_drafts.md).
-    # LM_ROWS here would keep the LM-head rows fp32 too (bench/int8_drafts.py compares the choices).
+    # LM_ROWS here would keep the LM-head rows fp32 too: τ-neutral at n = 10, but at the auto budget
+    # within noise of fp32 (the rows are where int8 saves time; benchmarks/int8_drafts.md).
     int8_skip = ("fc", "fuse")
 
     def __init__(self, config: dict):

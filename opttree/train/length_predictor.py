@@ -40,6 +40,7 @@ from opttree.decoding.prompts import encode_prompt
 from opttree.drafters.registry import load_pair
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
+from opttree.nets.few_row_linear import kernel_of
 from opttree.nets.length_predictor import DEFAULT_PREDICTOR, HIDDEN, LengthPredictor, load_length_predictor
 from opttree.train.generate import load_shards, shard_paths
 from opttree.train.prompts import FIT_PARTS, train_prompts
@@ -183,12 +184,13 @@ def draw_prompts(args) -> tuple[list, list, list]:
     return train, held, users_held
 
 
-def rows_cache(args, draft_name) -> Path:
+def rows_cache(args, draft_name, kernel: str = "default") -> Path:
     """Where a run's decoded rows are kept: they depend on the prompts drawn (counts, seed), the decoding
-    and the draft that decoded them (its file's size and time, so a retrained draft decodes afresh)."""
+    and the draft that decoded them (its file's size and time, so a retrained draft decodes afresh, and
+    the kernel it ran on: int8 weights guess differently, so they accept differently)."""
     draft = Path(str(draft_name))
     key = (f"{args.prompts}-{args.heldout}-{args.sharegpt}-{args.sharegpt_heldout}-{args.tokens}-{args.nodes}"
-           f"-s{args.seed}-{draft.stem}")
+           f"-s{args.seed}-{draft.stem}" + ("-int8" if kernel == "int8" else ""))
     if draft.is_file():
         key += f"-{draft.stat().st_size}-{int(draft.stat().st_mtime)}"
     return paths.data_dir() / "length" / f"rows-{key}.pt"
@@ -205,7 +207,7 @@ def main(argv=None) -> dict:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    cache = rows_cache(args, pair.draft_name)
+    cache = rows_cache(args, pair.draft_name, kernel_of(pair.draft_model))
     cached = cache.exists()
     if cached:                         # the decoding is the slow part: refits reuse its rows (no prompt is read)
         x, y, hx, hy, ux, uy = torch.load(cache).values()

@@ -18,6 +18,7 @@ from opttree.bench.harness import BENCH_METHODS, parse_methods, pearson
 from opttree.bench.prompts import parse_prompts, read_prompts
 from opttree.config import DecodeConfig
 from opttree.errors import BadInput
+from opttree.nets.few_row_linear import kernel_of
 
 MT = ('{"question_id": 1, "category": "math", "turns": ["t1 t2 t3", "t4"]}\n'
       '{"question_id": 2, "category": "writing", "turns": ["t5 t6 t7 t8"]}\n')
@@ -181,6 +182,7 @@ def test_bench_writes_documented_json(tmp_path, pair):
     m = r["meta"]["machine"]
     assert {"cpu", "cpu_isa", "torch_threads", "torch", "transformers", "date_utc", "noise"} <= set(m)
     assert r["meta"]["hf_assisted_config"]["num_assistant_tokens"] == 20
+    assert r["meta"]["assistant_kernel"] == kernel_of(assistant) in ("few-row", "default")
     assert assistant.generation_config.num_assistant_tokens == 20  # set where 5.x reads it
     assert len(r["ea_a"]["opt-tree"]) == r["methods"]["opt-tree"]["steps"]
     from opttree.bench.report import write_report
@@ -195,6 +197,10 @@ def test_bench_writes_documented_json(tmp_path, pair):
     curve = load_or_measure(pair)
     assert f"({curve['key']['isa']}, float32," in text
     assert curve["load_avg"] is None or f"(load average {curve['load_avg'][0]})" in text
+    assert "assistant on int8" not in text
+    r["meta"]["assistant_kernel"] = "int8"
+    assert "defaults for an assistant (the assistant on int8 weights)." in write_report(
+        r, None, tmp_path / "README.md", label="tiny", command="make bench", cost=curve)
 
 
 def test_report_checks_the_tau_ordering_of_a_second_bench():

@@ -289,13 +289,15 @@ def test_a_refit_from_cached_rows_reads_no_prompts_and_records_the_same_counts(t
         raise AssertionError("the training prompts were read on a cache hit")
 
     monkeypatch.setattr(lp.paths, "data_dir", lambda: tmp_path)
-    monkeypatch.setattr(lp, "load_pair", lambda **kw: SimpleNamespace(draft_name=str(draft)))
+    monkeypatch.setattr(lp, "load_pair", lambda **kw: SimpleNamespace(draft_name=str(draft),
+                                                                      draft_model=torch.nn.Linear(2, 2)))
     monkeypatch.setattr(lp, "train_prompts", no_prompt_file)
     argv = ["--prompts", "6", "--heldout", "2", "--sharegpt", "6", "--sharegpt-heldout", "2", "--tokens", "8",
             "--epochs", "5", "--threads", "1", "--sharegpt-data", str(tmp_path / "absent"),
             "--out", str(tmp_path / "out" / "predictor.safetensors")]
     cache = lp.rows_cache(lp.parse(argv), draft)
     assert cache.parent == tmp_path / "length" and "-s0-head-" in cache.name
+    assert lp.rows_cache(lp.parse(argv), draft, "int8") != cache    # int8 drafts accept differently
     g = torch.Generator().manual_seed(0)
     rows = {name: torch.randn(n, 8, generator=g) if name.endswith("x") else torch.randint(0, 4, (n,)).float()
             for name, n in (("x", 40), ("y", 40), ("hx", 6), ("hy", 6), ("ux", 5), ("uy", 5))}
