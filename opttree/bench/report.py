@@ -96,7 +96,7 @@ def bench_section(b: dict) -> list[str]:
                 f"`assistant_confidence_threshold={hf['assistant_confidence_threshold']}` "
                 f"({adapt}); "
                 "greedy, batch 1. These are the library's defaults for an assistant"
-                + (" (the assistant on int8 weights)." if meta.get("assistant_kernel") == "int8" else "."), ""]
+                + ("; the assistant ran on int8 weights." if meta.get("assistant_kernel") == "int8" else "."), ""]
     out += ["![τ and speedup per method](bench.png)", "", "### Per category", "",
             "| category | " + " | ".join(f"{m} τ / speedup" for m in b["methods"] if m != "ar") + " |",
             "|---|" + "---|" * (len(b["methods"]) - 1)]

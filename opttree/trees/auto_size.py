@@ -192,7 +192,8 @@ class Objective:
         instead: the next layer's best children are expected to keep that share of their parents'
         p̂ (the builder passes the share this layer's best children kept). Like the greedy stop this
         looks one layer ahead; it narrows the next layer's frontier to nodes some n in play could
-        use, since drafting nodes no chosen tree would hold only costs time.
+        use, since drafting nodes no chosen tree would hold only costs time. (A tighter forecast drafts
+        fewer layers but no faster: benchmarks/auto_budget.md, "Forecasting the next layer".)
         """
         best = self.best[0]
         draft = self.draft_ms[-1] + self.cost.cheapest_layer

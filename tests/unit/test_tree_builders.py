@@ -2,6 +2,7 @@
 
 import hashlib
 import itertools
+import random
 
 import pytest
 import torch
@@ -208,35 +209,33 @@ def test_auto_needs_a_cost_curve_and_other_methods_cut_their_own_trees():
 
 
 def test_at_confidence_one_the_next_layer_test_is_a_bound():
-    """No n that `still_in_play` (confidence 1) rules out can beat the best J after the real next layer,
-    whatever children it brings (their q sum to at most 1 per parent) and whatever the layer's width."""
-    import random
-
+    """No n that `still_in_play` (confidence 1) rules out can beat the best J after a real next layer:
+    over any number k of the last layer's parents (best-first), whatever children they bring (their q
+    sum to at most 1 per parent, sometimes exactly 1), priced at that layer's measured width k."""
     from opttree.trees.auto_size import Objective, throughput
 
+    widening = StepCost((1, 16), (10.0, 14.0), (1, 2, 8), (1.0, 4.0, 8.0), 0.5)   # wider layers cost more
     rng = random.Random(0)
-    for case in range(300):
-        cost = (CPU_LIKE, RISING, STEEP)[case % 3]
+    for case in range(400):
+        cost = (CPU_LIKE, RISING, STEEP, widening)[case % 4]
         most = rng.choice([3, 6, 12])
         p = sorted((rng.random() ** 2 for _ in range(rng.randint(1, 14))), reverse=True)
         last = [rng.random() < 0.6 for _ in p]
         objective = Objective(cost, most)
         objective.add_layer(p, cost.base_ms)
         top = objective.still_in_play(p, list(itertools.accumulate(x if a else 0.0 for x, a in zip(p, last))), 1.0)
-        children = []
-        for pi, is_last in zip(p[:most], last):
-            if is_last:
-                q = [rng.random() for _ in range(rng.randint(1, 3))]
-                scale = rng.random() / sum(q)
-                children += [pi * x * scale for x in q]
-        after = list(itertools.accumulate(sorted(p[:most] + children, reverse=True)))
+        parents = [pi for pi, is_last in zip(p[:most], last) if is_last]
         verify = cost.verify_table(most + 1)
-        for n in range(top + 1, min(most, len(after)) + 1):
-            width = sum(last[: n - 1])      # the parents ranked above the n-th (its own child never beats it)
-            if width == 0:
-                continue
-            real = throughput(after[n - 1], cost.base_ms + cost.layer(width), verify[n + 1])
-            assert real <= objective.best[0] + 1e-9, (case, n, top)
+        for k in range(1, len(parents) + 1):
+            children = []
+            for pi in parents[:k]:
+                q = [rng.random() for _ in range(rng.randint(1, 3))]
+                scale = (1.0 if rng.random() < 0.3 else rng.random()) / sum(q)
+                children += [pi * x * scale for x in q]
+            after = list(itertools.accumulate(sorted(p[:most] + children, reverse=True)))
+            for n in range(top + 1, min(most, len(after)) + 1):
+                real = throughput(after[n - 1], cost.base_ms + cost.layer(k), verify[n + 1])
+                assert real <= objective.best[0] + 1e-9, (case, k, n, top)
 
 
 def test_cost_interpolation_and_monotone_fit():
