@@ -22,6 +22,7 @@ import argparse
 import os
 import statistics
 import time
+from dataclasses import replace
 
 import torch
 
@@ -66,7 +67,7 @@ def measure(pair, choices: list[str], prompts: int, nodes: int, depth: int, toke
     if not FR._have_int8():
         raise SystemExit("this PyTorch build has no dynamic int8 linear (torch.ops.quantized.linear_dynamic).")
     cfg = DecodeConfig(method="opt-tree", nodes=nodes, threshold=0.0, max_depth=depth, max_new_tokens=tokens)
-    warm = DecodeConfig(method="opt-tree", nodes=nodes, threshold=0.0, max_depth=depth, max_new_tokens=2)
+    warm = replace(cfg, max_new_tokens=2)
     for c in choices:   # each choice's packed weights are made here, outside the timed runs, and kept
         apply(pair.draft_model, c)
         run(pair, "Hello", warm)
