@@ -85,5 +85,9 @@ def plain_linear() -> bool:
     return os.environ.get("OPTTREE_PLAIN_LINEAR", "") not in ("", "0")
 
 
+def plain_attention() -> bool:
+    return os.environ.get("OPTTREE_PLAIN_ATTENTION", "") not in ("", "0")
+
+
 def draft_int8() -> bool:
     return os.environ.get("OPTTREE_DRAFT_INT8", "").strip() not in ("", "0")

@@ -7,6 +7,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from opttree.config import TRAINING_FREE
 from opttree.models.loading import ModelPair
+from opttree.nets.grouped_attention import use_grouped_attention
 
 
 class ToyTokenizer:
@@ -93,6 +94,8 @@ def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, voca
     elif drafter in TRAINING_FREE:   # no draft model: the target alone
         pair.drafter_kind, pair.draft_name = drafter, drafter
     pair.target.to(device)
+    use_grouped_attention(pair.target)          # as the loaders do (nets/grouped_attention.py)
     if pair.draft_model is not None:
         pair.draft_model.to(device)
+        use_grouped_attention(pair.draft_model)
     return pair

@@ -76,6 +76,8 @@ def register(sub) -> None:
     s.add_argument("--no-verify-cost", action="store_true", help="skip the target forward-time curve")
     s.add_argument("--cost-sizes", default="1,2,4,8,16,32,64,128,256,512")
     s.add_argument("--cost-reps", type=int, default=5)
+    s.add_argument("--cost-prefix", type=int, default=128,
+                   help="with --cost-only: the KV prefix (tokens) the verify-cost curve is timed after")
     s.add_argument("--cost-only", action="store_true", help="measure only the verify-cost curve (no draft needed)")
     s.add_argument("--cost-from", default=None, help="reuse the verify-cost curve in this JSON instead of measuring")
     s.add_argument("--cap", default="", help="skip budgets above a cap per method, e.g. binary=150 (slow trees)")
@@ -256,7 +258,11 @@ def cmd_sweep(args) -> int:
             torch.set_num_threads(args.threads)
 
         pair = load_pair(args.target, drafter="none", device=args.device, dtype=args.dtype)
-        cost = verify_cost_curve(pair, tuple(sizes), reps=args.cost_reps,
+        room = getattr(pair.target.config, "max_position_embeddings", None)
+        if args.cost_prefix < 1 or (room and args.cost_prefix + max(sizes) > room):
+            raise BadInput(f"--cost-prefix must be at least 1 and leave room for {max(sizes)} tree tokens "
+                           f"within the target's {room} positions.")
+        cost = verify_cost_curve(pair, tuple(sizes), prefix_tokens=args.cost_prefix, reps=args.cost_reps,
                                  log=lambda msg: print(msg, file=sys.stderr, flush=True))
         if args.out:
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -188,6 +188,9 @@ def plot_verify_cost(cost: dict, path) -> str:
     if "plain_median_ms" in pts[0]:  # the same forward with plain F.linear (few_row_linear.py)
         ax.plot(xs, [p["plain_median_ms"] for p in pts], marker="x", color="#888888", ls=":",
                 label="same, plain F.linear kernel")
+    if "copy_kv_median_ms" in pts[0]:  # the same forward copying the KV heads (grouped_attention.py)
+        ax.plot(xs, [p["copy_kv_median_ms"] for p in pts], marker="+", color="#b04a4a", ls="-.",
+                label="same, KV heads copied (transformers' SDPA)")
     ax2 = ax.twinx()
     ax2.plot(xs, [p["relative"] for p in pts], color="#d98c1f", ls="--", marker=".", label="× one-token forward")
     ax2.set_ylabel("relative to a 1-token forward")

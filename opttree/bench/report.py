@@ -155,6 +155,13 @@ def sweep_section(s: dict) -> list[str]:
                     "last two time the same forwards, in the same repetitions, with plain `F.linear` (MKL's "
                     "GEMV for one row, its GEMM for more). Both × rows are relative to the few-row kernel's "
                     "1-token forward, the one AR decodes with."]
+        if "copy_kv_median_ms" in pts[0]:
+            out += ["", "| copying the KV heads: ms | " + " | ".join(fmt(p["copy_kv_median_ms"], ".0f") for p in pts)
+                    + " |", "| copying: × 1-token | " + " | ".join(fmt(p["copy_kv_relative"]) for p in pts) + " |",
+                    "", "These two rows time the same forwards with transformers' SDPA, which copies every layer's "
+                    "KV cache once per query head of a group before a masked forward over several tokens; the "
+                    "engine folds the group's query heads onto their shared KV head instead "
+                    "(`opttree/nets/grouped_attention.py`)."]
         out += ["", "![verify cost](verify_cost.png)", ""]
 
     pred = best_budget(s["nodes"]["curves"].get("opt-tree", []), "predicted_speedup")

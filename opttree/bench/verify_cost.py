@@ -17,6 +17,8 @@ import statistics
 from opttree.bench.env import machine_info, note_load
 from opttree.engine.cost import synthetic_tree, time_verify
 from opttree.nets.few_row_linear import uses_few_row_linear
+from opttree.nets.grouped_attention import NAME as GROUPED
+from opttree.nets.grouped_attention import attention_of
 from opttree.trees.auto_size import interpolate
 
 __all__ = ["DEFAULT_SIZES", "cost_at", "synthetic_tree", "verify_cost_curve"]
@@ -26,21 +28,26 @@ DEFAULT_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps: int = 5, warmup: int = 1,
                       log=None) -> dict:
-    """Median/p25/p75 ms of one verification forward for trees of `sizes` tokens (root included).
+    """Median/p25/p75 ms of one verification forward for trees of `sizes` tokens (root included),
+    after a KV prefix of `prefix_tokens`.
 
     The forwards are timed by `engine.cost.time_verify`, the measurement the decoder's own cost
     curve uses. When the target runs the few-row CPU kernel (few_row_linear.py), every size is also
-    timed with the plain `F.linear` kernel in the same repetitions, so the curve shows what the
-    kernel buys."""
-    kernels = ("few-row", "plain") if uses_few_row_linear(pair.target) else ("default",)
+    timed with the plain `F.linear` kernel in the same repetitions, and when it attends over grouped
+    KV heads without copying them (grouped_attention.py), with transformers' copying SDPA too, so the
+    curve shows what each buys."""
+    others = (("plain",) if uses_few_row_linear(pair.target) else ()) + \
+             (("copy-kv",) if attention_of(pair.target) == GROUPED else ())
+    kernels = ("few-row" if uses_few_row_linear(pair.target) else "default",) + others
     times = time_verify(pair, tuple(sizes), prefix_tokens, reps, warmup, kernels, log)
     points = _points(times, kernels[0], sizes)
-    if len(kernels) > 1:
-        for p, q in zip(points, _points(times, "plain", sizes, base_kernel=kernels[0])):
-            p["plain_median_ms"], p["plain_relative"] = q["median_ms"], q["relative"]
+    for other in others:
+        name = other.replace("-", "_")
+        for p, q in zip(points, _points(times, other, sizes, base_kernel=kernels[0])):
+            p[f"{name}_median_ms"], p[f"{name}_relative"] = q["median_ms"], q["relative"]
     meta = {"machine": note_load(machine_info(pair.device)), "target": pair.target_name,
             "dtype": str(pair.dtype).replace("torch.", ""), "prefix_tokens": prefix_tokens, "reps": reps,
-            "kernel": kernels[0]}
+            "kernel": kernels[0], "attention": attention_of(pair.target)}
     return {"meta": meta, "points": points}
 
 

@@ -45,6 +45,7 @@ from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
 from opttree.nets.few_row_linear import int8_skipped, kernel_of, use_few_row_linear, use_plain_linear
+from opttree.nets.grouped_attention import attention_of, use_copying_attention, use_grouped_attention
 from opttree.trees.auto_size import StepCost, from_numbers
 from opttree.trees.draft_tree import ROOT, DraftTree
 
@@ -130,7 +131,8 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
     """ms of one verification forward per (kernel, tokens): {(kernel, n): [ms, ...]}.
 
     kernels: "default" (the target as loaded), or "few-row" and "plain" to time the few-row CPU
-    kernel and plain `F.linear` in the same repetitions (nets/few_row_linear.py)."""
+    kernel and plain `F.linear` in the same repetitions (nets/few_row_linear.py), and "copy-kv" to
+    time transformers' SDPA, which copies the KV heads, beside nets/grouped_attention.py's."""
     target, device = pair.target, pair.device
     vocab = target.config.vocab_size
     prefix = torch.tensor([_prefix(pair, prefix_tokens)], device=device)
@@ -144,6 +146,8 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
                 for k in (kernels if rep % 2 == 0 else tuple(reversed(kernels))):
                     if k == "plain":
                         use_plain_linear(target)
+                    elif k == "copy-kv":
+                        use_copying_attention(target)
                     _sync(device)
                     t0 = time.perf_counter()
                     verify_tree(target, cache, 0, trees[n], device)
@@ -151,6 +155,8 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
                     ms = (time.perf_counter() - t0) * 1e3
                     if k == "plain":
                         use_few_row_linear(target)
+                    elif k == "copy-kv":
+                        use_grouped_attention(target)
                     truncate(cache, prefix_tokens)
                     if rep >= warmup:
                         times[(k, n)].append(ms)
@@ -159,6 +165,8 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
     finally:
         if "plain" in kernels:
             use_few_row_linear(target)
+        if "copy-kv" in kernels:
+            use_grouped_attention(target)
     return times
 
 
@@ -212,31 +220,34 @@ def _stats(ts: list[float]) -> dict:
             "best_ms": round(ts[0], 3)}
 
 
-DRAFT_KEYS = ("drafter", "draft", "draft_bytes", "draft_kernel", "draft_fp32")
+DRAFT_KEYS = ("drafter", "draft", "draft_bytes", "draft_kernel", "draft_fp32", "draft_attention")
 
 
 def cache_key(pair) -> dict:
     """What the curve depends on: the device (on CPU also its instruction set and core count: a VM moved
     to another host keeps its model name), dtype, threads, kernel, target and draft (and the draft
     file's size: a draft retrained into another shape, e.g. a fused head, is measured again; and the
-    kernel the draft runs on, with the parts an int8 draft keeps fp32: each costs its own)."""
+    kernel the draft runs on, with the parts an int8 draft keeps fp32: each costs its own), and the
+    attention each runs (a tree forward copies the KV cache under "sdpa", not under
+    nets/grouped_attention.py's)."""
     draft = str(pair.draft_name or "") if pair.drafter_kind != "none" else ""
     cpu = torch.device(pair.device).type == "cpu"
     return {"device": str(pair.device), "device_name": device_name(pair.device),
             **({"isa": cpu_isa(), "cores": os.cpu_count()} if cpu else {}),
             "dtype": str(pair.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
-            "kernel": kernel_of(pair.target),
+            "kernel": kernel_of(pair.target), "attention": attention_of(pair.target),
             "target": str(pair.target_name), "drafter": pair.drafter_kind, "draft": draft,
             "draft_bytes": _file_size(draft), **draft_kernel(pair.draft_model)}
 
 
 def draft_kernel(model) -> dict:
-    """The draft's kernel ("int8", "few-row", "default"; None without a draft network) and, on int8,
-    the names of the parts it keeps fp32."""
+    """The draft's kernel ("int8", "few-row", "default"; None without a draft network), on int8 the
+    names of the parts it keeps fp32, and its attention."""
     if not isinstance(model, torch.nn.Module):
-        return {"draft_kernel": None, "draft_fp32": None}
+        return {"draft_kernel": None, "draft_fp32": None, "draft_attention": None}
     kernel = kernel_of(model)
-    return {"draft_kernel": kernel, "draft_fp32": sorted(int8_skipped(model)) if kernel == "int8" else None}
+    return {"draft_kernel": kernel, "draft_fp32": sorted(int8_skipped(model)) if kernel == "int8" else None,
+            "draft_attention": attention_of(model)}
 
 
 def target_key(pair) -> dict:

@@ -20,6 +20,7 @@ from opttree.nets.eagle_checkpoint import is_eagle_checkpoint, load_eagle_head
 from opttree.nets.exit_head import ExitHead, exit_config
 from opttree.nets.feature_head import FeatureHead, head_config_from_target
 from opttree.nets.few_row_linear import use_few_row_linear
+from opttree.nets.grouped_attention import use_grouped_attention
 
 RANDOM_HEAD = "random"  # an untrained head: for tests and to show what a useless draft looks like
 TEMPERATURE_KEY = "tree_temperature"   # the card's fitted tree temperature (drafters/tree_temperature.py)
@@ -103,6 +104,7 @@ def load_feature_head(spec: str, target):
     emb = target.get_input_embeddings().weight
     head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
     use_few_row_linear(head, draft=True)  # a tree layer drafts a few nodes at once (few_row_linear.py)
+    use_grouped_attention(head)
     return head
 
 
@@ -128,6 +130,7 @@ def load_exit_head(spec: str, target, exit_layer: int | None = None):
     emb = target.get_input_embeddings().weight
     head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
     use_few_row_linear(head, draft=True)
+    use_grouped_attention(head)
     return head
 
 
