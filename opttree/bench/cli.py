@@ -76,8 +76,8 @@ def register(sub) -> None:
     s.add_argument("--no-verify-cost", action="store_true", help="skip the target forward-time curve")
     s.add_argument("--cost-sizes", default="1,2,4,8,16,32,64,128,256,512")
     s.add_argument("--cost-reps", type=int, default=5)
-    s.add_argument("--cost-prefix", type=int, default=128,
-                   help="with --cost-only: the KV prefix (tokens) the verify-cost curve is timed after")
+    s.add_argument("--cost-prefix", type=int, default=None,
+                   help="with --cost-only: the KV prefix (tokens) the verify-cost curve is timed after (default 128)")
     s.add_argument("--cost-only", action="store_true", help="measure only the verify-cost curve (no draft needed)")
     s.add_argument("--cost-from", default=None, help="reuse the verify-cost curve in this JSON instead of measuring")
     s.add_argument("--cap", default="", help="skip budgets above a cap per method, e.g. binary=150 (slow trees)")
@@ -249,6 +249,11 @@ def cmd_sweep(args) -> int:
             assert cost["points"]
         except (OSError, json.JSONDecodeError, KeyError, TypeError, AssertionError):
             raise BadInput(f"--cost-from {args.cost_from}: not a verify-cost JSON.") from None
+    if args.cost_prefix is not None and not args.cost_only:
+        raise BadInput("--cost-prefix goes with --cost-only (the sweep times its curve after 128 tokens).")
+    prefix = 128 if args.cost_prefix is None else args.cost_prefix
+    if prefix < 1:
+        raise BadInput("--cost-prefix must be at least 1.")
     if args.cost_only:
         if not sizes:
             raise BadInput("--cost-only needs --cost-sizes.")
@@ -259,10 +264,10 @@ def cmd_sweep(args) -> int:
 
         pair = load_pair(args.target, drafter="none", device=args.device, dtype=args.dtype)
         room = getattr(pair.target.config, "max_position_embeddings", None)
-        if args.cost_prefix < 1 or (room and args.cost_prefix + max(sizes) > room):
-            raise BadInput(f"--cost-prefix must be at least 1 and leave room for {max(sizes)} tree tokens "
-                           f"within the target's {room} positions.")
-        cost = verify_cost_curve(pair, tuple(sizes), prefix_tokens=args.cost_prefix, reps=args.cost_reps,
+        if room and prefix + max(sizes) > room:
+            raise BadInput(f"--cost-prefix {prefix} leaves no room for {max(sizes)} tree tokens within the "
+                           f"target's {room} positions.")
+        cost = verify_cost_curve(pair, tuple(sizes), prefix_tokens=prefix, reps=args.cost_reps,
                                  log=lambda msg: print(msg, file=sys.stderr, flush=True))
         if args.out:
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -150,17 +150,19 @@ def sweep_section(s: dict) -> list[str]:
         if "plain_median_ms" in pts[0]:
             out += ["| plain F.linear: ms | " + " | ".join(fmt(p["plain_median_ms"], ".0f") for p in pts) + " |",
                     "| plain: × 1-token | " + " | ".join(fmt(p["plain_relative"]) for p in pts) + " |"]
+        if "copy_kv_median_ms" in pts[0]:
+            out += ["| KV heads copied: ms | " + " | ".join(fmt(p["copy_kv_median_ms"], ".0f") for p in pts) + " |",
+                    "| copied: × 1-token | " + " | ".join(fmt(p["copy_kv_relative"]) for p in pts) + " |"]
+        if "plain_median_ms" in pts[0]:
             out += ["", "The first two rows use the few-row CPU kernel the engine runs with "
                     "(`opttree/nets/few_row_linear.py`: oneDNN's inner product over weights reordered once); the "
-                    "last two time the same forwards, in the same repetitions, with plain `F.linear` (MKL's "
-                    "GEMV for one row, its GEMM for more). Both × rows are relative to the few-row kernel's "
+                    "plain rows time the same forwards, in the same repetitions, with plain `F.linear` (MKL's "
+                    "GEMV for one row, its GEMM for more). Every × row is relative to the first row's "
                     "1-token forward, the one AR decodes with."]
         if "copy_kv_median_ms" in pts[0]:
-            out += ["", "| copying the KV heads: ms | " + " | ".join(fmt(p["copy_kv_median_ms"], ".0f") for p in pts)
-                    + " |", "| copying: × 1-token | " + " | ".join(fmt(p["copy_kv_relative"]) for p in pts) + " |",
-                    "", "These two rows time the same forwards with transformers' SDPA, which copies every layer's "
+            out += ["", "The copied rows time the same forwards with transformers' SDPA, which copies every layer's "
                     "KV cache once per query head of a group before a masked forward over several tokens; the "
-                    "engine folds the group's query heads onto their shared KV head instead "
+                    "engine folds each group's query heads onto their shared KV head instead "
                     "(`opttree/nets/grouped_attention.py`)."]
         out += ["", "![verify cost](verify_cost.png)", ""]
 

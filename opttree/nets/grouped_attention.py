@@ -5,21 +5,23 @@ share 3 key/value heads, 3 to a group. For one query token transformers' SDPA pa
 query heads onto their shared KV head (`pack_gqa`) and attends over the cache as it is. For more than
 one query token under a mask, which is every tree verification and every draft layer wider than one
 node, transformers 5.23 instead copies every layer's whole KV cache once per head of a group
-(`repeat_kv`) before attending, on CPU and CUDA alike. The copy grows with the prefix and is paid by
-the tree forwards only, never by AR's one-token forwards: on the 2-core CPU (fp32, 2 threads) a
-2-token verification after 1,024 tokens of prefix cost 1.24× a one-token forward with it, and 1.0–1.05×
-without it (benchmarks/grouped_attention.md).
+(`repeat_kv`) before attending, on CPU and CUDA alike. The copy grows with the prefix and only the tree
+forwards pay it, never AR's one-token forwards. On the 2-core CPU the fold took the auto budget from
+1.30× to 1.38× AR on the eval set (paired +7.2 % ± 2.0 %), and further on long prompts
+(benchmarks/grouped_attention.md).
 
 The fold works for many query tokens as well. Query head h reads KV head h // g (g heads to a group),
 and the heads of one group sit next to each other, so the (heads, queries) block of a group is g·q
 query rows of its KV head: a reshape, no copy of the cache. The mask, one (queries, keys) block shared
 by every head, is repeated g times down its rows (g·q rows against the cache's length: small). Every
-query row attends to the same keys with the same scores as before, so the output is the same maths;
-on CPU it matches transformers' path bit for bit (tests/unit/test_grouped_attention.py).
+query row attends to the same keys with the same scores as before, so the output is the same maths
+(tests/engine/test_grouped_attention.py compares it with transformers' path).
 
-`use_grouped_attention(model)` switches every SDPA attention in `model` to this function; anything
-else (eager attention, a per-head mask, one query token, a causal forward with no mask, dropout) goes
-to transformers' SDPA function unchanged. OPTTREE_PLAIN_ATTENTION=1 switches it off, to time the copy.
+`use_grouped_attention(model)` switches the SDPA attention of the model families in `FOLDS_FOR` (their
+attention goes through transformers' attention registry and nothing in their code branches on the name
+"sdpa"; other families keep "sdpa"). Anything the fold does not cover (a per-head mask, one query
+token, a causal forward with no mask, dropout, softcapping, a paged cache, attention sinks, a position
+bias) goes to transformers' SDPA function unchanged. OPTTREE_PLAIN_ATTENTION=1 switches it off.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ import torch.nn.functional as F
 from opttree import paths
 
 NAME = "opttree_grouped_sdpa"      # the name transformers' attention registry knows it by
+# Model types whose modeling code (transformers 5.23) was read: attention through the registry, GQA via
+# `num_key_value_groups`, no branch on the literal name "sdpa" (Falcon and Gemma 4 have such branches).
+FOLDS_FOR = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "smollm3",
+                       "gemma", "phi3", "olmo2", "granite", "glm4", "cohere", "starcoder2"})
+_NOT_FOLDED = ("softcap", "cache", "position_bias", "s_aux", "sinks")   # kwargs the fold does not apply
 
 
 def grouped_sdpa(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None,
@@ -45,13 +52,14 @@ def grouped_sdpa(module, query, key, value, attention_mask, dropout: float = 0.0
     batch, heads, q_len, dim = query.shape
     if (groups == 1 or q_len == 1 or attention_mask is None or dropout or attention_mask.dim() != 4
             or attention_mask.shape[1] != 1 or attention_mask.shape[2] != q_len
-            or key.shape[1] * groups != heads or kwargs.get("position_bias") is not None):
+            or key.shape[1] * groups != heads or any(kwargs.get(k) is not None for k in _NOT_FOLDED)):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, is_causal=is_causal, **kwargs)
     rows = query.reshape(batch, heads // groups, groups * q_len, dim)       # head-major within a group
     mask = attention_mask.repeat(1, 1, groups, 1)                           # row r·q + i is query i's
     out = F.scaled_dot_product_attention(rows, key, value, attn_mask=mask, scale=scaling)
-    return out.reshape(batch, heads, q_len, value.shape[-1]).transpose(1, 2).contiguous(), None
+    # the batch from the output: SDPA broadcasts a batch-1 side against the other
+    return out.reshape(out.shape[0], heads, q_len, value.shape[-1]).transpose(1, 2).contiguous(), None
 
 
 @functools.cache
@@ -65,13 +73,20 @@ def _register() -> str:
 
 
 def _configs(model: torch.nn.Module) -> list:
-    """The configs `model`'s modules hold (one object is usually shared by all of them)."""
-    return list({id(c): c for m in model.modules() if (c := getattr(m, "config", None)) is not None}.values())
+    """The configs of the transformers models inside `model` (itself included) whose family folds."""
+    out = {}
+    for m in model.modules():
+        config = getattr(m, "config", None)
+        if (getattr(type(m), "_supports_attention_backend", False) and config is not None
+                and getattr(config, "model_type", None) in FOLDS_FOR):
+            out[id(config)] = config
+    return list(out.values())
 
 
 def use_grouped_attention(model: torch.nn.Module) -> None:
-    """Switch `model`'s SDPA attention (every config its modules hold) to `grouped_sdpa`, unless
-    OPTTREE_PLAIN_ATTENTION is set; other attention implementations are left as they are."""
+    """Switch the SDPA attention of every folding transformers model inside `model` (a target, a
+    classic draft, a head's decoder) to `grouped_sdpa`, unless OPTTREE_PLAIN_ATTENTION is set; other
+    attention implementations and other model families are left as they are."""
     if paths.plain_attention():
         return
     for config in _configs(model):
@@ -79,12 +94,14 @@ def use_grouped_attention(model: torch.nn.Module) -> None:
             config._attn_implementation = _register()
 
 
-def use_copying_attention(model: torch.nn.Module) -> None:
+def use_copying_attention(model: torch.nn.Module) -> str | None:
     """Undo `use_grouped_attention`: back to transformers' SDPA, which copies the KV heads (to time the
-    copy side by side, engine/cost.py's "copy-kv" kernel)."""
+    copy side by side, engine/cost.py's "copy-kv" kernel). Returns the attention `model` ran before."""
+    before = attention_of(model)
     for config in _configs(model):
         if getattr(config, "_attn_implementation", None) == NAME:
             config._attn_implementation = "sdpa"
+    return before
 
 
 def attention_of(model) -> str | None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 import transformers.integrations.sdpa_attention as hf_sdpa
+from tiny import tiny_llama, tiny_pair
 
 from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import verify_tree
 from opttree.engine import cost
 from opttree.nets import grouped_attention as GA
-from tests.tiny import tiny_llama, tiny_pair
 
 
 def _tree_logits(model, prefix: torch.Tensor, tree) -> torch.Tensor:
@@ -58,17 +58,32 @@ def test_the_cases_it_does_not_fold_go_to_transformers_unchanged():
     k, v = torch.randn(1, 2, 10, 8, generator=g), torch.randn(1, 2, 10, 8, generator=g)
     per_head = torch.zeros(1, 4, 3, 10)                  # a mask per head: not one block shared by all
     per_head[..., 5:] = torch.finfo(torch.float32).min
+    one_row = per_head[:, :1, :1]                        # one mask row broadcast to every query
     one_query = q[:, :, :1]
-    for args in ((q, k, v, per_head), (one_query, k, v, None), (q, k, v, None)):
+    for args in ((q, k, v, per_head), (one_query, k, v, None), (q, k, v, None), (q, k, v, one_row)):
         got, _ = GA.grouped_sdpa(attn, *args, scaling=attn.scaling)
         want, _ = hf_sdpa.sdpa_attention_forward(attn, *args, scaling=attn.scaling)
         assert torch.equal(got, want)
-    # and a shared mask is folded, to the same numbers as transformers' copy
-    shared = per_head[:, :1]
-    got, _ = GA.grouped_sdpa(attn, q, k, v, shared, scaling=attn.scaling)
-    want, _ = hf_sdpa.sdpa_attention_forward(attn, q, k, v, shared, scaling=attn.scaling)
+    with pytest.raises(ValueError, match="softcap"):     # transformers' refusal, not a silent fold
+        GA.grouped_sdpa(attn, q, k, v, per_head[:, :1], scaling=attn.scaling, softcap=30.0)
+
+
+@pytest.mark.parametrize("kind", ["float", "bool", "batch of two"])
+def test_a_shared_mask_is_folded_to_transformers_numbers(kind, monkeypatch):
+    model = tiny_llama(seed=4)
+    attn = model.model.layers[0].self_attn
+    g = torch.Generator().manual_seed(1)
+    batch = 2 if kind == "batch of two" else 1
+    q = torch.randn(batch, 4, 3, 8, generator=g)
+    k, v = torch.randn(batch, 2, 10, 8, generator=g), torch.randn(batch, 2, 10, 8, generator=g)
+    allowed = torch.rand(batch, 1, 3, 10, generator=g) > 0.4
+    allowed[..., 0] = True                                 # every query sees at least one key
+    mask = allowed if kind == "bool" else torch.zeros(allowed.shape).masked_fill_(~allowed, -1e30)
+    want, _ = hf_sdpa.sdpa_attention_forward(attn, q, k, v, mask, scaling=attn.scaling)
+    monkeypatch.setattr(hf_sdpa, "repeat_kv", lambda *a, **kw: pytest.fail("the KV cache was copied"))
+    got, _ = GA.grouped_sdpa(attn, q, k, v, mask, scaling=attn.scaling)
+    assert got.shape == (batch, 3, 4, 8)
     torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
-    assert got.shape == (1, 3, 4, 8)
 
 
 def _decode_logits(model, ids: torch.Tensor, steps: int) -> list[torch.Tensor]:
@@ -84,7 +99,7 @@ def _decode_logits(model, ids: torch.Tensor, steps: int) -> list[torch.Tensor]:
     return out
 
 
-def test_prefill_and_ar_forwards_are_unchanged_and_the_switch_round_trips(monkeypatch):
+def test_prefill_and_ar_forwards_are_unchanged_and_the_switch_round_trips():
     model = tiny_llama(seed=5)
     ids = torch.randint(0, 64, (1, 7), generator=torch.Generator().manual_seed(2))
     want = _decode_logits(model, ids, 4)
@@ -95,12 +110,6 @@ def test_prefill_and_ar_forwards_are_unchanged_and_the_switch_round_trips(monkey
     assert GA.attention_of(model) == GA.NAME
     for got, ref in zip(_decode_logits(model, ids, 4), want):
         assert torch.equal(got, ref)
-    # one-token forwards never copy the cache, under either attention
-    cache = new_cache(model)
-    with torch.inference_mode():
-        model(input_ids=ids, past_key_values=cache, use_cache=True)
-        monkeypatch.setattr(hf_sdpa, "repeat_kv", lambda *a, **k: pytest.fail("the KV cache was copied"))
-        model(input_ids=ids[:, :1], past_key_values=cache, use_cache=True)
 
 
 def test_eager_models_and_the_off_switch_are_left_alone(monkeypatch):
@@ -114,10 +123,50 @@ def test_eager_models_and_the_off_switch_are_left_alone(monkeypatch):
     assert GA.attention_of(object()) is None
 
 
-def test_the_fused_head_folds_its_own_tree_layers_too():
-    pair = tiny_pair("fused")
-    GA.use_grouped_attention(pair.draft_model)
-    assert GA.attention_of(pair.draft_model) == GA.NAME
+def test_the_loaders_switch_targets_and_drafts_and_leave_other_families_alone():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from opttree.models.draft_assets import RANDOM_HEAD, load_exit_head, load_feature_head
+    from opttree.models.loading import prepare
+
+    target = prepare(tiny_llama(seed=6), torch.device("cpu"))
+    assert GA.attention_of(target) == GA.NAME
+    assert GA.attention_of(load_feature_head(RANDOM_HEAD, target)) == GA.NAME
+    load_exit_head(RANDOM_HEAD, target, 1)                   # no attention of its own: loads as before
+    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=64))
+    gpt2.config._attn_implementation = "sdpa"
+    GA.use_grouped_attention(gpt2)                           # a family the fold was not checked for
+    assert GA.attention_of(gpt2) == "sdpa"
+
+
+@pytest.mark.parametrize("drafter", ["eagle", "classic"])
+def test_decoding_never_copies_the_cache_in_a_tree_forward_and_stays_exact(drafter, monkeypatch):
+    """Every masked forward over several tokens (verifications, wide draft layers) takes the fold; the
+    output is still the target's own greedy output."""
+    from reference import PROMPTS, reference
+
+    from opttree.config import DecodeConfig
+    from opttree.engine.speculative import run
+
+    pair = tiny_pair(drafter)
+    folded = []
+    real_sdpa, real_forward = GA.F.scaled_dot_product_attention, hf_sdpa.sdpa_attention_forward
+
+    def fallback(module, query, key, value, attention_mask, *args, **kwargs):
+        if attention_mask is not None and query.shape[2] > 1:
+            pytest.fail("a masked forward over several tokens went to transformers' copying SDPA")
+        return real_forward(module, query, key, value, attention_mask, *args, **kwargs)
+
+    def spy(q, k, v, **kw):
+        folded.append(q.shape[1] == k.shape[1])
+        return real_sdpa(q, k, v, **kw)
+
+    monkeypatch.setattr(hf_sdpa, "sdpa_attention_forward", fallback)
+    monkeypatch.setattr(GA.F, "scaled_dot_product_attention", spy)
+    cfg = DecodeConfig(method="opt-tree", nodes=6, threshold=0.0, max_depth=4, max_new_tokens=16)
+    for prompt in PROMPTS[:2]:
+        assert run(pair, "", cfg, prompt_ids=prompt)["output_ids"] == reference(pair.target, prompt, 16)
+    assert any(folded)
 
 
 def test_the_cost_key_and_the_verify_cost_curve_tell_the_attentions_apart():
