@@ -7,7 +7,7 @@
 # (in that order, then the reverse for the long split; each run measures its own cost curve, so the auto budget sizes trees from the costs it runs with).
 # Results in benchmarks/grouped_attention/; compare with
 #   python -m opttree.bench.verdict A.json m m --against B.json
-#   THREADS=2 STEP=cost|eval|long|long-again|all benchmarks/grouped_attention.sh
+#   THREADS=2 STEP=cost|eval|long|long-again|eval-again|all benchmarks/grouped_attention.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=benchmarks/grouped_attention
@@ -38,4 +38,8 @@ fi
 if [[ $STEP == long-again || $STEP == all ]]; then   # a second pair, in the other order (the long runs are noisier)
   run opttree/assets/prompts/long_input.jsonl 18 long_grouped_b OPTTREE_PLAIN_ATTENTION=0
   run opttree/assets/prompts/long_input.jsonl 18 long_copying_b OPTTREE_PLAIN_ATTENTION=1
+fi
+if [[ $STEP == eval-again || $STEP == all ]]; then   # the eval pair again, in the other order
+  run opttree/assets/prompts/eval.jsonl 48 eval_copying_b OPTTREE_PLAIN_ATTENTION=1
+  run opttree/assets/prompts/eval.jsonl 48 eval_grouped_b OPTTREE_PLAIN_ATTENTION=0
 fi

@@ -6,9 +6,9 @@ query heads onto their shared KV head (`pack_gqa`) and attends over the cache as
 one query token under a mask, which is every tree verification and every draft layer wider than one
 node, transformers 5.23 instead copies every layer's whole KV cache once per head of a group
 (`repeat_kv`) before attending, on CPU and CUDA alike. The copy grows with the prefix and only the tree
-forwards pay it, never AR's one-token forwards. On the 2-core CPU the fold took the auto budget from
-1.30× to 1.38× AR on the eval set (paired +7.2 % ± 2.0 %), and further on long prompts
-(benchmarks/grouped_attention.md).
+forwards pay it, never AR's one-token forwards. On the 2-core CPU the fold makes the auto budget
++5.7 % ± 1.4 % faster on the eval set (paired per prompt, two pairs of runs), and a 2–8-token tree after
+1,024 tokens of prefix 4–23 % cheaper to verify (benchmarks/grouped_attention.md).
 
 The fold works for many query tokens as well. Query head h reads KV head h // g (g heads to a group),
 and the heads of one group sit next to each other, so the (heads, queries) block of a group is g·q
