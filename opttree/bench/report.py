@@ -147,12 +147,10 @@ def sweep_section(s: dict) -> list[str]:
                 f"One target forward over a tree of k tokens (root included) after a {cost['meta']['prefix_tokens']}-"
                 f"token KV prefix, median of {cost['meta']['reps']} interleaved repetitions:", "",
                 *_curve_rows("tokens", pts, ".0f")]
-        if "plain_median_ms" in pts[0]:
-            out += ["| plain F.linear: ms | " + " | ".join(fmt(p["plain_median_ms"], ".0f") for p in pts) + " |",
-                    "| plain: × 1-token | " + " | ".join(fmt(p["plain_relative"]) for p in pts) + " |"]
-        if "copy_kv_median_ms" in pts[0]:
-            out += ["| KV heads copied: ms | " + " | ".join(fmt(p["copy_kv_median_ms"], ".0f") for p in pts) + " |",
-                    "| copied: × 1-token | " + " | ".join(fmt(p["copy_kv_relative"]) for p in pts) + " |"]
+        for key, label, short in (("plain", "plain F.linear", "plain"), ("copy_kv", "KV heads copied", "copied")):
+            if f"{key}_median_ms" in pts[0]:   # the same forwards on another kernel (verify_cost.py)
+                out += [f"| {label}: ms | " + " | ".join(fmt(p[f"{key}_median_ms"], ".0f") for p in pts) + " |",
+                        f"| {short}: × 1-token | " + " | ".join(fmt(p[f"{key}_relative"]) for p in pts) + " |"]
         if "plain_median_ms" in pts[0]:
             out += ["", "The first two rows use the few-row CPU kernel the engine runs with "
                     "(`opttree/nets/few_row_linear.py`: oneDNN's inner product over weights reordered once); the "

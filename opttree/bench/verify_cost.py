@@ -36,9 +36,9 @@ def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps:
     timed with the plain `F.linear` kernel in the same repetitions, and when it attends over grouped
     KV heads without copying them (grouped_attention.py), with transformers' copying SDPA too, so the
     curve shows what each buys."""
-    others = (("plain",) if uses_few_row_linear(pair.target) else ()) + \
-             (("copy-kv",) if attention_of(pair.target) == GROUPED else ())
-    kernels = ("few-row" if uses_few_row_linear(pair.target) else "default",) + others
+    few_row = uses_few_row_linear(pair.target)
+    others = ("plain",) * few_row + ("copy-kv",) * (attention_of(pair.target) == GROUPED)
+    kernels = ("few-row" if few_row else "default",) + others
     times = time_verify(pair, tuple(sizes), prefix_tokens, reps, warmup, kernels, log)
     points = _points(times, kernels[0], sizes)
     for other in others:

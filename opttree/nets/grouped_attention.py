@@ -94,14 +94,12 @@ def use_grouped_attention(model: torch.nn.Module) -> None:
             config._attn_implementation = _register()
 
 
-def use_copying_attention(model: torch.nn.Module) -> str | None:
+def use_copying_attention(model: torch.nn.Module) -> None:
     """Undo `use_grouped_attention`: back to transformers' SDPA, which copies the KV heads (to time the
-    copy side by side, engine/cost.py's "copy-kv" kernel). Returns the attention `model` ran before."""
-    before = attention_of(model)
+    copy side by side, engine/cost.py's "copy-kv" kernel)."""
     for config in _configs(model):
         if getattr(config, "_attn_implementation", None) == NAME:
             config._attn_implementation = "sdpa"
-    return before
 
 
 def attention_of(model) -> str | None:
