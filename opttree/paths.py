@@ -13,7 +13,7 @@ Environment variables, each read when it is needed (never at import time):
 | variable | meaning | default |
 | --- | --- | --- |
 | OPTTREE_CACHE | the cache of converted weights and measured costs | `$XDG_CACHE_HOME/opttree` or `~/.cache/opttree` |
-| OPTTREE_COSTS | the measured cost curves (`engine/cost.py`) | `$OPTTREE_CACHE/costs` |
+| OPTTREE_COSTS | cost curves (`engine/cost.py`), CPU kernel choices (`few_row_linear.py`) | `$OPTTREE_CACHE/costs` |
 | OPTTREE_MODELS | the model allow-list the app serves | `assets/models.json` |
 | OPTTREE_ATTN | attention kernel for targets and drafts (`sdpa` or `eager`; tree masks need one of them) | `sdpa` |
 | OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`nets/few_row_linear.py`) | off |
@@ -25,6 +25,7 @@ The app's server settings (lane size, time limit, port…) are read once at star
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -66,6 +67,18 @@ def cache_dir() -> Path:
     base = os.environ.get("OPTTREE_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "opttree")
     return Path(base)
+
+
+def write_cache_json(path: Path, data: dict) -> None:
+    """Write a cached measurement atomically (one temporary file per process, so parallel writers never
+    share one); a read-only cache only means measuring again."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
 
 
 def costs_dir() -> Path:

@@ -29,6 +29,7 @@ import time
 
 import torch
 
+from opttree import paths
 from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import tree_inputs
 from opttree.engine import cost
@@ -113,7 +114,7 @@ def load_or_measure_surface(pair, batches=SURFACE_BATCHES, tokens=SURFACE_TOKENS
         t0 = clock()
         times = time_surface(forward_runner(pair, batches), batches, tokens, reps, clock=clock, log=log)
         surface = surface_from_times(times, key, clock() - t0, reps)
-        cost.write_cached(path, surface)
+        paths.write_cache_json(path, surface)
     return surface
 
 

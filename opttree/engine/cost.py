@@ -27,11 +27,9 @@ records `compact(curve)` in every trace's meta; the bench's verify-cost sweep
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import hashlib
 import json
 import os
-import platform
 import re
 import statistics
 import time
@@ -44,7 +42,8 @@ from opttree.config import MODEL_DRAFTERS, DecodeConfig
 from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
-from opttree.nets.few_row_linear import int8_skipped, kernel_of, use_few_row_linear, use_plain_linear
+from opttree.machine import cpu_isa, cpu_name
+from opttree.nets.few_row_linear import int8_skipped, kernel_of, plain_rows_of, use_few_row_linear, use_plain_linear
 from opttree.nets.grouped_attention import attention_of, use_copying_attention, use_grouped_attention
 from opttree.trees.auto_size import StepCost, from_numbers
 from opttree.trees.draft_tree import ROOT, DraftTree
@@ -55,40 +54,6 @@ WIDTHS = (1, 2, 4, 8, 16, 32, 64)     # nodes per draft layer
 PREFIX_TOKENS = 128
 LONGER_PREFIX_TOKENS = 1024           # the second prefix: a pasted passage's length (trees/auto_size.at_prefix)
 NEW_TOKENS = 2                        # tokens a step's begin_step feeds (about τ on the bundled pair)
-
-
-@functools.cache
-def _cpuinfo() -> str | None:
-    """/proc/cpuinfo, read once per process (None where there is none)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def cpu_name() -> str:
-    for line in (_cpuinfo() or "").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
-
-
-def cpu_isa(cpuinfo: str | None = None) -> str:
-    """The widest vector instruction set the CPU reports (amx, avx512, avx2, avx or base): the matrix
-    kernels change with it, so two hosts that share a model name ("AMD EPYC" on a VM) but not an
-    instruction set have different cost curves. Read from /proc/cpuinfo (or the text given); the
-    machine's architecture where there is none."""
-    cpuinfo = _cpuinfo() if cpuinfo is None else cpuinfo
-    flags: set[str] = set()
-    for line in (cpuinfo or "").splitlines():
-        if line.startswith(("flags", "Features")):
-            flags.update(line.split(":", 1)[1].split())
-            break
-    for isa, flag in (("amx", "amx_tile"), ("avx512", "avx512f"), ("avx2", "avx2"), ("avx", "avx")):
-        if flag in flags:
-            return isa
-    return "base" if flags else (platform.machine() or "unknown")
 
 
 def load_average() -> list[float] | None:
@@ -220,7 +185,7 @@ def _stats(ts: list[float]) -> dict:
             "best_ms": round(ts[0], 3)}
 
 
-DRAFT_KEYS = ("drafter", "draft", "draft_bytes", "draft_kernel", "draft_fp32", "draft_attention")
+DRAFT_KEYS = ("drafter", "draft", "draft_bytes", "draft_kernel", "draft_fp32", "draft_plain_rows", "draft_attention")
 
 
 def cache_key(pair) -> dict:
@@ -235,7 +200,8 @@ def cache_key(pair) -> dict:
     return {"device": str(pair.device), "device_name": device_name(pair.device),
             **({"isa": cpu_isa(), "cores": os.cpu_count()} if cpu else {}),
             "dtype": str(pair.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
-            "kernel": kernel_of(pair.target), "attention": attention_of(pair.target),
+            "kernel": kernel_of(pair.target), "plain_rows": plain_rows_of(pair.target),
+            "attention": attention_of(pair.target),
             "target": str(pair.target_name), "drafter": pair.drafter_kind, "draft": draft,
             "draft_bytes": _file_size(draft), **draft_kernel(pair.draft_model)}
 
@@ -244,10 +210,10 @@ def draft_kernel(model) -> dict:
     """The draft's kernel ("int8", "few-row", "default"; None without a draft network), on int8 the
     names of the parts it keeps fp32, and its attention."""
     if not isinstance(model, torch.nn.Module):
-        return {"draft_kernel": None, "draft_fp32": None, "draft_attention": None}
+        return {"draft_kernel": None, "draft_fp32": None, "draft_plain_rows": None, "draft_attention": None}
     kernel = kernel_of(model)
     return {"draft_kernel": kernel, "draft_fp32": sorted(int8_skipped(model)) if kernel == "int8" else None,
-            "draft_attention": attention_of(model)}
+            "draft_plain_rows": plain_rows_of(model), "draft_attention": attention_of(model)}
 
 
 def target_key(pair) -> dict:
@@ -348,17 +314,6 @@ def read_cached(path: Path, key: dict, version: int = VERSION) -> dict | None:
     return curve if ok else None
 
 
-def write_cached(path: Path, data: dict) -> None:
-    """Write a measurement to the cache atomically; a read-only cache only means measuring again."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")  # one per process: parallel writers never share it
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass
-
-
 def same_verify(curve: dict, verify: dict) -> bool:
     """The curve holds this verify half (its points after both prefixes)."""
     longer, half_longer = curve.get("longer") or {}, verify.get("longer") or {}
@@ -384,9 +339,9 @@ def load_or_measure(pair, refresh: bool = False, log=None) -> dict:
     if curve is None:
         if verify is None:
             verify = measure_verify(pair, log=log)
-            write_cached(half_path, verify)
+            paths.write_cache_json(half_path, verify)
         curve = measure(pair, log=log, verify=verify)
-        write_cached(path, curve)
+        paths.write_cache_json(path, curve)
     pair.cost_curve = curve
     return curve
 

@@ -6,9 +6,14 @@ it should too, but measured here (AMD EPYC, torch 2.13 + MKL, fp32, 2 threads) a
 through `F.linear` over 2-8 tokens cost 1.5-2.5x its 1-token time: MKL's GEMM for a few rows is far
 from bandwidth-bound. oneDNN's inner product over a weight reordered once into its own blocked
 layout (the op PyTorch's compiler uses for frozen CPU linears) is: a forward over 1 to 8 tokens
-then costs about the same (benchmarks/verify_cost.* shows both kernels side by side). Every row
-count goes through it, the AR baseline's one-token forwards included, so speedups are measured
-against the fastest AR this machine has.
+then costs about the same (benchmarks/verify_cost.* shows both kernels side by side).
+
+Which kernel wins depends on the CPU, so it is measured, per layer shape and row count
+(`choose_kernels`, once per machine, cached): on the AMD EPYC hosts the few-row kernel matched
+`F.linear` at one row and won above it; on an AVX-512 Xeon MKL's `F.linear` is faster for one to three
+rows of most layers (a one-token SmolLM2 forward 34-39 ms against 43-48). Each call takes the faster
+kernel for its row count, AR's one-token forwards included, so speedups are measured against the
+fastest AR this machine has. Loaded drafts take their target's choice for the shapes they share.
 
 Costs and limits: the reordered copy doubles the weights' memory (kept once per weight, redone
 only when the weight changes in place); training (grad mode) and GPU or non-fp32 layers keep
@@ -36,13 +41,17 @@ default (benchmarks/int8_drafts.md).
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
+import time
 import types
 import warnings
 
 import torch
 import torch.nn.functional as F
 
-from opttree import paths
+from opttree import machine, paths
 
 
 @functools.cache
@@ -95,10 +104,11 @@ class PackedWeight:
     is one attribute read (a global weak dictionary cost ~4 % of a small-tree step). The copy is an
     opaque oneDNN tensor that cannot be deep-copied: a copied model gets an empty holder instead."""
 
-    __slots__ = ("key", "packed", "int8")
+    __slots__ = ("key", "packed", "int8", "plain")
 
     def __init__(self, int8: bool = False):
         self.key, self.packed, self.int8 = None, None, bool(int8)
+        self.plain: tuple[bool, ...] = ()   # by row count (the last entry for any more): F.linear is faster
 
     def get(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
         key = (_version_key(weight), _version_key(bias) if self.int8 else None)
@@ -110,6 +120,7 @@ class PackedWeight:
 
     def __deepcopy__(self, memo):
         memo[id(self)] = twin = PackedWeight(self.int8)
+        twin.plain = self.plain
         return twin
 
     def __repr__(self):
@@ -127,6 +138,9 @@ def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pa
         flat = x.reshape(-1, x.shape[-1]).contiguous()       # the op takes 2-D and up; nn.Linear takes 1-D too
         out = torch.ops.quantized.linear_dynamic(flat, pack.get(weight, bias), True)
         return out.reshape(*x.shape[:-1], out.shape[-1])
+    plain = pack.plain
+    if plain and plain[min(x.numel() // x.shape[-1], len(plain) - 1)]:
+        return F.linear(x, weight, bias)      # this row count is faster on MKL here (choose_kernels)
     return _onednn_linear()(x.contiguous(), pack.get(weight), bias, "none", [], "")
 
 
@@ -215,3 +229,116 @@ def use_plain_linear(model: torch.nn.Module) -> None:
         if _ours(m):
             del m.forward  # the holder stays: switching back must not redo every reorder
     model.few_row_int8 = False
+
+
+# Row counts `choose_kernels` times; any other count takes the choice of the nearest one below it.
+PROBE_ROWS = (1, 2, 3, 4, 6, 8, 12, 16)
+KERNEL_CHOICE_VERSION = 1
+
+
+def _fp32_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The layers on the few-row fp32 kernel (int8 ones keep theirs), in the model's order."""
+    return [m for m in model.modules() if _ours(m) and not m._few_row_pack.int8]
+
+
+def _shape(m: torch.nn.Module) -> str:
+    return "x".join(map(str, m.weight.shape))
+
+
+def choice_key(model: torch.nn.Module) -> dict:
+    """What the kernel choice depends on: the machine, the torch build and threads, and the layer shapes."""
+    shapes: dict[str, int] = {}
+    for m in _fp32_layers(model):
+        shapes[_shape(m)] = shapes.get(_shape(m), 0) + 1
+    return {"version": KERNEL_CHOICE_VERSION, "cpu": machine.cpu_name(), "isa": machine.cpu_isa(),
+            "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "rows": list(PROBE_ROWS), "shapes": dict(sorted(shapes.items()))}
+
+
+@torch.inference_mode()
+def time_kernels(layers: list[torch.nn.Module], reps: int = 4) -> dict[tuple[str, int, str], float]:
+    """ms per (shape, rows, kernel) for one pass over `layers` in order, the fastest of `reps` passes.
+
+    Each pass calls every layer once, as a forward does, so the weights stream from memory as they do
+    when decoding (a model's weights outlast the caches; timing one layer alone would time its cache).
+    Kernels and row counts are interleaved, and their order flips every repetition."""
+    inputs = {}
+    for m in layers:
+        for rows in PROBE_ROWS:
+            inputs.setdefault((_shape(m), rows), torch.randn(1, rows, m.weight.shape[1]))
+    best: dict[tuple[str, int, str], float] = {}
+    for rep in range(1 + reps):                        # the first pass warms up (and packs every weight)
+        order = PROBE_ROWS if rep % 2 == 0 else tuple(reversed(PROBE_ROWS))
+        for rows in order:
+            for kernel in (("plain", "few-row") if rep % 2 == 0 else ("few-row", "plain")):
+                total: dict[str, float] = {}
+                for m in layers:
+                    shape = _shape(m)
+                    x = inputs[(shape, rows)]
+                    t0 = time.perf_counter()
+                    if kernel == "plain":
+                        F.linear(x, m.weight, m.bias)
+                    else:
+                        _onednn_linear()(x, m._few_row_pack.get(m.weight), m.bias, "none", [], "")
+                    total[shape] = total.get(shape, 0.0) + time.perf_counter() - t0
+                if rep:
+                    for shape, t in total.items():
+                        k = (shape, rows, kernel)
+                        best[k] = min(best.get(k, float("inf")), t * 1e3)
+    return best
+
+
+def plain_table(plain_rows: list[int]) -> tuple[bool, ...]:
+    """`PackedWeight.plain` for the probed row counts where F.linear won: entry r says whether r rows
+    go to F.linear; each count takes the choice of the nearest probed count at or below it, and the
+    last entry serves every count past the largest probe."""
+    table, won = [False], False
+    for rows in range(1, PROBE_ROWS[-1] + 1):
+        if rows in PROBE_ROWS:
+            won = rows in plain_rows
+        table.append(won)
+    return tuple(table) if any(table) else ()
+
+
+def apply_choice(model: torch.nn.Module, plain: dict[str, list[int]]) -> None:
+    """Give each fp32 layer of `model` its shape's row counts on F.linear ({shape: rows}; others: none)."""
+    for m in _fp32_layers(model):
+        m._few_row_pack.plain = plain_table(plain.get(_shape(m), []))
+    model.few_row_plain = {k: v for k, v in sorted(plain.items()) if v}
+
+
+def choose_kernels(model: torch.nn.Module, reps: int = 4) -> dict[str, list[int]]:
+    """Per layer shape, the row counts at which plain `F.linear` beats the few-row kernel on this machine,
+    applied to `model` and returned ({} where nothing is on the few-row kernel).
+
+    Which kernel is faster for a few rows depends on the CPU: on the AMD EPYC hosts the few-row kernel
+    matched `F.linear` for one row and beat it for more; on an AVX-512 Xeon, MKL's `F.linear` ran a
+    one-token SmolLM2 forward in about 35 ms against the few-row kernel's 44. AR's one-token forwards
+    must run on the faster one, or every speedup over AR is flattered, so the choice is measured
+    (`time_kernels`, about four seconds for the bundled target) and cached per machine, torch build,
+    threads and layer shapes under `paths.costs_dir()`. Only the kernel changes, never the maths."""
+    layers = _fp32_layers(model)
+    if not layers:
+        return {}
+    key = choice_key(model)
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    path = paths.costs_dir() / f"kernels_{digest}.json"
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        plain = cached["plain"] if cached.get("key") == key else None
+    except (OSError, ValueError, KeyError, TypeError):
+        plain = None
+    if plain is None:
+        ms = time_kernels(layers, reps)
+        shapes = key["shapes"]
+        plain = {s: [r for r in PROBE_ROWS if ms[(s, r, "plain")] < ms[(s, r, "few-row")]] for s in shapes}
+        data = {"key": key, "plain": plain,
+                "ms": {f"{s} {r} {k}": round(v, 4) for (s, r, k), v in sorted(ms.items())}}
+        paths.write_cache_json(path, data)
+    apply_choice(model, plain)
+    return model.few_row_plain
+
+
+def plain_rows_of(model) -> dict[str, list[int]] | None:
+    """The row counts per layer shape that `model` runs on F.linear (None: not chosen; {}: none)."""
+    return getattr(model, "few_row_plain", None) if isinstance(model, torch.nn.Module) else None
