@@ -25,6 +25,7 @@ The app's server settings (lane size, time limit, port…) are read once at star
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -69,6 +70,20 @@ def cache_dir() -> Path:
     return Path(base)
 
 
+def cache_digest(key: dict) -> str:
+    """A short, stable name for a cache key (part of a cached measurement's file name)."""
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def read_cache_json(path: Path, key: dict) -> dict | None:
+    """A cached measurement (a JSON object) made under `key`, else None."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("key") == key else None
+
+
 def write_cache_json(path: Path, data: dict) -> None:
     """Write a cached measurement atomically (one temporary file per process, so parallel writers never
     share one); a read-only cache only means measuring again."""
@@ -82,7 +97,8 @@ def write_cache_json(path: Path, data: dict) -> None:
 
 
 def costs_dir() -> Path:
-    """Where measured cost curves are cached (one JSON per device, dtype, threads, target and draft)."""
+    """Where measured costs are cached: cost curves (one JSON per device, dtype, threads, target and
+    draft) and CPU kernel choices (one per machine and layer shapes)."""
     return Path(os.environ.get("OPTTREE_COSTS") or cache_dir() / "costs")
 
 

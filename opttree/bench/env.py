@@ -11,8 +11,9 @@ import sys
 import torch
 from tqdm import tqdm
 
-from opttree.engine.cost import cpu_isa, load_average
-from opttree.engine.cost import cpu_name as proc_cpu_name
+from opttree.engine.cost import load_average
+from opttree.machine import cpu_isa
+from opttree.machine import cpu_name as proc_cpu_name
 
 NOISE_NOTE = ("a shared VM: timings are noisy (other jobs may use the same cores; the load average says "
               "how busy it was); methods ran interleaved per prompt in one process, so compare ratios, "

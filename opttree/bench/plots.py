@@ -183,11 +183,14 @@ def plot_verify_cost(cost: dict, path) -> str:
     xs = [p["tokens"] for p in pts]
     kernel = cost["meta"].get("kernel", "default")
     ax.plot(xs, [p["median_ms"] for p in pts], marker="o",
-            label="target forward (median)" + (", few-row kernel" if kernel == "few-row" else ""))
+            label="target forward (median)" + (", engine's CPU kernels" if kernel == "few-row" else ""))
     ax.fill_between(xs, [p["p25_ms"] for p in pts], [p["p75_ms"] for p in pts], alpha=0.2)
     if "plain_median_ms" in pts[0]:  # the same forward with plain F.linear (few_row_linear.py)
         ax.plot(xs, [p["plain_median_ms"] for p in pts], marker="x", color="#888888", ls=":",
                 label="same, plain F.linear kernel")
+    if "few_row_only_median_ms" in pts[0]:  # the few-row kernel at every row count
+        ax.plot(xs, [p["few_row_only_median_ms"] for p in pts], marker="^", color="#4a7ab0", ls=":",
+                label="same, few-row kernel at every row count")
     if "copy_kv_median_ms" in pts[0]:  # the same forward copying the KV heads (grouped_attention.py)
         ax.plot(xs, [p["copy_kv_median_ms"] for p in pts], marker="+", color="#b04a4a", ls="-.",
                 label="same, KV heads copied (transformers' SDPA)")

@@ -147,16 +147,23 @@ def sweep_section(s: dict) -> list[str]:
                 f"One target forward over a tree of k tokens (root included) after a {cost['meta']['prefix_tokens']}-"
                 f"token KV prefix, median of {cost['meta']['reps']} interleaved repetitions:", "",
                 *_curve_rows("tokens", pts, ".0f")]
-        for key, label, short in (("plain", "plain F.linear", "plain"), ("copy_kv", "KV heads copied", "copied")):
+        for key, label, short in (("plain", "plain F.linear", "plain"), ("few_row_only", "few-row kernel only",
+                                                                          "few-row only"),
+                                  ("copy_kv", "KV heads copied", "copied")):
             if f"{key}_median_ms" in pts[0]:   # the same forwards on another kernel (verify_cost.py)
                 out += [f"| {label}: ms | " + " | ".join(fmt(p[f"{key}_median_ms"], ".0f") for p in pts) + " |",
                         f"| {short}: × 1-token | " + " | ".join(fmt(p[f"{key}_relative"]) for p in pts) + " |"]
         if "plain_median_ms" in pts[0]:
-            out += ["", "The first two rows use the few-row CPU kernel the engine runs with "
-                    "(`opttree/nets/few_row_linear.py`: oneDNN's inner product over weights reordered once); the "
+            chosen = cost["meta"].get("plain_rows")
+            out += ["", "The first two rows use the CPU kernels the engine runs with "
+                    "(`opttree/nets/few_row_linear.py`: oneDNN's inner product over weights reordered once, the "
+                    "few-row kernel, except at the row counts where this machine measured plain `F.linear` "
+                    "faster" + (": " + "; ".join(f"{s} weights at {', '.join(map(str, r))} rows"
+                                                 for s, r in chosen.items()) if chosen else ": none") + "); the "
                     "plain rows time the same forwards, in the same repetitions, with plain `F.linear` (MKL's "
-                    "GEMV for one row, its GEMM for more). Every × row is relative to the first row's "
-                    "1-token forward, the one AR decodes with."]
+                    "GEMV for one row, its GEMM for more) at every row count"
+                    + (", and the few-row rows with the few-row kernel at every row count" if chosen else "")
+                    + ". Every × row is relative to the first row's 1-token forward, the one AR decodes with."]
         if "copy_kv_median_ms" in pts[0]:
             out += ["", "The copied rows time the same forwards with transformers' SDPA, which copies every layer's "
                     "KV cache once per query head of a group before a masked forward over several tokens; the "

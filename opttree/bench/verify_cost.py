@@ -16,7 +16,7 @@ import statistics
 
 from opttree.bench.env import machine_info, note_load
 from opttree.engine.cost import synthetic_tree, time_verify
-from opttree.nets.few_row_linear import uses_few_row_linear
+from opttree.nets.few_row_linear import plain_rows_of, uses_few_row_linear
 from opttree.nets.grouped_attention import NAME as GROUPED
 from opttree.nets.grouped_attention import attention_of
 from opttree.trees.auto_size import interpolate
@@ -33,11 +33,14 @@ def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps:
 
     The forwards are timed by `engine.cost.time_verify`, the measurement the decoder's own cost
     curve uses. When the target runs the few-row CPU kernel (few_row_linear.py), every size is also
-    timed with the plain `F.linear` kernel in the same repetitions, and when it attends over grouped
-    KV heads without copying them (grouped_attention.py), with transformers' copying SDPA too, so the
-    curve shows what each buys."""
+    timed with plain `F.linear` at every row count in the same repetitions, and, where the machine's
+    choice puts some row counts on `F.linear`, with the few-row kernel at every row count; when it
+    attends over grouped KV heads without copying them (grouped_attention.py), with transformers'
+    copying SDPA too, so the curve shows what each buys."""
     few_row = uses_few_row_linear(pair.target)
-    others = ("plain",) * few_row + ("copy-kv",) * (attention_of(pair.target) == GROUPED)
+    chosen = plain_rows_of(pair.target)
+    others = (("plain",) * few_row + ("few-row-only",) * bool(few_row and chosen)
+              + ("copy-kv",) * (attention_of(pair.target) == GROUPED))
     kernels = ("few-row" if few_row else "default",) + others
     times = time_verify(pair, tuple(sizes), prefix_tokens, reps, warmup, kernels, log)
     points = _points(times, kernels[0], sizes)
@@ -47,7 +50,7 @@ def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps:
             p[f"{name}_median_ms"], p[f"{name}_relative"] = q["median_ms"], q["relative"]
     meta = {"machine": note_load(machine_info(pair.device)), "target": pair.target_name,
             "dtype": str(pair.dtype).replace("torch.", ""), "prefix_tokens": prefix_tokens, "reps": reps,
-            "kernel": kernels[0], "attention": attention_of(pair.target)}
+            "kernel": kernels[0], "plain_rows": chosen, "attention": attention_of(pair.target)}
     return {"meta": meta, "points": points}
 
 

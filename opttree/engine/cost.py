@@ -27,8 +27,6 @@ records `compact(curve)` in every trace's meta; the bench's verify-cost sweep
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 import os
 import re
 import statistics
@@ -43,7 +41,15 @@ from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
 from opttree.machine import cpu_isa, cpu_name
-from opttree.nets.few_row_linear import int8_skipped, kernel_of, plain_rows_of, use_few_row_linear, use_plain_linear
+from opttree.nets.few_row_linear import (
+    apply_choice,
+    choose_kernels,
+    int8_skipped,
+    kernel_of,
+    plain_rows_of,
+    use_few_row_linear,
+    use_plain_linear,
+)
 from opttree.nets.grouped_attention import attention_of, use_copying_attention, use_grouped_attention
 from opttree.trees.auto_size import StepCost, from_numbers
 from opttree.trees.draft_tree import ROOT, DraftTree
@@ -95,9 +101,10 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
                 kernels: tuple[str, ...] = ("default",), log=None) -> dict:
     """ms of one verification forward per (kernel, tokens): {(kernel, n): [ms, ...]}.
 
-    kernels: "default" (the target as loaded), or "few-row" and "plain" to time the few-row CPU
-    kernel and plain `F.linear` in the same repetitions (nets/few_row_linear.py), and "copy-kv" to
-    time transformers' SDPA, which copies the KV heads, beside nets/grouped_attention.py's."""
+    kernels: "default" (the target as loaded), or "few-row" (as loaded: the few-row CPU kernel with the
+    machine's choice of plain rows), "plain" (`F.linear` everywhere) and "few-row-only" (the few-row
+    kernel at every row count) in the same repetitions (nets/few_row_linear.py), and "copy-kv" to time
+    transformers' SDPA, which copies the KV heads, beside nets/grouped_attention.py's."""
     target, device = pair.target, pair.device
     vocab = target.config.vocab_size
     prefix = torch.tensor([_prefix(pair, prefix_tokens)], device=device)
@@ -105,12 +112,15 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
     target(input_ids=prefix, past_key_values=cache, use_cache=True)
     trees = {n: synthetic_tree(n - 1, vocab, seed=n) for n in sizes}  # n tokens = root + n-1 nodes
     times = {(k, n): [] for k in kernels for n in sizes}
+    chosen = plain_rows_of(target) or {}
     try:
         for rep in range(warmup + reps):
             for n in (sizes if rep % 2 == 0 else tuple(reversed(sizes))):
                 for k in (kernels if rep % 2 == 0 else tuple(reversed(kernels))):
                     if k == "plain":
                         use_plain_linear(target)
+                    elif k == "few-row-only":
+                        apply_choice(target, {})
                     elif k == "copy-kv":
                         use_copying_attention(target)
                     _sync(device)
@@ -120,6 +130,8 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
                     ms = (time.perf_counter() - t0) * 1e3
                     if k == "plain":
                         use_few_row_linear(target)
+                    elif k == "few-row-only":
+                        apply_choice(target, chosen)
                     elif k == "copy-kv":
                         use_grouped_attention(target)
                     truncate(cache, prefix_tokens)
@@ -130,6 +142,8 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
     finally:
         if "plain" in kernels:
             use_few_row_linear(target)
+        if "few-row-only" in kernels:
+            apply_choice(target, chosen)
         if "copy-kv" in kernels:
             use_grouped_attention(target)
     return times
@@ -294,7 +308,7 @@ def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, lo
 
 
 def cache_path(key: dict) -> Path:
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    digest = paths.cache_digest(key)
     # A pair's curve is named after its draft; the target's own measurements (target_key: the verify half,
     # and engine/batch_cost.py's surfaces) after what they hold.
     what = (Path(key["draft"]).stem or "none") if "draft" in key else ("surface" if "surface" in key else "verify")
@@ -305,11 +319,8 @@ def cache_path(key: dict) -> Path:
 def read_cached(path: Path, key: dict, version: int = VERSION) -> dict | None:
     """A cached measurement with this key and version and some points, else None (the bench's cost
     surfaces, engine/batch_cost.py, share the cache and this check)."""
-    try:
-        curve = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    ok = (isinstance(curve, dict) and curve.get("version") == version and curve.get("key") == key
+    curve = paths.read_cache_json(path, key)
+    ok = (curve is not None and curve.get("version") == version
           and isinstance(curve.get("points"), list) and curve["points"])
     return curve if ok else None
 
@@ -326,6 +337,9 @@ def load_or_measure(pair, refresh: bool = False, log=None) -> dict:
     `refresh` measures both halves again whatever is cached; every other draft of the target then
     takes the new verify half on its next load (timing its own layers again), so the drafts of one
     target never price verification differently."""
+    if refresh:   # the kernel choice is a measurement of this machine too (nets/few_row_linear.py)
+        choose_kernels(pair.target, refresh=True)
+        apply_choice(pair.draft_model, plain_rows_of(pair.target) or {})
     key = cache_key(pair)
     held = getattr(pair, "cost_curve", None)
     if not refresh and held is not None and held.get("key") == key:
@@ -379,5 +393,6 @@ def compact(curve: dict) -> dict:
     key = curve["key"]
     return {**_numbers(curve, 2),
             "device": key["device_name"], "dtype": key["dtype"], "threads": key["threads"],
-            "kernel": key["kernel"], "draft_kernel": key.get("draft_kernel"), "isa": key.get("isa"),
+            "kernel": key["kernel"], "plain_rows": key.get("plain_rows"), "draft_kernel": key.get("draft_kernel"),
+            "isa": key.get("isa"),
             "measured_utc": curve.get("measured_utc", ""), "load_avg": curve.get("load_avg")}

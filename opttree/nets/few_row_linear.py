@@ -8,12 +8,14 @@ from bandwidth-bound. oneDNN's inner product over a weight reordered once into i
 layout (the op PyTorch's compiler uses for frozen CPU linears) is: a forward over 1 to 8 tokens
 then costs about the same (benchmarks/verify_cost.* shows both kernels side by side).
 
-Which kernel wins depends on the CPU, so it is measured, per layer shape and row count
-(`choose_kernels`, once per machine, cached): on the AMD EPYC hosts the few-row kernel matched
-`F.linear` at one row and won above it; on an AVX-512 Xeon MKL's `F.linear` is faster for one to three
-rows of most layers (a one-token SmolLM2 forward 34-39 ms against 43-48). Each call takes the faster
-kernel for its row count, AR's one-token forwards included, so speedups are measured against the
-fastest AR this machine has. Loaded drafts take their target's choice for the shapes they share.
+Which kernel wins depends on the CPU, so it is measured per layer shape and row count (`choose_kernels`,
+once per machine, cached). On an AMD EPYC (AVX2) the few-row kernel ties `F.linear` at one row and
+wins above it; on an AVX-512 Xeon MKL's `F.linear` wins at one to three rows of most layers (a
+one-token SmolLM2 forward in 34-39 ms against 43-48, benchmarks/kernel_choice.md). Each call takes
+the faster kernel for its row count, AR's one-token forwards included, so speedups are measured
+against the fastest AR this machine has. Loaded drafts take their target's choice for the shapes
+they share; the feature head's draft-vocabulary LM-head rows (`few_row_matmul`, a shape no target
+layer has) stay on the few-row kernel.
 
 Costs and limits: the reordered copy doubles the weights' memory (kept once per weight, redone
 only when the weight changes in place); training (grad mode) and GPU or non-fp32 layers keep
@@ -41,8 +43,6 @@ default (benchmarks/int8_drafts.md).
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import os
 import time
 import types
@@ -189,6 +189,8 @@ def use_few_row_linear(model: torch.nn.Module, draft: bool = False) -> int:
         m._few_row_packs = packs
         m._few_row_pack = packs.setdefault(want, PackedWeight(want))
     model.few_row_int8 = int8 and bool(layers)
+    if getattr(model, "few_row_plain", None):
+        apply_choice(model, model.few_row_plain)   # holders made just now (int8 -> fp32) take the choice too
     return len(layers)
 
 
@@ -234,6 +236,7 @@ def use_plain_linear(model: torch.nn.Module) -> None:
 # Row counts `choose_kernels` times; any other count takes the choice of the nearest one below it.
 PROBE_ROWS = (1, 2, 3, 4, 6, 8, 12, 16)
 KERNEL_CHOICE_VERSION = 1
+MARGIN = 0.97     # F.linear takes a row count only when its time is below 97 % of the few-row kernel's
 
 
 def _fp32_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
@@ -267,7 +270,7 @@ def time_kernels(layers: list[torch.nn.Module], reps: int = 4) -> dict[tuple[str
         for rows in PROBE_ROWS:
             inputs.setdefault((_shape(m), rows), torch.randn(1, rows, m.weight.shape[1]))
     best: dict[tuple[str, int, str], float] = {}
-    for rep in range(1 + reps):                        # the first pass warms up (and packs every weight)
+    for rep in range(1 + max(1, reps)):                # the first pass warms up (and packs every weight)
         order = PROBE_ROWS if rep % 2 == 0 else tuple(reversed(PROBE_ROWS))
         for rows in order:
             for kernel in (("plain", "few-row") if rep % 2 == 0 else ("few-row", "plain")):
@@ -288,6 +291,11 @@ def time_kernels(layers: list[torch.nn.Module], reps: int = 4) -> dict[tuple[str
     return best
 
 
+def plain_rows_from(ms: dict[tuple[str, int, str], float], shapes) -> dict[str, list[int]]:
+    """Per shape, the probed row counts where F.linear beats the few-row kernel by the margin."""
+    return {s: [r for r in PROBE_ROWS if ms[(s, r, "plain")] < MARGIN * ms[(s, r, "few-row")]] for s in shapes}
+
+
 def plain_table(plain_rows: list[int]) -> tuple[bool, ...]:
     """`PackedWeight.plain` for the probed row counts where F.linear won: entry r says whether r rows
     go to F.linear; each count takes the choice of the nearest probed count at or below it, and the
@@ -301,44 +309,49 @@ def plain_table(plain_rows: list[int]) -> tuple[bool, ...]:
 
 
 def apply_choice(model: torch.nn.Module, plain: dict[str, list[int]]) -> None:
-    """Give each fp32 layer of `model` its shape's row counts on F.linear ({shape: rows}; others: none)."""
-    for m in _fp32_layers(model):
+    """Give each fp32 layer of `model` its shape's row counts on F.linear ({shape: rows}; other shapes
+    keep the few-row kernel at every count); `plain_rows_of(model)` then says what `model` runs. A
+    model with no layer on the few-row kernel is left as it is."""
+    layers = _fp32_layers(model) if isinstance(model, torch.nn.Module) else []
+    if not layers:
+        return
+    for m in layers:
         m._few_row_pack.plain = plain_table(plain.get(_shape(m), []))
-    model.few_row_plain = {k: v for k, v in sorted(plain.items()) if v}
+    shapes = {_shape(m) for m in layers}
+    model.few_row_plain = {k: list(v) for k, v in sorted(plain.items()) if v and k in shapes}
 
 
-def choose_kernels(model: torch.nn.Module, reps: int = 4) -> dict[str, list[int]]:
-    """Per layer shape, the row counts at which plain `F.linear` beats the few-row kernel on this machine,
-    applied to `model` and returned ({} where nothing is on the few-row kernel).
-
-    Which kernel is faster for a few rows depends on the CPU: on the AMD EPYC hosts the few-row kernel
-    matched `F.linear` for one row and beat it for more; on an AVX-512 Xeon, MKL's `F.linear` ran a
-    one-token SmolLM2 forward in about 35 ms against the few-row kernel's 44. AR's one-token forwards
-    must run on the faster one, or every speedup over AR is flattered, so the choice is measured
-    (`time_kernels`, about four seconds for the bundled target) and cached per machine, torch build,
-    threads and layer shapes under `paths.costs_dir()`. Only the kernel changes, never the maths."""
+def choose_kernels(model: torch.nn.Module, reps: int = 4, refresh: bool = False) -> dict[str, list[int]] | None:
+    """Measure (or read back) which kernel each layer shape of `model` runs at each row count on this
+    machine (module docstring), apply it, and return `plain_rows_of(model)`. The timings (`time_kernels`,
+    about four seconds for the bundled target) are cached per machine, torch build, threads and layer
+    shapes under `paths.costs_dir()`; `refresh` times them again (`opttree cost --refresh`, the app's
+    button). Only the kernel changes, never the maths."""
     layers = _fp32_layers(model)
     if not layers:
-        return {}
+        return None
     key = choice_key(model)
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
-    path = paths.costs_dir() / f"kernels_{digest}.json"
-    try:
-        cached = json.loads(path.read_text(encoding="utf-8"))
-        plain = cached["plain"] if cached.get("key") == key else None
-    except (OSError, ValueError, KeyError, TypeError):
-        plain = None
-    if plain is None:
+    path = paths.costs_dir() / f"kernels_{paths.cache_digest(key)}.json"
+    cached = None if refresh else paths.read_cache_json(path, key)
+    ms = None
+    if cached is not None and isinstance(cached.get("ms"), dict):
+        try:
+            ms = {(s, int(r), k): float(v) for name, v in cached["ms"].items() for s, r, k in [name.split(" ")]}
+            plain = plain_rows_from(ms, key["shapes"])
+        except (ValueError, KeyError, TypeError):
+            ms = None
+    if ms is None:
         ms = time_kernels(layers, reps)
-        shapes = key["shapes"]
-        plain = {s: [r for r in PROBE_ROWS if ms[(s, r, "plain")] < ms[(s, r, "few-row")]] for s in shapes}
-        data = {"key": key, "plain": plain,
-                "ms": {f"{s} {r} {k}": round(v, 4) for (s, r, k), v in sorted(ms.items())}}
-        paths.write_cache_json(path, data)
+        paths.write_cache_json(path, {"key": key, "plain": plain_rows_from(ms, key["shapes"]),
+                                      "ms": {f"{s} {r} {k}": round(v, 4) for (s, r, k), v in sorted(ms.items())}})
+        plain = plain_rows_from(ms, key["shapes"])
     apply_choice(model, plain)
-    return model.few_row_plain
+    return plain_rows_of(model)
 
 
 def plain_rows_of(model) -> dict[str, list[int]] | None:
-    """The row counts per layer shape that `model` runs on F.linear (None: not chosen; {}: none)."""
-    return getattr(model, "few_row_plain", None) if isinstance(model, torch.nn.Module) else None
+    """The row counts per layer shape that `model` runs on F.linear ({}: none; None: no layer of it is on
+    the few-row kernel, or its kernels were never chosen)."""
+    if not isinstance(model, torch.nn.Module) or not uses_few_row_linear(model):
+        return None
+    return getattr(model, "few_row_plain", None)

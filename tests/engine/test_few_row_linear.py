@@ -2,6 +2,7 @@
 only where it should be, refreshed when a weight changes, and tree decoding through it still equals
 the target's own greedy output."""
 
+import copy
 import json
 
 import pytest
@@ -317,7 +318,6 @@ def test_loaded_bundled_drafts_run_on_int8_on_request_and_the_target_never(smoll
 def test_the_choice_table_covers_every_row_count():
     table = FR.plain_table([1, 2, 16])
     assert table[1] and table[2] and not any(table[3:16]) and table[16]
-    assert table[min(40, len(table) - 1)]                  # past the largest probe: its choice
     assert FR.plain_table([4])[4] and FR.plain_table([4])[5] and not FR.plain_table([4])[6]   # 5 takes 4's
     assert FR.plain_table([]) == ()
 
@@ -329,14 +329,30 @@ def test_chosen_row_counts_go_to_f_linear_and_the_rest_to_the_few_row_kernel(mon
     FR.apply_choice(layer, {"80x48": [1, 2]})
     calls = []
     onednn = FR._onednn_linear()
-    monkeypatch.setattr(FR, "_onednn_linear", lambda: lambda x, *a: calls.append(x.shape[-2]) or onednn(x, *a))
+
+    def counting(x, *args):
+        calls.append(x.numel() // x.shape[-1])
+        return onednn(x, *args)
+
+    monkeypatch.setattr(FR, "_onednn_linear", lambda: counting)
     with torch.inference_mode():
         for rows in (1, 2, 3, 5, 30):
             x = torch.randn(1, rows, 48)
             torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias), rtol=1e-5, atol=1e-5)
     assert calls == [3, 5, 30]
     assert layer.few_row_plain == {"80x48": [1, 2]}
+    with torch.inference_mode():
+        layer(torch.randn(48))                             # 1-D input: one row
+        layer(torch.randn(2, 3, 48))                       # six rows: the few-row kernel
+    assert calls == [3, 5, 30, 6]
+    twin = copy.deepcopy(layer)                            # copies keep the choice
+    assert twin._few_row_pack.plain == layer._few_row_pack.plain and twin.few_row_plain == {"80x48": [1, 2]}
+    FR.use_plain_linear(layer)
+    assert FR.plain_rows_of(layer) is None                 # nothing on the few-row kernel: no choice to report
+    FR.use_few_row_linear(layer)
+    assert FR.plain_rows_of(layer) == {"80x48": [1, 2]} and layer._few_row_pack.plain[2]   # round trip keeps it
     FR.apply_choice(layer, {"99x48": [1]})                 # another shape's choice: this one keeps the kernel
+    assert FR.plain_rows_of(layer) == {}
     with torch.inference_mode():
         layer(torch.randn(1, 1, 48))
     assert calls[-1] == 1
@@ -355,15 +371,21 @@ def test_the_choice_is_measured_once_per_machine_and_cached(tmp_path, monkeypatc
 
     monkeypatch.setattr(FR, "time_kernels", fake_times)
     assert FR.choose_kernels(model) == {"64x32": [1, 2]} and timed == [3]
+    assert FR.plain_rows_from({("a", r, k): (0.98 if k == "plain" else 1.0) for r in FR.PROBE_ROWS
+                               for k in ("plain", "few-row")}, ["a"]) == {"a": []}   # within the margin: kept
     assert model[0]._few_row_pack.plain[2] and not model[0]._few_row_pack.plain[3]
     assert model[1]._few_row_pack.plain == ()
     cached = list(tmp_path.glob("kernels_*.json"))
     assert len(cached) == 1 and json.loads(cached[0].read_text())["key"]["shapes"] == {"32x64": 1, "64x32": 2}
     FR.apply_choice(model, {})
     assert FR.choose_kernels(model) == {"64x32": [1, 2]} and timed == [3]   # read back, not timed again
+    FR.choose_kernels(model, refresh=True)                                   # asked to: timed again
+    assert timed == [3, 3]
     monkeypatch.setattr(torch, "get_num_threads", lambda: 97)                # another thread count: timed again
     FR.choose_kernels(model)
-    assert timed == [3, 3]
+    assert timed == [3, 3, 3]
+    cached[0].write_text('{"key": "broken"}')                                # a file of another key: ignored
+    assert FR.choose_kernels(torch.nn.Sequential()) is None                  # nothing on the few-row kernel
 
 
 def test_time_kernels_times_every_shape_row_count_and_kernel():
@@ -395,6 +417,24 @@ def test_the_loaders_choose_for_the_target_and_drafts_follow_it(tmp_path, monkey
     assert key["plain_rows"] == chosen
     FR.apply_choice(pair.target, {})
     assert cost.cache_key(pair)["plain_rows"] == {} and cost.cache_key(pair) != key   # measured again
+    head.few_row_plain = {}
+    FR.use_plain_linear(head)
+    assert FR.plain_rows_of(head) is None            # a draft off the few-row kernel reports no choice
+
+
+def test_the_verify_cost_curve_times_the_chosen_kernels_beside_each_kernel_alone():
+    from opttree.bench.verify_cost import verify_cost_curve
+
+    pair = tiny_pair("none")
+    FR.use_few_row_linear(pair.target)
+    FR.apply_choice(pair.target, {FR._shape(m): [1] for m in FR._fp32_layers(pair.target)})
+    chosen = FR.plain_rows_of(pair.target)
+    cost = verify_cost_curve(pair, (1, 3), reps=1, warmup=0)
+    assert cost["meta"]["plain_rows"] == chosen
+    assert all(p["few_row_only_median_ms"] > 0 and p["plain_median_ms"] > 0 for p in cost["points"])
+    assert FR.plain_rows_of(pair.target) == chosen        # left as it was
+    FR.apply_choice(pair.target, {})
+    assert "few_row_only_median_ms" not in verify_cost_curve(pair, (1,), reps=1, warmup=0)["points"][0]
 
 
 @pytest.mark.parametrize("drafter", ["classic", "eagle"])
