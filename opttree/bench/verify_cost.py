@@ -23,7 +23,7 @@ from opttree.trees.auto_size import interpolate
 
 __all__ = ["DEFAULT_SIZES", "cost_at", "synthetic_tree", "verify_cost_curve"]
 
-DEFAULT_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+DEFAULT_SIZES = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512)
 
 
 def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps: int = 5, warmup: int = 1,

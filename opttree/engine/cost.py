@@ -42,6 +42,7 @@ from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
 from opttree.machine import cpu_isa, cpu_name
 from opttree.nets.few_row_linear import (
+    PROBE_ROWS,
     apply_choice,
     choose_kernels,
     int8_skipped,
@@ -54,8 +55,10 @@ from opttree.nets.grouped_attention import attention_of, use_copying_attention, 
 from opttree.trees.auto_size import StepCost, from_numbers
 from opttree.trees.draft_tree import ROOT, DraftTree
 
-VERSION = 3                           # 2: points carry best_ms, which the cost model reads; 3: `longer`
-SIZES = (1, 2, 4, 8, 16, 32, 64)      # tokens per verification forward (AUTO_MAX_NODES + 1 lies inside)
+VERSION = 4                           # 2: points carry best_ms, which the cost model reads; 3: `longer`; 4: SIZES
+# Tokens per verification forward (AUTO_MAX_NODES + 1 lies inside): every row count where the CPU kernel
+# choice may switch (nets/few_row_linear.py), so the curve is measured at each kink, not interpolated over it.
+SIZES = tuple(sorted({*PROBE_ROWS, 32, 64}))
 WIDTHS = (1, 2, 4, 8, 16, 32, 64)     # nodes per draft layer
 PREFIX_TOKENS = 128
 LONGER_PREFIX_TOKENS = 1024           # the second prefix: a pasted passage's length (trees/auto_size.at_prefix)
