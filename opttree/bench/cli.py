@@ -24,7 +24,7 @@ from opttree.bench.prompts import read_prompts, with_given
 from opttree.bench.sweep import DEFAULT_BUDGETS, DEFAULT_SWEEP_METHODS, parse_numbers, run_sweep
 from opttree.bench.theory_table import THEORY_TEMPERATURE, markdown_table, run_theory_table, theory_markdown
 from opttree.bench.verdict import verdict
-from opttree.bench.verify_cost import verify_cost_curve
+from opttree.bench.verify_cost import DEFAULT_SIZES, verify_cost_curve
 from opttree.drafters.registry import KINDS, load_pair
 from opttree.engine import cost as cost_curve
 from opttree.errors import BadInput
@@ -74,7 +74,7 @@ def register(sub) -> None:
     s.add_argument("--thresholds", default="", help="δ values for OPT-Tree at --threshold-nodes (e.g. 0,0.1,0.5,1)")
     s.add_argument("--threshold-nodes", type=int, default=None, help="budget for the δ sweep (default --nodes)")
     s.add_argument("--no-verify-cost", action="store_true", help="skip the target forward-time curve")
-    s.add_argument("--cost-sizes", default="1,2,4,8,16,32,64,128,256,512")
+    s.add_argument("--cost-sizes", default=",".join(map(str, DEFAULT_SIZES)))
     s.add_argument("--cost-reps", type=int, default=5)
     s.add_argument("--cost-prefix", type=int, default=None,
                    help="with --cost-only: the KV prefix (tokens) the verify-cost curve is timed after (default 128)")

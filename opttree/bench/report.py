@@ -210,9 +210,11 @@ def cost_section(curve: dict) -> list[str]:
     pts, key = curve["points"], curve["key"]
     isa = f"{key['isa']}, " if key.get("isa") else ""
     load = f" (load average {curve['load_avg'][0]})" if curve.get("load_avg") else ""
+    kernel = f"{key['kernel']} kernel" + (", plain `F.linear` at the row counts this machine measured faster"
+                                         if key.get("plain_rows") else "")
     out = ["## What a forward costs here (the auto budget's input)", "",
-           f"`opttree cost` on {key['device_name']} ({isa}{key['dtype']}, {key['threads']} threads, {key['kernel']} "
-           f"kernel), {curve['measured_utc']}{load}, {curve['reps']} interleaved repetitions after a "
+           f"`opttree cost` on {key['device_name']} ({isa}{key['dtype']}, {key['threads']} threads, {kernel}), "
+           f"{curve['measured_utc']}{load}, {curve['reps']} interleaved repetitions after a "
            f"{curve['prefix_tokens']}-token KV prefix, {curve['seconds']} s in all:", "",
            *_curve_rows("tokens per verify forward", pts, ".1f")]
     draft = curve.get("draft")
