@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 
 from opttree.bench.env import machine_info, note_load
-from opttree.engine.cost import synthetic_tree, time_verify
+from opttree.engine.cost import SIZES, synthetic_tree, time_verify
 from opttree.nets.few_row_linear import plain_rows_of, uses_few_row_linear
 from opttree.nets.grouped_attention import NAME as GROUPED
 from opttree.nets.grouped_attention import attention_of
@@ -23,7 +23,7 @@ from opttree.trees.auto_size import interpolate
 
 __all__ = ["DEFAULT_SIZES", "cost_at", "synthetic_tree", "verify_cost_curve"]
 
-DEFAULT_SIZES = (1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512)
+DEFAULT_SIZES = tuple(sorted({*SIZES, 128, 256, 512}))   # the decoder's sizes, then long trees
 
 
 def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps: int = 5, warmup: int = 1,

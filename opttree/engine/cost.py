@@ -342,7 +342,8 @@ def load_or_measure(pair, refresh: bool = False, log=None) -> dict:
     target never price verification differently."""
     if refresh:   # the kernel choice is a measurement of this machine too (nets/few_row_linear.py)
         choose_kernels(pair.target, refresh=True)
-        apply_choice(pair.draft_model, plain_rows_of(pair.target) or {})
+    # The draft follows its target's choice, also when another pair sharing the target refreshed it.
+    apply_choice(pair.draft_model, plain_rows_of(pair.target) or {})
     key = cache_key(pair)
     held = getattr(pair, "cost_curve", None)
     if not refresh and held is not None and held.get("key") == key:

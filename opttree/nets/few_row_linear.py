@@ -189,8 +189,8 @@ def use_few_row_linear(model: torch.nn.Module, draft: bool = False) -> int:
         m._few_row_packs = packs
         m._few_row_pack = packs.setdefault(want, PackedWeight(want))
     model.few_row_int8 = int8 and bool(layers)
-    if getattr(model, "few_row_plain", None):
-        apply_choice(model, model.few_row_plain)   # holders made just now (int8 -> fp32) take the choice too
+    if getattr(model, "_few_row_choice", None) is not None:
+        apply_choice(model, model._few_row_choice)   # holders made just now (int8 -> fp32) take the choice too
     return len(layers)
 
 
@@ -312,13 +312,14 @@ def apply_choice(model: torch.nn.Module, plain: dict[str, list[int]]) -> None:
     """Give each fp32 layer of `model` its shape's row counts on F.linear ({shape: rows}; other shapes
     keep the few-row kernel at every count); `plain_rows_of(model)` then says what `model` runs. A
     model with no layer on the few-row kernel is left as it is."""
-    layers = _fp32_layers(model) if isinstance(model, torch.nn.Module) else []
-    if not layers:
+    if not isinstance(model, torch.nn.Module) or not uses_few_row_linear(model):
         return
+    model._few_row_choice = {k: list(v) for k, v in sorted(plain.items()) if v}   # kept whole: an int8 draft
+    layers = _fp32_layers(model)                                                   # back on fp32 takes it again
     for m in layers:
         m._few_row_pack.plain = plain_table(plain.get(_shape(m), []))
     shapes = {_shape(m) for m in layers}
-    model.few_row_plain = {k: list(v) for k, v in sorted(plain.items()) if v and k in shapes}
+    model.few_row_plain = {k: v for k, v in model._few_row_choice.items() if k in shapes}
 
 
 def choose_kernels(model: torch.nn.Module, reps: int = 4, refresh: bool = False) -> dict[str, list[int]] | None:
@@ -342,9 +343,10 @@ def choose_kernels(model: torch.nn.Module, reps: int = 4, refresh: bool = False)
             ms = None
     if ms is None:
         ms = time_kernels(layers, reps)
-        paths.write_cache_json(path, {"key": key, "plain": plain_rows_from(ms, key["shapes"]),
-                                      "ms": {f"{s} {r} {k}": round(v, 4) for (s, r, k), v in sorted(ms.items())}})
         plain = plain_rows_from(ms, key["shapes"])
+        # "plain" is written for people reading the file; the choice is always worked out again from "ms"
+        paths.write_cache_json(path, {"key": key, "plain": plain,
+                                      "ms": {f"{s} {r} {k}": round(v, 4) for (s, r, k), v in sorted(ms.items())}})
     apply_choice(model, plain)
     return plain_rows_of(model)
 

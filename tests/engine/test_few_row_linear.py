@@ -384,8 +384,13 @@ def test_the_choice_is_measured_once_per_machine_and_cached(tmp_path, monkeypatc
     monkeypatch.setattr(torch, "get_num_threads", lambda: 97)                # another thread count: timed again
     FR.choose_kernels(model)
     assert timed == [3, 3, 3]
-    cached[0].write_text('{"key": "broken"}')                                # a file of another key: ignored
     assert FR.choose_kernels(torch.nn.Sequential()) is None                  # nothing on the few-row kernel
+    for path in tmp_path.glob("kernels_*.json"):                             # a file missing timings: timed again
+        data = json.loads(path.read_text())
+        data["ms"].pop(next(iter(data["ms"])))
+        path.write_text(json.dumps(data))
+    FR.choose_kernels(model)
+    assert timed == [3, 3, 3, 3]
 
 
 def test_time_kernels_times_every_shape_row_count_and_kernel():
@@ -417,9 +422,52 @@ def test_the_loaders_choose_for_the_target_and_drafts_follow_it(tmp_path, monkey
     assert key["plain_rows"] == chosen
     FR.apply_choice(pair.target, {})
     assert cost.cache_key(pair)["plain_rows"] == {} and cost.cache_key(pair) != key   # measured again
-    head.few_row_plain = {}
     FR.use_plain_linear(head)
     assert FR.plain_rows_of(head) is None            # a draft off the few-row kernel reports no choice
+
+
+def test_a_draft_back_from_int8_takes_its_targets_choice_again(tmp_path, monkeypatch):
+    if not FR._have_int8():
+        pytest.skip("this PyTorch build has no dynamic int8 linear")
+    from opttree.models.draft_assets import RANDOM_HEAD, load_feature_head
+    from opttree.models.loading import prepare
+
+    monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))
+    monkeypatch.setattr(FR, "time_kernels", lambda layers, reps=4: {
+        (FR._shape(m), r, k): (1.0 if (k == "plain") == (r == 1) else 2.0)
+        for m in layers for r in FR.PROBE_ROWS for k in ("plain", "few-row")})
+    pair = tiny_pair("none")
+    prepare(pair.target, torch.device("cpu"))
+    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "1")
+    head = load_feature_head(RANDOM_HEAD, pair.target)
+    on_int8 = FR.plain_rows_of(head)
+    monkeypatch.setenv("OPTTREE_DRAFT_INT8", "0")
+    FR.use_few_row_linear(head, draft=True)          # back on fp32: new holders
+    shared = {FR._shape(m) for m in FR._fp32_layers(head)} & set(FR.plain_rows_of(pair.target))
+    assert shared and FR.plain_rows_of(head) == {s: [1] for s in shared} != on_int8
+    assert all(m._few_row_pack.plain[1] for m in FR._fp32_layers(head) if FR._shape(m) in shared)
+
+
+def test_a_refresh_chooses_again_and_the_draft_and_cost_key_follow(tmp_path, monkeypatch):
+    from opttree.engine import cost
+    from opttree.models.draft_assets import RANDOM_HEAD, load_feature_head
+    from opttree.models.loading import prepare
+
+    monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))
+    wins = {"rows": 1}
+    monkeypatch.setattr(FR, "time_kernels", lambda layers, reps=4: {
+        (FR._shape(m), r, k): (1.0 if (k == "plain") == (r == wins["rows"]) else 2.0)
+        for m in layers for r in FR.PROBE_ROWS for k in ("plain", "few-row")})
+    pair = tiny_pair("none")
+    prepare(pair.target, torch.device("cpu"))
+    pair.drafter_kind, pair.draft_name = "eagle", "random-head"
+    pair.draft_model = load_feature_head(RANDOM_HEAD, pair.target)
+    wins["rows"] = 2
+    curve = cost.load_or_measure(pair, refresh=True)
+    assert set(map(tuple, FR.plain_rows_of(pair.target).values())) == {(2,)}
+    assert FR.plain_rows_of(pair.draft_model) and all(v == [2] for v in FR.plain_rows_of(pair.draft_model).values())
+    assert curve["key"]["plain_rows"] == FR.plain_rows_of(pair.target)
+    assert curve["key"]["draft_plain_rows"] == FR.plain_rows_of(pair.draft_model)
 
 
 def test_the_verify_cost_curve_times_the_chosen_kernels_beside_each_kernel_alone():
