@@ -401,15 +401,20 @@ def test_time_kernels_times_every_shape_row_count_and_kernel():
     assert all(v > 0 for v in ms.values())
 
 
+def _plain_wins_at(monkeypatch, wins: dict) -> None:
+    """Timings in which F.linear wins at exactly `wins["rows"]` rows, for every shape (read at each call)."""
+    monkeypatch.setattr(FR, "time_kernels", lambda layers, reps=4: {
+        (FR._shape(m), r, k): (1.0 if (k == "plain") == (r == wins["rows"]) else 2.0)
+        for m in layers for r in FR.PROBE_ROWS for k in ("plain", "few-row")})
+
+
 def test_the_loaders_choose_for_the_target_and_drafts_follow_it(tmp_path, monkeypatch):
     from opttree.engine import cost
     from opttree.models.draft_assets import RANDOM_HEAD, load_feature_head
     from opttree.models.loading import prepare
 
     monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))
-    monkeypatch.setattr(FR, "time_kernels", lambda layers, reps=4: {
-        (FR._shape(m), r, k): (1.0 if (k == "plain") == (r == 1) else 2.0)
-        for m in layers for r in FR.PROBE_ROWS for k in ("plain", "few-row")})
+    _plain_wins_at(monkeypatch, {"rows": 1})
     pair = tiny_pair("none")
     prepare(pair.target, torch.device("cpu"))
     chosen = FR.plain_rows_of(pair.target)
@@ -433,9 +438,7 @@ def test_a_draft_back_from_int8_takes_its_targets_choice_again(tmp_path, monkeyp
     from opttree.models.loading import prepare
 
     monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))
-    monkeypatch.setattr(FR, "time_kernels", lambda layers, reps=4: {
-        (FR._shape(m), r, k): (1.0 if (k == "plain") == (r == 1) else 2.0)
-        for m in layers for r in FR.PROBE_ROWS for k in ("plain", "few-row")})
+    _plain_wins_at(monkeypatch, {"rows": 1})
     pair = tiny_pair("none")
     prepare(pair.target, torch.device("cpu"))
     monkeypatch.setenv("OPTTREE_DRAFT_INT8", "1")
@@ -455,9 +458,7 @@ def test_a_refresh_chooses_again_and_the_draft_and_cost_key_follow(tmp_path, mon
 
     monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))
     wins = {"rows": 1}
-    monkeypatch.setattr(FR, "time_kernels", lambda layers, reps=4: {
-        (FR._shape(m), r, k): (1.0 if (k == "plain") == (r == wins["rows"]) else 2.0)
-        for m in layers for r in FR.PROBE_ROWS for k in ("plain", "few-row")})
+    _plain_wins_at(monkeypatch, wins)
     pair = tiny_pair("none")
     prepare(pair.target, torch.device("cpu"))
     pair.drafter_kind, pair.draft_name = "eagle", "random-head"
