@@ -13,10 +13,11 @@ Environment variables, each read when it is needed (never at import time):
 | variable | meaning | default |
 | --- | --- | --- |
 | OPTTREE_CACHE | the cache of converted weights and measured costs | `$XDG_CACHE_HOME/opttree` or `~/.cache/opttree` |
-| OPTTREE_COSTS | cost curves (`engine/cost.py`), CPU kernel choices (`few_row_linear.py`) | `$OPTTREE_CACHE/costs` |
+| OPTTREE_COSTS | cost curves (`engine/cost.py`), CPU kernel choices (`nets/kernel_choice.py`) | `$OPTTREE_CACHE/costs` |
 | OPTTREE_MODELS | the model allow-list the app serves | `assets/models.json` |
 | OPTTREE_ATTN | attention kernel for targets and drafts (`sdpa` or `eager`; tree masks need one of them) | `sdpa` |
 | OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`nets/few_row_linear.py`) | off |
+| OPTTREE_NO_MKL_PACK | `1` leaves MKL's packed GEMM out of the CPU kernel choice (`nets/kernel_choice.py`) | off |
 | OPTTREE_DRAFT_INT8 | `1` runs CPU drafts on int8 weights (`nets/few_row_linear.py`) | off |
 
 The app's server settings (lane size, time limit, port…) are read once at start-up by
@@ -112,6 +113,10 @@ def attention_impl() -> str:
 
 def plain_linear() -> bool:
     return os.environ.get("OPTTREE_PLAIN_LINEAR", "") not in ("", "0")
+
+
+def no_mkl_pack() -> bool:
+    return os.environ.get("OPTTREE_NO_MKL_PACK", "") not in ("", "0")
 
 
 def plain_attention() -> bool:

@@ -188,9 +188,11 @@ def plot_verify_cost(cost: dict, path) -> str:
     if "plain_median_ms" in pts[0]:  # the same forward with plain F.linear (few_row_linear.py)
         ax.plot(xs, [p["plain_median_ms"] for p in pts], marker="x", color="#888888", ls=":",
                 label="same, plain F.linear kernel")
-    if "few_row_only_median_ms" in pts[0]:  # the few-row kernel at every row count
-        ax.plot(xs, [p["few_row_only_median_ms"] for p in pts], marker="^", color="#4a7ab0", ls=":",
-                label="same, few-row kernel at every row count")
+    for key, label, marker, color in (("onednn_only", "oneDNN", "^", "#4a7ab0"),
+                                      ("mkl_only", "MKL packed GEMM", "v", "#4ab07a")):
+        if f"{key}_median_ms" in pts[0]:  # one kernel at every row count (nets/kernel_choice.py)
+            ax.plot(xs, [p[f"{key}_median_ms"] for p in pts], marker=marker, color=color, ls=":",
+                    label=f"same, {label} kernel at every row count")
     if "copy_kv_median_ms" in pts[0]:  # the same forward copying the KV heads (grouped_attention.py)
         ax.plot(xs, [p["copy_kv_median_ms"] for p in pts], marker="+", color="#b04a4a", ls="-.",
                 label="same, KV heads copied (transformers' SDPA)")

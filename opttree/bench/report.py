@@ -35,6 +35,16 @@ def pct(x):
     return f"{x * 100:.0f} %" if isinstance(x, (int, float)) else "–"
 
 
+def choice_text(choice: dict | None) -> str:
+    """A kernel choice ({shape: {kernel: rows}}, nets/kernel_choice.py) in words."""
+    if not choice:
+        return "oneDNN at every row count"
+    names = {"plain": "`F.linear`", "mkl": "MKL packed", "onednn": "oneDNN"}
+    parts = [f"{shape}: " + ", ".join(f"{names.get(k, k)} at {', '.join(map(str, rows))} rows"
+                                      for k, rows in by.items()) for shape, by in choice.items()]
+    return "; ".join(parts) + "; oneDNN elsewhere"
+
+
 def _met(value: float, goal: float) -> str:
     return "yes" if value >= goal else f"no (short by {goal - value:.2f}×)"
 
@@ -147,23 +157,21 @@ def sweep_section(s: dict) -> list[str]:
                 f"One target forward over a tree of k tokens (root included) after a {cost['meta']['prefix_tokens']}-"
                 f"token KV prefix, median of {cost['meta']['reps']} interleaved repetitions:", "",
                 *_curve_rows("tokens", pts, ".0f")]
-        for key, label, short in (("plain", "plain F.linear", "plain"), ("few_row_only", "few-row kernel only",
-                                                                          "few-row only"),
+        for key, label, short in (("plain", "plain F.linear", "plain"), ("onednn_only", "oneDNN kernel only",
+                                                                          "oneDNN only"),
+                                  ("mkl_only", "MKL packed GEMM only", "MKL only"),
                                   ("copy_kv", "KV heads copied", "copied")):
             if f"{key}_median_ms" in pts[0]:   # the same forwards on another kernel (verify_cost.py)
                 out += [f"| {label}: ms | " + " | ".join(fmt(p[f"{key}_median_ms"], ".0f") for p in pts) + " |",
                         f"| {short}: × 1-token | " + " | ".join(fmt(p[f"{key}_relative"]) for p in pts) + " |"]
         if "plain_median_ms" in pts[0]:
-            chosen = cost["meta"].get("plain_rows")
-            out += ["", "The first two rows use the CPU kernels the engine runs with "
-                    "(`opttree/nets/few_row_linear.py`: oneDNN's inner product over weights reordered once, the "
-                    "few-row kernel, except at the row counts where this machine measured plain `F.linear` "
-                    "faster" + (": " + "; ".join(f"{s} weights at {', '.join(map(str, r))} rows"
-                                                 for s, r in chosen.items()) if chosen else ": none") + "); the "
-                    "plain rows time the same forwards, in the same repetitions, with plain `F.linear` (MKL's "
-                    "GEMV for one row, its GEMM for more) at every row count"
-                    + (", and the few-row rows with the few-row kernel at every row count" if chosen else "")
-                    + ". Every × row is relative to the first row's 1-token forward, the one AR decodes with."]
+            out += ["", "The first two rows use the CPU kernels the engine runs with, the fastest this machine "
+                    "measured for each layer shape and row count (`opttree/nets/kernel_choice.py`: "
+                    + choice_text(cost["meta"].get("kernels")) + "); the other kernel rows time the same "
+                    "forwards, in the same repetitions, with one kernel at every row count: plain `F.linear` "
+                    "(MKL's GEMV for one row, its GEMM for more), oneDNN's inner product over weights reordered "
+                    "once, MKL's GEMM over weights packed once. Every × row is relative to the first row's "
+                    "1-token forward, the one AR decodes with."]
         if "copy_kv_median_ms" in pts[0]:
             out += ["", "The copied rows time the same forwards with transformers' SDPA, which copies every layer's "
                     "KV cache once per query head of a group before a masked forward over several tokens; the "
@@ -210,8 +218,7 @@ def cost_section(curve: dict) -> list[str]:
     pts, key = curve["points"], curve["key"]
     isa = f"{key['isa']}, " if key.get("isa") else ""
     load = f" (load average {curve['load_avg'][0]})" if curve.get("load_avg") else ""
-    kernel = f"{key['kernel']} kernel" + (", plain `F.linear` at the row counts this machine measured faster"
-                                         if key.get("plain_rows") else "")
+    kernel = f"{key['kernel']} kernel" + (f" ({choice_text(key['kernels'])})" if key.get("kernels") else "")
     out = ["## What a forward costs here (the auto budget's input)", "",
            f"`opttree cost` on {key['device_name']} ({isa}{key['dtype']}, {key['threads']} threads, {kernel}), "
            f"{curve['measured_utc']}{load}, {curve['reps']} interleaved repetitions after a "

@@ -1,5 +1,5 @@
 """The verify-cost sweep: one target forward's time vs the number of tree tokens, on this device,
-over a wide range of sizes and with both CPU kernels (the decoder's own, shorter curve is
+over a wide range of sizes and with each CPU kernel (the decoder's own, shorter curve is
 `opttree/engine/cost.py`; both time their forwards with its `time_verify`).
 
 This is the hardware fact behind the best node budget: on a GPU a forward over 60 tokens costs about
@@ -16,9 +16,10 @@ import statistics
 
 from opttree.bench.env import machine_info, note_load
 from opttree.engine.cost import SIZES, synthetic_tree, time_verify
-from opttree.nets.few_row_linear import plain_rows_of, uses_few_row_linear
+from opttree.nets.few_row_linear import choice_of, uses_few_row_linear
 from opttree.nets.grouped_attention import NAME as GROUPED
 from opttree.nets.grouped_attention import attention_of
+from opttree.nets.kernel_choice import timed_kernels
 from opttree.trees.auto_size import interpolate
 
 __all__ = ["DEFAULT_SIZES", "cost_at", "synthetic_tree", "verify_cost_curve"]
@@ -32,15 +33,15 @@ def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps:
     after a KV prefix of `prefix_tokens`.
 
     The forwards are timed by `engine.cost.time_verify`, the measurement the decoder's own cost
-    curve uses. When the target runs the few-row CPU kernel (few_row_linear.py), every size is also
-    timed with plain `F.linear` at every row count in the same repetitions, and, where the machine's
-    choice puts some row counts on `F.linear`, with the few-row kernel at every row count; when it
-    attends over grouped KV heads without copying them (grouped_attention.py), with transformers'
-    copying SDPA too, so the curve shows what each buys."""
+    curve uses. When the target runs the engine's CPU kernels (nets/kernel_choice.py), every size is
+    also timed in the same repetitions with each kernel alone at every row count (plain `F.linear`,
+    oneDNN's, and MKL's packed GEMM where the build has it); when it attends over grouped KV heads
+    without copying them (grouped_attention.py), with transformers' copying SDPA too, so the curve shows
+    what each buys."""
     few_row = uses_few_row_linear(pair.target)
-    chosen = plain_rows_of(pair.target)
-    others = (("plain",) * few_row + ("few-row-only",) * bool(few_row and chosen)
-              + ("copy-kv",) * (attention_of(pair.target) == GROUPED))
+    chosen = choice_of(pair.target)
+    alone = tuple(f"{k}-only" for k in timed_kernels() if k != "plain") if chosen is not None else ()
+    others = (("plain",) * few_row + alone * few_row + ("copy-kv",) * (attention_of(pair.target) == GROUPED))
     kernels = ("few-row" if few_row else "default",) + others
     times = time_verify(pair, tuple(sizes), prefix_tokens, reps, warmup, kernels, log)
     points = _points(times, kernels[0], sizes)
@@ -50,7 +51,7 @@ def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps:
             p[f"{name}_median_ms"], p[f"{name}_relative"] = q["median_ms"], q["relative"]
     meta = {"machine": note_load(machine_info(pair.device)), "target": pair.target_name,
             "dtype": str(pair.dtype).replace("torch.", ""), "prefix_tokens": prefix_tokens, "reps": reps,
-            "kernel": kernels[0], "plain_rows": chosen, "attention": attention_of(pair.target)}
+            "kernel": kernels[0], "kernels": chosen, "attention": attention_of(pair.target)}
     return {"meta": meta, "points": points}
 
 

@@ -42,20 +42,24 @@ from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
 from opttree.machine import cpu_isa, cpu_name
 from opttree.nets.few_row_linear import (
+    MKL,
     PROBE_ROWS,
     apply_choice,
-    choose_kernels,
+    choice_of,
+    fp32_layers,
     int8_skipped,
     kernel_of,
-    plain_rows_of,
+    layer_shape,
     use_few_row_linear,
     use_plain_linear,
 )
 from opttree.nets.grouped_attention import attention_of, use_copying_attention, use_grouped_attention
+from opttree.nets.kernel_choice import choose_kernels
 from opttree.trees.auto_size import StepCost, from_numbers
 from opttree.trees.draft_tree import ROOT, DraftTree
 
-VERSION = 4                           # 2: points carry best_ms, which the cost model reads; 3: `longer`; 4: SIZES
+# 2: points carry best_ms, which the cost model reads; 3: `longer`; 4: SIZES; 5: three CPU kernels in the key
+VERSION = 5
 # Tokens per verification forward (AUTO_MAX_NODES + 1 lies inside): every row count where the CPU kernel
 # choice may switch (nets/few_row_linear.py), so the curve is measured at each kink, not interpolated over it.
 SIZES = tuple(sorted({*PROBE_ROWS, 32, 64}))
@@ -104,9 +108,9 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
                 kernels: tuple[str, ...] = ("default",), log=None) -> dict:
     """ms of one verification forward per (kernel, tokens): {(kernel, n): [ms, ...]}.
 
-    kernels: "default" (the target as loaded), or "few-row" (as loaded: the few-row CPU kernel with the
-    machine's choice of plain rows), "plain" (`F.linear` everywhere) and "few-row-only" (the few-row
-    kernel at every row count) in the same repetitions (nets/few_row_linear.py), and "copy-kv" to time
+    kernels: "default" (the target as loaded), or "few-row" (as loaded: the machine's choice of CPU
+    kernel per layer shape and row count), "plain" (`F.linear` everywhere), "onednn-only" and "mkl-only"
+    (that kernel at every row count) in the same repetitions (nets/kernel_choice.py), and "copy-kv" to time
     transformers' SDPA, which copies the KV heads, beside nets/grouped_attention.py's."""
     target, device = pair.target, pair.device
     vocab = target.config.vocab_size
@@ -115,15 +119,18 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
     target(input_ids=prefix, past_key_values=cache, use_cache=True)
     trees = {n: synthetic_tree(n - 1, vocab, seed=n) for n in sizes}  # n tokens = root + n-1 nodes
     times = {(k, n): [] for k in kernels for n in sizes}
-    chosen = plain_rows_of(target) or {}
+    chosen = choice_of(target) or {}
+    mkl_only = {layer_shape(m): {MKL: list(PROBE_ROWS)} for m in fp32_layers(target)}
     try:
         for rep in range(warmup + reps):
             for n in (sizes if rep % 2 == 0 else tuple(reversed(sizes))):
                 for k in (kernels if rep % 2 == 0 else tuple(reversed(kernels))):
                     if k == "plain":
                         use_plain_linear(target)
-                    elif k == "few-row-only":
+                    elif k == "onednn-only":
                         apply_choice(target, {})
+                    elif k == "mkl-only":
+                        apply_choice(target, mkl_only)
                     elif k == "copy-kv":
                         use_copying_attention(target)
                     _sync(device)
@@ -133,7 +140,7 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
                     ms = (time.perf_counter() - t0) * 1e3
                     if k == "plain":
                         use_few_row_linear(target)
-                    elif k == "few-row-only":
+                    elif k in ("onednn-only", "mkl-only"):
                         apply_choice(target, chosen)
                     elif k == "copy-kv":
                         use_grouped_attention(target)
@@ -145,7 +152,7 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
     finally:
         if "plain" in kernels:
             use_few_row_linear(target)
-        if "few-row-only" in kernels:
+        if {"onednn-only", "mkl-only"} & set(kernels):
             apply_choice(target, chosen)
         if "copy-kv" in kernels:
             use_grouped_attention(target)
@@ -202,7 +209,7 @@ def _stats(ts: list[float]) -> dict:
             "best_ms": round(ts[0], 3)}
 
 
-DRAFT_KEYS = ("drafter", "draft", "draft_bytes", "draft_kernel", "draft_fp32", "draft_plain_rows", "draft_attention")
+DRAFT_KEYS = ("drafter", "draft", "draft_bytes", "draft_kernel", "draft_fp32", "draft_kernels", "draft_attention")
 
 
 def cache_key(pair) -> dict:
@@ -217,7 +224,7 @@ def cache_key(pair) -> dict:
     return {"device": str(pair.device), "device_name": device_name(pair.device),
             **({"isa": cpu_isa(), "cores": os.cpu_count()} if cpu else {}),
             "dtype": str(pair.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
-            "kernel": kernel_of(pair.target), "plain_rows": plain_rows_of(pair.target),
+            "kernel": kernel_of(pair.target), "kernels": choice_of(pair.target),
             "attention": attention_of(pair.target),
             "target": str(pair.target_name), "drafter": pair.drafter_kind, "draft": draft,
             "draft_bytes": _file_size(draft), **draft_kernel(pair.draft_model)}
@@ -227,10 +234,10 @@ def draft_kernel(model) -> dict:
     """The draft's kernel ("int8", "few-row", "default"; None without a draft network), on int8 the
     names of the parts it keeps fp32, and its attention."""
     if not isinstance(model, torch.nn.Module):
-        return {"draft_kernel": None, "draft_fp32": None, "draft_plain_rows": None, "draft_attention": None}
+        return {"draft_kernel": None, "draft_fp32": None, "draft_kernels": None, "draft_attention": None}
     kernel = kernel_of(model)
     return {"draft_kernel": kernel, "draft_fp32": sorted(int8_skipped(model)) if kernel == "int8" else None,
-            "draft_plain_rows": plain_rows_of(model), "draft_attention": attention_of(model)}
+            "draft_kernels": choice_of(model), "draft_attention": attention_of(model)}
 
 
 def target_key(pair) -> dict:
@@ -340,10 +347,12 @@ def load_or_measure(pair, refresh: bool = False, log=None) -> dict:
     `refresh` measures both halves again whatever is cached; every other draft of the target then
     takes the new verify half on its next load (timing its own layers again), so the drafts of one
     target never price verification differently."""
-    if refresh:   # the kernel choice is a measurement of this machine too (nets/few_row_linear.py)
+    if refresh:   # the kernel choice is a measurement of this machine too (nets/kernel_choice.py)
         choose_kernels(pair.target, refresh=True)
     # The draft follows its target's choice, also when another pair sharing the target refreshed it.
-    apply_choice(pair.draft_model, plain_rows_of(pair.target) or {})
+    chosen = choice_of(pair.target) or {}
+    if getattr(pair.draft_model, "_few_row_choice", None) != chosen:
+        apply_choice(pair.draft_model, chosen)
     key = cache_key(pair)
     held = getattr(pair, "cost_curve", None)
     if not refresh and held is not None and held.get("key") == key:
@@ -397,6 +406,6 @@ def compact(curve: dict) -> dict:
     key = curve["key"]
     return {**_numbers(curve, 2),
             "device": key["device_name"], "dtype": key["dtype"], "threads": key["threads"],
-            "kernel": key["kernel"], "plain_rows": key.get("plain_rows"), "draft_kernel": key.get("draft_kernel"),
+            "kernel": key["kernel"], "kernels": key.get("kernels"), "draft_kernel": key.get("draft_kernel"),
             "isa": key.get("isa"),
             "measured_utc": curve.get("measured_utc", ""), "load_avg": curve.get("load_avg")}

@@ -19,7 +19,7 @@ from opttree.nets import length_predictor
 from opttree.nets.eagle_checkpoint import is_eagle_checkpoint, load_eagle_head
 from opttree.nets.exit_head import ExitHead, exit_config
 from opttree.nets.feature_head import FeatureHead, head_config_from_target
-from opttree.nets.few_row_linear import apply_choice, plain_rows_of, use_few_row_linear
+from opttree.nets.few_row_linear import apply_choice, choice_of, use_few_row_linear
 from opttree.nets.grouped_attention import use_grouped_attention
 
 RANDOM_HEAD = "random"  # an untrained head: for tests and to show what a useless draft looks like
@@ -104,7 +104,7 @@ def load_feature_head(spec: str, target):
     emb = target.get_input_embeddings().weight
     head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
     use_few_row_linear(head, draft=True)  # a tree layer drafts a few nodes at once (few_row_linear.py)
-    apply_choice(head, plain_rows_of(target) or {})   # the target's kernel choice, shape by shape
+    apply_choice(head, choice_of(target) or {})   # the target's kernel choice, shape by shape
     use_grouped_attention(head)
     return head
 
@@ -131,7 +131,7 @@ def load_exit_head(spec: str, target, exit_layer: int | None = None):
     emb = target.get_input_embeddings().weight
     head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
     use_few_row_linear(head, draft=True)
-    apply_choice(head, plain_rows_of(target) or {})
+    apply_choice(head, choice_of(target) or {})
     use_grouped_attention(head)
     return head
 

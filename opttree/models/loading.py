@@ -14,8 +14,9 @@ from opttree import paths
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
 from opttree.models.draft_assets import load_bundled_classic
-from opttree.nets.few_row_linear import apply_choice, choose_kernels, mark_target, plain_rows_of, use_few_row_linear
+from opttree.nets.few_row_linear import apply_choice, choice_of, mark_target, use_few_row_linear
 from opttree.nets.grouped_attention import use_grouped_attention
+from opttree.nets.kernel_choice import choose_kernels
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -90,8 +91,8 @@ def load_causal_lm(spec: str, device: torch.device, dtype: torch.dtype,
 
 def prepare(model, device: torch.device, device_map: str | None = None):
     """A built target made ready to decode: on `device` (unless `device_map` spread it), in eval mode,
-    without gradients, on the few-row CPU kernels where they apply (and on plain `F.linear` for the row
-    counts where that is faster on this machine: `choose_kernels`), and attending over grouped KV heads
+    without gradients, on the fastest CPU kernel for each layer shape and row count this machine
+    measured (nets/kernel_choice.py), and attending over grouped KV heads
     without copying them (nets/grouped_attention.py)."""
     if not device_map:
         model.to(device)
@@ -162,6 +163,6 @@ def load_classic_draft(draft: str, target, device, dtype, trust_remote_code=Fals
         model = load_causal_lm(draft, device, dtype, None, trust_remote_code)
     model = model.to(input_device(target))
     use_few_row_linear(model, draft=True)
-    apply_choice(model, plain_rows_of(target) or {})   # the target's kernel choice, shape by shape
+    apply_choice(model, choice_of(target) or {})   # the target's kernel choice, shape by shape
     use_grouped_attention(model)
     return model

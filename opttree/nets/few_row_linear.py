@@ -8,18 +8,21 @@ from bandwidth-bound. oneDNN's inner product over a weight reordered once into i
 layout (the op PyTorch's compiler uses for frozen CPU linears) is: a forward over 1 to 8 tokens
 then costs about the same (benchmarks/verify_cost.* shows both kernels side by side).
 
-Which kernel wins depends on the CPU, so it is measured per layer shape and row count (`choose_kernels`,
-once per machine, cached). On an AMD EPYC (AVX2) the few-row kernel ties `F.linear` at one row and
-wins above it; on an AVX-512 Xeon MKL's `F.linear` wins at one to three rows of most layers (a
-one-token SmolLM2 forward in 34-39 ms against 43-48, benchmarks/kernel_choice.md). Each call takes
-the faster kernel for its row count, AR's one-token forwards included, so speedups are measured
-against the fastest AR this machine has. Loaded drafts take their target's choice for the shapes
-they share; the feature head's draft-vocabulary LM-head rows (`few_row_matmul`, a shape no target
-layer has) stay on the few-row kernel.
+Which kernel wins depends on the CPU, so three are measured per layer shape and row count (nets/
+kernel_choice.py, once per machine, cached): plain `F.linear`, the oneDNN kernel above, and MKL's packed
+GEMM (`cblas_sgemm_compute` over a weight packed once by `cblas_sgemm_pack`, PyTorch's `mkl::_mkl_linear`).
+On an AMD EPYC (AVX2) the oneDNN kernel ties `F.linear` at one row and wins above it; on an AVX-512 Xeon
+MKL's `F.linear` wins at one to three rows of most layers (a one-token SmolLM2 forward in 34-39 ms
+against 43-48) and its packed GEMM at four rows and more (a 4-token forward in 40 ms against 49:
+benchmarks/kernel_choice.md). Each call takes the faster kernel for its row count, AR's one-token
+forwards included, so speedups are measured against the fastest AR this machine has. Loaded drafts take
+their target's choice for the shapes they share; the feature head's draft-vocabulary LM-head rows
+(`few_row_matmul`, a shape no target layer has) stay on the oneDNN kernel.
 
-Costs and limits: the reordered copy doubles the weights' memory (kept once per weight, redone
-only when the weight changes in place); training (grad mode) and GPU or non-fp32 layers keep
-`F.linear`; where the op is missing (other PyTorch builds) everything keeps `F.linear`.
+Costs and limits: a packed copy doubles the weights' memory (kept once per weight and kernel, only
+for the kernels a layer's choice uses, redone only when the weight changes in place); training (grad
+mode) and GPU or non-fp32 layers keep `F.linear`; where oneDNN's op is missing (other PyTorch builds)
+everything keeps `F.linear`, and where MKL's is, the choice is between the other two.
 
 Only the kernel changes, not the maths: the sums may round differently, as any change of kernel
 or of row count already does, and exactness is judged as always against the target's own greedy
@@ -43,15 +46,13 @@ default (benchmarks/int8_drafts.md).
 from __future__ import annotations
 
 import functools
-import os
-import time
 import types
 import warnings
 
 import torch
 import torch.nn.functional as F
 
-from opttree import machine, paths
+from opttree import paths
 
 
 @functools.cache
@@ -65,6 +66,28 @@ def _onednn_linear():
     # The overload itself, not the op packet: resolving the overload on every call cost ~6 us, and a
     # forward makes ~200 of these calls.
     return torch.ops.mkldnn._linear_pointwise.default
+
+
+@functools.cache
+def have_mkl() -> bool:
+    """Whether this PyTorch build packs weights for MKL's GEMM (x86 builds with MKL)."""
+    return (torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_reorder_linear_weight")
+            and hasattr(torch.ops.mkl, "_mkl_linear"))
+
+
+@functools.cache
+def _mkl_linear():
+    return torch.ops.mkl._mkl_linear.default
+
+
+# The CPU fp32 kernels a layer can run at a given row count; a layer's table holds indices into this.
+PLAIN, ONEDNN, MKL = "plain", "onednn", "mkl"
+KERNELS = (PLAIN, ONEDNN, MKL)
+_PLAIN, _ONEDNN, _MKL = range(3)
+# Rows MKL packs a weight for. Its packed layout serves any row count (checked against F.linear when the
+# choice is measured, kernel_choice.py): packed for 2, 4 or 8 rows the bundled target's layers ran 1-8
+# rows within 3 % of each other on the Xeon, packed for one row 35 % slower at four.
+MKL_PACK_ROWS = 8
 
 
 @functools.cache
@@ -99,16 +122,19 @@ def _applies(weight: torch.Tensor) -> bool:
 
 
 class PackedWeight:
-    """A weight's reordered copy, made on first use and redone only when the weight changed (in
-    place, as an optimizer step does, or replaced). It lives next to the weight's owner, so a lookup
-    is one attribute read (a global weak dictionary cost ~4 % of a small-tree step). The copy is an
-    opaque oneDNN tensor that cannot be deep-copied: a copied model gets an empty holder instead."""
+    """A weight's packed copies, one per kernel that uses it (`get`: oneDNN's reordered weight, or the
+    int8 one for an int8 holder; `get_mkl`: MKL's packed GEMM weight), each made on first use and redone
+    only when the weight changed (in place, as an optimizer step does, or replaced). It lives next to the
+    weight's owner, so a lookup is one attribute read (a global weak dictionary cost ~4 % of a small-tree
+    step). The copies are opaque tensors that cannot be deep-copied: a copied model gets an empty holder
+    instead. `table` is the kernel per row count (`kernel_table`; empty: oneDNN at every count)."""
 
-    __slots__ = ("key", "packed", "int8", "plain")
+    __slots__ = ("key", "packed", "int8", "table", "mkl_key", "mkl")
 
     def __init__(self, int8: bool = False):
         self.key, self.packed, self.int8 = None, None, bool(int8)
-        self.plain: tuple[bool, ...] = ()   # by row count (the last entry for any more): F.linear is faster
+        self.mkl_key, self.mkl = None, None
+        self.table: tuple[int, ...] = ()
 
     def get(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
         key = (_version_key(weight), _version_key(bias) if self.int8 else None)
@@ -118,17 +144,44 @@ class PackedWeight:
             self.key = key
         return self.packed
 
+    def get_mkl(self, weight: torch.Tensor):
+        # MKL asks that a weight be packed with the thread count it is multiplied with
+        key = (_version_key(weight), torch.get_num_threads())
+        if key != self.mkl_key:
+            self.mkl = torch.ops.mkl._mkl_reorder_linear_weight(weight.detach(), MKL_PACK_ROWS)
+            self.mkl_key = key
+        return self.mkl
+
+    def release_unused(self) -> None:
+        """Drop the fp32 copies no row count of `table` runs on (after the choice timed every kernel)."""
+        used = set(self.table) if self.table else {_ONEDNN}
+        if _ONEDNN not in used and not self.int8:
+            self.key, self.packed = None, None
+        if _MKL not in used:
+            self.mkl_key, self.mkl = None, None
+
     def __deepcopy__(self, memo):
         memo[id(self)] = twin = PackedWeight(self.int8)
-        twin.plain = self.plain
+        twin.table = self.table
         return twin
 
     def __repr__(self):
-        return f"PackedWeight(int8={self.int8}, packed={self.packed is not None})"
+        return f"PackedWeight(int8={self.int8}, packed={self.packed is not None}, mkl={self.mkl is not None})"
 
 
 def _version_key(t: torch.Tensor | None):
     return None if t is None else (t.data_ptr(), 0 if t.is_inference() else t._version)
+
+
+def run_kernel(kernel: int, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+               pack: PackedWeight) -> torch.Tensor:
+    """x @ weight.T (+ bias) on one fp32 kernel (an index into KERNELS)."""
+    if kernel == _PLAIN:
+        return F.linear(x, weight, bias)
+    x = x.contiguous()
+    if kernel == _MKL:
+        return _mkl_linear()(x, pack.get_mkl(weight), weight, bias, x.numel() // x.shape[-1])
+    return _onednn_linear()(x, pack.get(weight), bias, "none", [], "")
 
 
 def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pack: PackedWeight):
@@ -138,10 +191,9 @@ def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pa
         flat = x.reshape(-1, x.shape[-1]).contiguous()       # the op takes 2-D and up; nn.Linear takes 1-D too
         out = torch.ops.quantized.linear_dynamic(flat, pack.get(weight, bias), True)
         return out.reshape(*x.shape[:-1], out.shape[-1])
-    plain = pack.plain
-    if plain and plain[min(x.numel() // x.shape[-1], len(plain) - 1)]:
-        return F.linear(x, weight, bias)      # this row count is faster on MKL here (choose_kernels)
-    return _onednn_linear()(x.contiguous(), pack.get(weight), bias, "none", [], "")
+    table = pack.table      # the kernel this machine runs fastest at this row count (kernel_choice.py)
+    kernel = table[min(x.numel() // x.shape[-1], len(table) - 1)] if table else _ONEDNN
+    return run_kernel(kernel, x, weight, bias, pack)
 
 
 def few_row_matmul(x: torch.Tensor, weight: torch.Tensor, pack: PackedWeight,
@@ -233,127 +285,53 @@ def use_plain_linear(model: torch.nn.Module) -> None:
     model.few_row_int8 = False
 
 
-# Row counts `choose_kernels` times; any other count takes the choice of the nearest one below it.
+# Row counts the kernel choice times (kernel_choice.py); any other count takes the nearest one below it.
 PROBE_ROWS = (1, 2, 3, 4, 6, 8, 12, 16)
-KERNEL_CHOICE_VERSION = 1
-MARGIN = 0.97     # F.linear takes a row count only when its time is below 97 % of the few-row kernel's
 
 
-def _fp32_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """The layers on the few-row fp32 kernel (int8 ones keep theirs), in the model's order."""
+def fp32_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The layers on the fp32 kernels (int8 ones keep theirs), in the model's order."""
     return [m for m in model.modules() if _ours(m) and not m._few_row_pack.int8]
 
 
-def _shape(m: torch.nn.Module) -> str:
+def layer_shape(m: torch.nn.Module) -> str:
     return "x".join(map(str, m.weight.shape))
 
 
-def choice_key(model: torch.nn.Module) -> dict:
-    """What the kernel choice depends on: the machine, the torch build and threads, and the layer shapes."""
-    shapes: dict[str, int] = {}
-    for m in _fp32_layers(model):
-        shapes[_shape(m)] = shapes.get(_shape(m), 0) + 1
-    return {"version": KERNEL_CHOICE_VERSION, "cpu": machine.cpu_name(), "isa": machine.cpu_isa(),
-            "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
-            "rows": list(PROBE_ROWS), "shapes": dict(sorted(shapes.items()))}
-
-
-@torch.inference_mode()
-def time_kernels(layers: list[torch.nn.Module], reps: int = 4) -> dict[tuple[str, int, str], float]:
-    """ms per (shape, rows, kernel) for one pass over `layers` in order, the fastest of `reps` passes.
-
-    Each pass calls every layer once, as a forward does, so the weights stream from memory as they do
-    when decoding (a model's weights outlast the caches; timing one layer alone would time its cache).
-    Kernels and row counts are interleaved, and their order flips every repetition."""
-    inputs = {}
-    for m in layers:
-        for rows in PROBE_ROWS:
-            inputs.setdefault((_shape(m), rows), torch.randn(1, rows, m.weight.shape[1]))
-    best: dict[tuple[str, int, str], float] = {}
-    for rep in range(1 + max(1, reps)):                # the first pass warms up (and packs every weight)
-        order = PROBE_ROWS if rep % 2 == 0 else tuple(reversed(PROBE_ROWS))
-        for rows in order:
-            for kernel in (("plain", "few-row") if rep % 2 == 0 else ("few-row", "plain")):
-                total: dict[str, float] = {}
-                for m in layers:
-                    shape = _shape(m)
-                    x = inputs[(shape, rows)]
-                    t0 = time.perf_counter()
-                    if kernel == "plain":
-                        F.linear(x, m.weight, m.bias)
-                    else:
-                        _onednn_linear()(x, m._few_row_pack.get(m.weight), m.bias, "none", [], "")
-                    total[shape] = total.get(shape, 0.0) + time.perf_counter() - t0
-                if rep:
-                    for shape, t in total.items():
-                        k = (shape, rows, kernel)
-                        best[k] = min(best.get(k, float("inf")), t * 1e3)
-    return best
-
-
-def plain_rows_from(ms: dict[tuple[str, int, str], float], shapes) -> dict[str, list[int]]:
-    """Per shape, the probed row counts where F.linear beats the few-row kernel by the margin."""
-    return {s: [r for r in PROBE_ROWS if ms[(s, r, "plain")] < MARGIN * ms[(s, r, "few-row")]] for s in shapes}
-
-
-def plain_table(plain_rows: list[int]) -> tuple[bool, ...]:
-    """`PackedWeight.plain` for the probed row counts where F.linear won: entry r says whether r rows
-    go to F.linear; each count takes the choice of the nearest probed count at or below it, and the
-    last entry serves every count past the largest probe."""
-    table, won = [False], False
+def kernel_table(rows_by_kernel: dict[str, list[int]]) -> tuple[int, ...]:
+    """`PackedWeight.table` for one shape's choice ({kernel: probed row counts}; counts not named run the
+    oneDNN kernel): entry r is the kernel for r rows; each count takes the choice of the nearest probed
+    count at or below it, and the last entry serves every count past the largest probe."""
+    at = {rows: KERNELS.index(k) for k, rows_list in rows_by_kernel.items() for rows in rows_list}
+    table, kernel = [], _ONEDNN
     for rows in range(1, PROBE_ROWS[-1] + 1):
         if rows in PROBE_ROWS:
-            won = rows in plain_rows
-        table.append(won)
-    return tuple(table) if any(table) else ()
+            kernel = at.get(rows, _ONEDNN)
+        table.append(kernel)
+    return (table[0], *table) if any(k != _ONEDNN for k in table) else ()   # an empty input: as one row
 
 
-def apply_choice(model: torch.nn.Module, plain: dict[str, list[int]]) -> None:
-    """Give each fp32 layer of `model` its shape's row counts on F.linear ({shape: rows}; other shapes
-    keep the few-row kernel at every count); `plain_rows_of(model)` then says what `model` runs. A
-    model with no layer on the few-row kernel is left as it is."""
+def apply_choice(model: torch.nn.Module, choice: dict[str, dict[str, list[int]]]) -> None:
+    """Give each fp32 layer of `model` its shape's kernels ({shape: {kernel: row counts}}, as
+    kernel_choice.choose_kernels measures it; other shapes and counts run the oneDNN kernel);
+    `choice_of(model)` then says what `model` runs. The choice is kept whole on the model, so layers
+    that come back to fp32 later (an int8 draft switched back) take it again. A model with no layer on
+    these kernels is left as it is."""
     if not isinstance(model, torch.nn.Module) or not uses_few_row_linear(model):
         return
-    model._few_row_choice = {k: list(v) for k, v in sorted(plain.items()) if v}   # kept whole: an int8 draft
-    layers = _fp32_layers(model)                                                   # back on fp32 takes it again
-    for m in layers:
-        m._few_row_pack.plain = plain_table(plain.get(_shape(m), []))
-    shapes = {_shape(m) for m in layers}
-    model.few_row_plain = {k: v for k, v in model._few_row_choice.items() if k in shapes}
+    model._few_row_choice = {s: {k: list(r) for k, r in sorted(by.items()) if r}
+                             for s, by in sorted(choice.items()) if any(by.values())}
+    for m in fp32_layers(model):
+        m._few_row_pack.table = kernel_table(model._few_row_choice.get(layer_shape(m), {}))
 
 
-def choose_kernels(model: torch.nn.Module, reps: int = 4, refresh: bool = False) -> dict[str, list[int]] | None:
-    """Measure (or read back) which kernel each layer shape of `model` runs at each row count on this
-    machine (module docstring), apply it, and return `plain_rows_of(model)`. The timings (`time_kernels`,
-    about four seconds for the bundled target) are cached per machine, torch build, threads and layer
-    shapes under `paths.costs_dir()`; `refresh` times them again (`opttree cost --refresh`, the app's
-    button). Only the kernel changes, never the maths."""
-    layers = _fp32_layers(model)
-    if not layers:
-        return None
-    key = choice_key(model)
-    path = paths.costs_dir() / f"kernels_{paths.cache_digest(key)}.json"
-    cached = None if refresh else paths.read_cache_json(path, key)
-    ms = None
-    if cached is not None and isinstance(cached.get("ms"), dict):
-        try:
-            ms = {(s, int(r), k): float(v) for name, v in cached["ms"].items() for s, r, k in [name.split(" ")]}
-            plain = plain_rows_from(ms, key["shapes"])
-        except (ValueError, KeyError, TypeError):
-            ms = None
-    if ms is None:
-        ms = time_kernels(layers, reps)
-        plain = plain_rows_from(ms, key["shapes"])
-        # "plain" is written for people reading the file; the choice is always worked out again from "ms"
-        paths.write_cache_json(path, {"key": key, "plain": plain,
-                                      "ms": {f"{s} {r} {k}": round(v, 4) for (s, r, k), v in sorted(ms.items())}})
-    apply_choice(model, plain)
-    return plain_rows_of(model)
-
-
-def plain_rows_of(model) -> dict[str, list[int]] | None:
-    """The row counts per layer shape that `model` runs on F.linear ({}: none; None: no layer of it is on
-    the few-row kernel, or its kernels were never chosen)."""
+def choice_of(model) -> dict[str, dict[str, list[int]]] | None:
+    """The kernel choice `model` runs, for the shapes of its fp32 layers ({shape: {kernel: row counts}};
+    {}: oneDNN everywhere; None: no layer of it is on these kernels, or its kernels were never chosen)."""
     if not isinstance(model, torch.nn.Module) or not uses_few_row_linear(model):
         return None
-    return getattr(model, "few_row_plain", None)
+    choice = getattr(model, "_few_row_choice", None)
+    if choice is None:
+        return None
+    shapes = {layer_shape(m) for m in fp32_layers(model)}
+    return {s: by for s, by in choice.items() if s in shapes}

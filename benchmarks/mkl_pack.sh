@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# MKL's packed GEMM as a third CPU kernel (opttree/nets/kernel_choice.py), on the project's own frozen sets.
+# STEP=cost: one verification forward's time against its tree size with the chosen kernels, each kernel
+# alone, in the same repetitions. STEP=eval / STEP=long: the eval set (48 prompts × 64 tokens) and the
+# long-input split (18 prompts × 64 tokens) at the auto budget, head alone and fused, once with the three
+# kernels (the default) and once with OPTTREE_NO_MKL_PACK=1 (the choice between F.linear and oneDNN); the
+# -again steps run each pair in the other order. Each run measures its own kernel choice and cost curve, so
+# the auto budget sizes trees from the costs it runs with. Results in benchmarks/mkl_pack/; compare with
+#   python -m opttree.bench.verdict A.json m m --against B.json
+#   THREADS=2 STEP=cost|eval|eval-again|long|long-again|all benchmarks/mkl_pack.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=benchmarks/mkl_pack
+PY="${PY:-.venv/bin/python}"
+T="${THREADS:-2}"
+STEP="${STEP:-all}"
+mkdir -p "$OUT"
+if [[ $STEP == cost || $STEP == all ]]; then
+  PYTHONPATH=. $PY -m opttree sweep --cost-only --cost-sizes 1,2,3,4,6,8,12,16,32 --cost-reps 7 \
+    --threads "$T" --out "$OUT/verify_cost.json" 2>&1 | grep -v repetition | tee "$OUT/verify_cost.log"
+fi
+run() {  # $1 prompts, $2 limit, $3 name, then env
+  local prompts=$1 limit=$2 name=$3; shift 3
+  env "$@" PYTHONPATH=. $PY -m opttree bench --device cpu --threads "$T" --prompts "$prompts" --limit "$limit" \
+    --methods ar,opt-tree@auto,opt-tree@auto+retrieval --drafter eagle --max-depth 10 --threshold 0.5 \
+    --temperature 0 --max-new-tokens 64 --warmup 1 --out "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log"
+}
+if [[ $STEP == eval || $STEP == all ]]; then
+  run opttree/assets/prompts/eval.jsonl 48 eval_mkl OPTTREE_NO_MKL_PACK=0
+  run opttree/assets/prompts/eval.jsonl 48 eval_no_mkl OPTTREE_NO_MKL_PACK=1
+fi
+if [[ $STEP == eval-again || $STEP == all ]]; then
+  run opttree/assets/prompts/eval.jsonl 48 eval_no_mkl_b OPTTREE_NO_MKL_PACK=1
+  run opttree/assets/prompts/eval.jsonl 48 eval_mkl_b OPTTREE_NO_MKL_PACK=0
+fi
+if [[ $STEP == long || $STEP == all ]]; then
+  run opttree/assets/prompts/long_input.jsonl 18 long_no_mkl OPTTREE_NO_MKL_PACK=1
+  run opttree/assets/prompts/long_input.jsonl 18 long_mkl OPTTREE_NO_MKL_PACK=0
+fi
+if [[ $STEP == long-again || $STEP == all ]]; then
+  run opttree/assets/prompts/long_input.jsonl 18 long_mkl_b OPTTREE_NO_MKL_PACK=0
+  run opttree/assets/prompts/long_input.jsonl 18 long_no_mkl_b OPTTREE_NO_MKL_PACK=1
+fi
