@@ -13,7 +13,7 @@ Environment variables, each read when it is needed (never at import time):
 | variable | meaning | default |
 | --- | --- | --- |
 | OPTTREE_CACHE | the cache of converted weights and measured costs | `$XDG_CACHE_HOME/opttree` or `~/.cache/opttree` |
-| OPTTREE_COSTS | cost curves (`engine/cost.py`), CPU kernel choices (`nets/kernel_choice.py`) | `$OPTTREE_CACHE/costs` |
+| OPTTREE_COSTS | cost curves (`engine/cost.py`), CPU kernel choices (`kernel_choice.py`) | `$OPTTREE_CACHE/costs` |
 | OPTTREE_MODELS | the model allow-list the app serves | `assets/models.json` |
 | OPTTREE_ATTN | attention kernel for targets and drafts (`sdpa` or `eager`; tree masks need one of them) | `sdpa` |
 | OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`nets/few_row_linear.py`) | off |

@@ -12,10 +12,10 @@ Which kernel wins depends on the CPU, so three are measured per layer shape and 
 kernel_choice.py, once per machine, cached): plain `F.linear`, the oneDNN kernel above, and MKL's packed
 GEMM (`cblas_sgemm_compute` over a weight packed once by `cblas_sgemm_pack`, PyTorch's `mkl::_mkl_linear`).
 On an AMD EPYC (AVX2) the oneDNN kernel ties `F.linear` at one row and wins above it; on an AVX-512 Xeon
-MKL's `F.linear` wins at one to three rows of most layers (a one-token SmolLM2 forward in 34-39 ms
-against 43-48) and its packed GEMM at four rows and more (a 4-token forward in 40 ms against 49:
-benchmarks/kernel_choice.md). Each call takes the faster kernel for its row count, AR's one-token
-forwards included, so speedups are measured against the fastest AR this machine has. Loaded drafts take
+MKL's `F.linear` wins at one to three rows of most layers and its packed GEMM at four to eight
+(benchmarks/kernel_choice.md, benchmarks/mkl_pack.md). Each call takes the fastest kernel for its row
+count, AR's one-token forwards included, so speedups are measured against the fastest AR this machine
+has. Loaded drafts take
 their target's choice for the shapes they share; the feature head's draft-vocabulary LM-head rows
 (`few_row_matmul`, a shape no target layer has) stay on the oneDNN kernel.
 
@@ -286,7 +286,10 @@ def use_plain_linear(model: torch.nn.Module) -> None:
 
 
 # Row counts the kernel choice times (kernel_choice.py); any other count takes the nearest one below it.
-PROBE_ROWS = (1, 2, 3, 4, 6, 8, 12, 16)
+# 64 stands for every larger forward (a prompt's prefill, a fixed budget's big tree): on the Xeon MKL's
+# packed GEMM is the fastest at 4-16 rows of some layers and 30-40 % slower than either other kernel at
+# 128-512 (benchmarks/mkl_pack.md), so counts past 16 are measured, not taken from 16's choice.
+PROBE_ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 64)
 
 
 def fp32_layers(model: torch.nn.Module) -> list[torch.nn.Module]:

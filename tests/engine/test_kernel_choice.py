@@ -21,13 +21,15 @@ needs_mkl = pytest.mark.skipif(not FR.have_mkl(), reason="this PyTorch build has
 
 # --- the kernel choice per row count: the fastest kernel on this machine ---
 
-P, O, M = (FR.KERNELS.index(k) for k in (FR.PLAIN, FR.ONEDNN, FR.MKL))
+PLAIN, ONEDNN, MKL = (FR.KERNELS.index(k) for k in (FR.PLAIN, FR.ONEDNN, FR.MKL))
 
 
 def test_the_choice_table_covers_every_row_count():
-    table = FR.kernel_table({"plain": [1, 2], "mkl": [4, 16]})
-    assert table[1:4] == (P, P, O) and table[4:6] == (M, M) and set(table[6:16]) == {O} and table[16] == M
-    assert FR.kernel_table({"plain": [4]})[4:7] == (P, P, O)          # 5 takes 4's choice
+    table = FR.kernel_table({"plain": [1, 2, 64], "mkl": [4, 16]})
+    assert table[1:4] == (PLAIN, PLAIN, ONEDNN) and table[4:6] == (MKL, MKL) and table[0] == table[1]  # 0: as 1
+    assert set(table[6:16]) == {ONEDNN} and set(table[16:64]) == {MKL} and table[64] == PLAIN == table[-1]
+    assert len(table) == FR.PROBE_ROWS[-1] + 1        # the last entry serves every larger count
+    assert FR.kernel_table({"plain": [4]})[4:7] == (PLAIN, PLAIN, ONEDNN)          # 5 takes 4's choice
     assert FR.kernel_table({}) == () and FR.kernel_table({"mkl": []}) == ()
 
 
@@ -59,7 +61,7 @@ def test_chosen_row_counts_go_to_f_linear_and_the_rest_to_the_few_row_kernel(mon
     FR.use_plain_linear(layer)
     assert FR.choice_of(layer) is None                     # nothing on the engine's kernels: no choice to report
     FR.use_few_row_linear(layer)
-    assert FR.choice_of(layer) == {"80x48": {"plain": [1, 2]}} and layer._few_row_pack.table[2] == P   # kept
+    assert FR.choice_of(layer) == {"80x48": {"plain": [1, 2]}} and layer._few_row_pack.table[2] == PLAIN   # kept
     FR.apply_choice(layer, {"99x48": {"plain": [1]}})      # another shape's choice: this one keeps oneDNN
     assert FR.choice_of(layer) == {}
     with torch.inference_mode():
@@ -83,8 +85,8 @@ def test_the_choice_is_measured_once_per_machine_and_cached(tmp_path, monkeypatc
     monkeypatch.setattr(KC, "timed_kernels", lambda: FR.KERNELS)
     want = {"64x32": {"mkl": [8], "plain": [1, 2]}}
     assert KC.choose_kernels(model) == want and timed == [3]
-    assert model[0]._few_row_pack.table[2] == P and model[0]._few_row_pack.table[3] == O
-    assert model[0]._few_row_pack.table[8:12] == (M,) * 4 and model[1]._few_row_pack.table == ()
+    assert model[0]._few_row_pack.table[2] == PLAIN and model[0]._few_row_pack.table[3] == ONEDNN
+    assert model[0]._few_row_pack.table[8:12] == (MKL,) * 4 and model[1]._few_row_pack.table == ()
     near = {("a", r, k): (0.98 if k != "onednn" else 1.0) for r in FR.PROBE_ROWS for k in FR.KERNELS}
     assert KC.choice_from(near, ["a"]) == {"a": {}}                            # within the margin: oneDNN kept
     assert KC.choice_from({**near, ("a", 4, "mkl"): 0.5}, ["a"]) == {"a": {"mkl": [4]}}
@@ -146,7 +148,7 @@ def test_a_kernel_that_gets_a_shape_wrong_is_never_chosen_for_it(monkeypatch):
 
     def broken_mkl(kernel, x, weight, bias, pack):   # MKL off by 1 % on the 24x16 layer
         out = real(kernel, x, weight, bias, pack)
-        return out * 1.01 if kernel == M and weight.shape[0] == 24 else out
+        return out * 1.01 if kernel == MKL and weight.shape[0] == 24 else out
 
     monkeypatch.setattr(KC, "run_kernel", broken_mkl)
     ms = KC.time_kernels(FR.fp32_layers(model), reps=1)
@@ -220,7 +222,7 @@ def test_a_draft_back_from_int8_takes_its_targets_choice_again(tmp_path, monkeyp
     FR.use_few_row_linear(head, draft=True)          # back on fp32: new holders
     shared = {FR.layer_shape(m) for m in FR.fp32_layers(head)} & set(FR.choice_of(pair.target))
     assert shared and FR.choice_of(head) == {s: {"plain": [1]} for s in shared} != on_int8
-    assert all(m._few_row_pack.table[1] == P for m in FR.fp32_layers(head) if FR.layer_shape(m) in shared)
+    assert all(m._few_row_pack.table[1] == PLAIN for m in FR.fp32_layers(head) if FR.layer_shape(m) in shared)
 
 
 def test_a_refresh_chooses_again_and_the_draft_and_cost_key_follow(tmp_path, monkeypatch):
