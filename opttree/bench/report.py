@@ -18,6 +18,7 @@ from opttree.bench.plots import plot_node_sweep, plot_threshold_sweep
 from opttree.bench.sweep import best_budget
 from opttree.bench.theory_table import markdown_table
 from opttree.bench.verdict import verdict
+from opttree.nets.few_row_linear import MKL, ONEDNN, PLAIN
 from opttree.trace import by_depth_text, draft_weights
 
 
@@ -39,7 +40,7 @@ def choice_text(choice: dict | None) -> str:
     """A kernel choice ({shape: {kernel: rows}}, nets/kernel_choice.py) in words."""
     if not choice:
         return "oneDNN at every row count"
-    names = {"plain": "`F.linear`", "mkl": "MKL packed", "onednn": "oneDNN"}
+    names = {PLAIN: "`F.linear`", MKL: "MKL packed", ONEDNN: "oneDNN"}
     parts = [f"{shape}: " + ", ".join(f"{names.get(k, k)} at {', '.join(map(str, rows))} rows"
                                       for k, rows in by.items()) for shape, by in choice.items()]
     return "; ".join(parts) + "; oneDNN elsewhere"

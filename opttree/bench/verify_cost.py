@@ -16,7 +16,7 @@ import statistics
 
 from opttree.bench.env import machine_info, note_load
 from opttree.engine.cost import SIZES, synthetic_tree, time_verify
-from opttree.nets.few_row_linear import choice_of, uses_few_row_linear
+from opttree.nets.few_row_linear import ONEDNN, PLAIN, choice_of, uses_few_row_linear
 from opttree.nets.grouped_attention import NAME as GROUPED
 from opttree.nets.grouped_attention import attention_of
 from opttree.nets.kernel_choice import timed_kernels
@@ -40,7 +40,9 @@ def verify_cost_curve(pair, sizes=DEFAULT_SIZES, prefix_tokens: int = 128, reps:
     what each buys."""
     few_row = uses_few_row_linear(pair.target)
     chosen = choice_of(pair.target)
-    alone = tuple(f"{k}-only" for k in timed_kernels() if k != "plain") if chosen is not None else ()
+    # each kernel alone, where that is not what the choice already runs everywhere
+    alone = tuple(f"{k}-only" for k in timed_kernels() if k != PLAIN and (chosen or k != ONEDNN)) \
+        if chosen is not None else ()
     others = (("plain",) * few_row + alone * few_row + ("copy-kv",) * (attention_of(pair.target) == GROUPED))
     kernels = ("few-row" if few_row else "default",) + others
     times = time_verify(pair, tuple(sizes), prefix_tokens, reps, warmup, kernels, log)

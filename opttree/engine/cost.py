@@ -50,6 +50,7 @@ from opttree.nets.few_row_linear import (
     int8_skipped,
     kernel_of,
     layer_shape,
+    release_unused_copies,
     use_few_row_linear,
     use_plain_linear,
 )
@@ -154,6 +155,7 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
             use_few_row_linear(target)
         if {"onednn-only", "mkl-only"} & set(kernels):
             apply_choice(target, chosen)
+            release_unused_copies(target)   # each kernel alone packed every weight for it
         if "copy-kv" in kernels:
             use_grouped_attention(target)
     return times

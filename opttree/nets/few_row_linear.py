@@ -15,9 +15,8 @@ On an AMD EPYC (AVX2) the oneDNN kernel ties `F.linear` at one row and wins abov
 MKL's `F.linear` wins at one to three rows of most layers and its packed GEMM at four to eight
 (benchmarks/kernel_choice.md, benchmarks/mkl_pack.md). Each call takes the fastest kernel for its row
 count, AR's one-token forwards included, so speedups are measured against the fastest AR this machine
-has. Loaded drafts take
-their target's choice for the shapes they share; the feature head's draft-vocabulary LM-head rows
-(`few_row_matmul`, a shape no target layer has) stay on the oneDNN kernel.
+has. Loaded drafts take their target's choice for the shapes they share; the feature head's
+draft-vocabulary LM-head rows (`few_row_matmul`, a shape no target layer has) stay on the oneDNN kernel.
 
 Costs and limits: a packed copy doubles the weights' memory (kept once per weight and kernel, only
 for the kernels a layer's choice uses, redone only when the weight changes in place); training (grad
@@ -338,3 +337,9 @@ def choice_of(model) -> dict[str, dict[str, list[int]]] | None:
         return None
     shapes = {layer_shape(m) for m in fp32_layers(model)}
     return {s: by for s, by in choice.items() if s in shapes}
+
+
+def release_unused_copies(model: torch.nn.Module) -> None:
+    """Drop every fp32 layer's packed copies that its choice does not run (after timing every kernel)."""
+    for m in fp32_layers(model):
+        m._few_row_pack.release_unused()

@@ -9,10 +9,12 @@ its row count (`few_row_linear.kernel_table`).
 
 The measurement (`time_kernels`) calls every layer in model order, as a forward does, so the weights
 stream from memory as they do when decoding; each kernel also has to give F.linear's numbers (to
-rounding) for every shape, or it is not chosen there. A kernel other than oneDNN takes a row count
-only when it is at least 3 % faster (`MARGIN`): within noise the choice does not flip from one
-measurement to the next. The timings are cached per machine, torch build, threads and layer shapes;
-`opttree cost --refresh` and the app's button measure again.
+rounding) for every shape, at every probed row count and at a prefill's (`CHECK_ROWS`), or it is not
+chosen there. oneDNN is the starting pick, then `F.linear`, then MKL's packed GEMM, and each takes a
+row count from the pick before it only when it is at least 3 % faster (`MARGIN`): within noise the
+choice does not flip from one measurement to the next, and a layer keeps no packed copy it barely
+needs. The timings are cached per machine, torch build, threads and layer shapes; `opttree cost
+--refresh` and the app's button measure again.
 
 Only the kernel changes, never the maths: sums may round differently, as any change of kernel or row
 count already does, and exactness is judged against the target's own greedy output.
@@ -31,18 +33,21 @@ from opttree.nets.few_row_linear import (
     KERNELS,
     MKL,
     ONEDNN,
+    PLAIN,
     PROBE_ROWS,
     apply_choice,
     choice_of,
     fp32_layers,
     have_mkl,
     layer_shape,
+    release_unused_copies,
     run_kernel,
 )
 
-VERSION = 2       # 2: MKL's packed GEMM is a third kernel
-MARGIN = 0.97     # another kernel takes a row count from oneDNN only when its time is below 97 % of oneDNN's
+VERSION = 3       # 2: MKL's packed GEMM is a third kernel; 3: the margin between every pair, the prefill check
+MARGIN = 0.97     # a kernel takes a row count from the pick before it only below 97 % of that pick's time
 TOLERANCE = 1e-4  # a kernel's output may differ from F.linear's by this much of the output's largest value
+CHECK_ROWS = 300  # rows of the prefill-sized check: counts past the largest probe take that probe's kernel
 
 
 def timed_kernels() -> tuple[str, ...]:
@@ -63,7 +68,8 @@ def choice_key(model: torch.nn.Module) -> dict:
 
 
 def _wrong(out: torch.Tensor, ref: torch.Tensor) -> bool:
-    return bool((out - ref).abs().max() > TOLERANCE * ref.abs().max() + 1e-6)
+    """Whether `out` is not `ref` to rounding (NaN or inf anywhere counts as wrong)."""
+    return not bool(((out - ref).abs() <= TOLERANCE * ref.abs().max() + 1e-6).all())
 
 
 @torch.inference_mode()
@@ -74,7 +80,8 @@ def time_kernels(layers: list[torch.nn.Module], reps: int = 4) -> dict[tuple[str
     Each pass calls every layer once, as a forward does, so the weights stream from memory as they do
     when decoding (a model's weights outlast the caches; timing one layer alone would time its cache).
     Kernels and row counts are interleaved, and their order flips every repetition. The first pass
-    warms up, packs every weight for every kernel and checks each kernel's output against F.linear's."""
+    warms up, packs every weight for every kernel and checks each kernel's output against F.linear's,
+    there and over `CHECK_ROWS` rows."""
     kernels = timed_kernels()
     inputs = {}
     for m in layers:
@@ -99,6 +106,12 @@ def time_kernels(layers: list[torch.nn.Module], reps: int = 4) -> dict[tuple[str
                     for shape, t in total.items():
                         k = (shape, rows, kernel)
                         best[k] = min(best.get(k, float("inf")), t * 1e3)
+    for m in layers:                     # the prefill-sized check
+        x = torch.randn(CHECK_ROWS, m.weight.shape[1])
+        ref = F.linear(x, m.weight, m.bias)
+        for kernel in kernels:
+            if _wrong(run_kernel(KERNELS.index(kernel), x, m.weight, m.bias, m._few_row_pack), ref):
+                wrong.add((layer_shape(m), kernel))
     for shape, kernel in wrong:
         for rows in PROBE_ROWS:
             best[(shape, rows, kernel)] = float("inf")
@@ -106,16 +119,20 @@ def time_kernels(layers: list[torch.nn.Module], reps: int = 4) -> dict[tuple[str
 
 
 def choice_from(ms: dict[tuple[str, int, str], float], shapes, kernels=KERNELS) -> dict[str, dict[str, list[int]]]:
-    """Per shape, the probed row counts each kernel other than oneDNN takes: the fastest, where it beats
-    oneDNN by the margin ({shape: {kernel: rows}}; KeyError where a timing is missing)."""
-    others = [k for k in kernels if k != ONEDNN]
+    """Per shape, the probed row counts each kernel other than oneDNN takes ({shape: {kernel: rows}};
+    KeyError where a timing is missing): starting from oneDNN, then `F.linear` (no copy of its own),
+    then MKL's packed GEMM, a kernel takes a count when it beats the pick so far by the margin."""
+    order = [k for k in (ONEDNN, PLAIN, MKL) if k in kernels]
     choice = {}
     for s in shapes:
         by: dict[str, list[int]] = {}
         for r in PROBE_ROWS:
-            fastest = min(others, key=lambda k: ms[(s, r, k)])
-            if ms[(s, r, fastest)] < MARGIN * ms[(s, r, ONEDNN)]:
-                by.setdefault(fastest, []).append(r)
+            pick = order[0]
+            for k in order[1:]:
+                if ms[(s, r, k)] < MARGIN * ms[(s, r, pick)]:
+                    pick = k
+            if pick != ONEDNN:
+                by.setdefault(pick, []).append(r)
         choice[s] = by
     return choice
 
@@ -132,8 +149,9 @@ def choose_kernels(model: torch.nn.Module, reps: int = 4, refresh: bool = False)
     cached = None if refresh else paths.read_cache_json(path, key)
     choice = None
     if cached is not None and isinstance(cached.get("ms"), dict):
-        try:
-            ms = {(s, int(r), k): float(v) for name, v in cached["ms"].items() for s, r, k in [name.split(" ")]}
+        try:   # null: a kernel that failed the check there
+            ms = {(s, int(r), k): float("inf" if v is None else v)
+                  for name, v in cached["ms"].items() for s, r, k in [name.split(" ")]}
             choice = choice_from(ms, key["shapes"], key["kernels"])
         except (ValueError, KeyError, TypeError):
             choice = None
@@ -141,11 +159,8 @@ def choose_kernels(model: torch.nn.Module, reps: int = 4, refresh: bool = False)
         ms = time_kernels(layers, reps)
         choice = choice_from(ms, key["shapes"], key["kernels"])
         # "choice" is written for people reading the file; it is always worked out again from "ms"
-        paths.write_cache_json(path, {"key": key, "choice": choice,
-                                      "ms": {f"{s} {r} {k}": round(v, 4) for (s, r, k), v in sorted(ms.items())}})
-        apply_choice(model, choice)
-        for m in layers:                 # timing packed every weight for every kernel: keep what is used
-            m._few_row_pack.release_unused()
-    else:
-        apply_choice(model, choice)
+        paths.write_cache_json(path, {"key": key, "choice": choice, "ms": {
+            f"{s} {r} {k}": None if v == float("inf") else round(v, 4) for (s, r, k), v in sorted(ms.items())}})
+    apply_choice(model, choice)
+    release_unused_copies(model)         # timing packed every weight for every kernel: keep what is used
     return choice_of(model)

@@ -12,8 +12,12 @@ import torch.nn.functional as F
 from reference import PROMPTS, reference
 from tiny import tiny_pair
 
+from opttree.bench.verify_cost import verify_cost_curve
 from opttree.config import DecodeConfig
+from opttree.engine import cost
 from opttree.engine.speculative import run
+from opttree.models.draft_assets import RANDOM_HEAD, load_feature_head
+from opttree.models.loading import prepare
 from opttree.nets import few_row_linear as FR
 from opttree.nets import kernel_choice as KC
 
@@ -33,7 +37,7 @@ def test_the_choice_table_covers_every_row_count():
     assert FR.kernel_table({}) == () and FR.kernel_table({"mkl": []}) == ()
 
 
-def test_chosen_row_counts_go_to_f_linear_and_the_rest_to_the_few_row_kernel(monkeypatch):
+def test_chosen_row_counts_go_to_their_kernel_and_the_rest_to_onednn(monkeypatch):
     torch.manual_seed(0)
     layer = torch.nn.Linear(48, 80)
     FR.use_few_row_linear(layer)
@@ -124,7 +128,8 @@ def test_mkl_packed_gemm_gives_f_linears_numbers_at_every_row_count_from_one_pac
     FR.use_few_row_linear(layer)
     FR.apply_choice(layer, {"160x96": {"mkl": list(FR.PROBE_ROWS)}})
     with torch.inference_mode():
-        for shape in ((96,), (1, 1, 96), (3, 96), (1, 5, 96), (2, 8, 96), (40, 96), (0, 96)):
+        for shape in ((96,), (1, 1, 96), (3, 96), (1, 5, 96), (2, 8, 96), (40, 96), (1, 200, 96), (1000, 96),
+                      (0, 96)):
             x = torch.randn(*shape)
             torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias), rtol=1e-5, atol=1e-5)
         pack = layer._few_row_pack
@@ -141,20 +146,42 @@ def test_mkl_packed_gemm_gives_f_linears_numbers_at_every_row_count_from_one_pac
 
 
 @needs_mkl
-def test_a_kernel_that_gets_a_shape_wrong_is_never_chosen_for_it(monkeypatch):
+@pytest.mark.parametrize("fault", ["off by 1 %", "NaN", "wrong only for a prefill"])
+def test_a_kernel_that_gets_a_shape_wrong_is_never_chosen_for_it(tmp_path, monkeypatch, fault):
+    monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))
     model = torch.nn.Sequential(torch.nn.Linear(16, 24), torch.nn.Linear(24, 16))
     FR.use_few_row_linear(model)
-    real = FR.run_kernel
+    real_run, real_time = FR.run_kernel, KC.time_kernels
 
-    def broken_mkl(kernel, x, weight, bias, pack):   # MKL off by 1 % on the 24x16 layer
-        out = real(kernel, x, weight, bias, pack)
-        return out * 1.01 if kernel == MKL and weight.shape[0] == 24 else out
+    def broken_mkl(kernel, x, weight, bias, pack):   # MKL wrong on the 24x16 layer
+        out = real_run(kernel, x, weight, bias, pack)
+        if kernel != MKL or weight.shape[0] != 24:
+            return out
+        if fault == "NaN":
+            return out.index_fill(-1, torch.tensor([0]), float("nan"))
+        rows = x.numel() // x.shape[-1]
+        return out * 1.01 if fault == "off by 1 %" or rows > FR.PROBE_ROWS[-1] else out
+
+    def mkl_fastest(layers, reps=4):                  # real checks; MKL's times made the best where it is right
+        return {k: (0.0 if k[2] == "mkl" and v < float("inf") else v) for k, v in real_time(layers, 1).items()}
 
     monkeypatch.setattr(KC, "run_kernel", broken_mkl)
-    ms = KC.time_kernels(FR.fp32_layers(model), reps=1)
-    assert all(ms[("24x16", r, "mkl")] == float("inf") for r in FR.PROBE_ROWS)
-    assert all(ms[("16x24", r, "mkl")] < float("inf") for r in FR.PROBE_ROWS)
-    assert "mkl" not in KC.choice_from(ms, ["24x16"])["24x16"]
+    monkeypatch.setattr(KC, "time_kernels", mkl_fastest)
+    choice = KC.choose_kernels(model, refresh=True)
+    assert choice["16x24"] == {"mkl": list(FR.PROBE_ROWS)} and "mkl" not in choice.get("24x16", {})
+    data = json.loads(next(tmp_path.glob("kernels_*.json")).read_text())
+    assert data["ms"]["24x16 1 mkl"] is None and data["ms"]["16x24 1 mkl"] == 0.0   # written as null
+    monkeypatch.setattr(KC, "time_kernels", None)       # read back from the cache: still never chosen
+    assert KC.choose_kernels(model) == choice
+
+
+def test_each_kernel_must_beat_the_pick_before_it_by_the_margin():
+    ms = {("a", r, k): {"onednn": 1.0, "plain": 0.5, "mkl": 0.49}[k] for r in FR.PROBE_ROWS for k in FR.KERNELS}
+    assert KC.choice_from(ms, ["a"]) == {"a": {"plain": list(FR.PROBE_ROWS)}}      # MKL within 3 % of F.linear
+    ms[("a", 4, "mkl")] = 0.4
+    ms[("a", 6, "onednn")] = float("inf")                                          # oneDNN wrong at 6
+    assert KC.choice_from(ms, ["a"]) == {"a": {"mkl": [4], "plain": [r for r in FR.PROBE_ROWS if r != 4]}}
+    assert KC.choice_from(ms, ["a"], ("plain", "onednn")) == {"a": {"plain": list(FR.PROBE_ROWS)}}
 
 
 @needs_mkl
@@ -183,9 +210,6 @@ def _plain_wins_at(monkeypatch, wins: dict) -> None:
 
 
 def test_the_loaders_choose_for_the_target_and_drafts_follow_it(tmp_path, monkeypatch):
-    from opttree.engine import cost
-    from opttree.models.draft_assets import RANDOM_HEAD, load_feature_head
-    from opttree.models.loading import prepare
 
     monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))
     _plain_wins_at(monkeypatch, {"rows": 1})
@@ -208,8 +232,6 @@ def test_the_loaders_choose_for_the_target_and_drafts_follow_it(tmp_path, monkey
 def test_a_draft_back_from_int8_takes_its_targets_choice_again(tmp_path, monkeypatch):
     if not FR._have_int8():
         pytest.skip("this PyTorch build has no dynamic int8 linear")
-    from opttree.models.draft_assets import RANDOM_HEAD, load_feature_head
-    from opttree.models.loading import prepare
 
     monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))
     _plain_wins_at(monkeypatch, {"rows": 1})
@@ -226,9 +248,6 @@ def test_a_draft_back_from_int8_takes_its_targets_choice_again(tmp_path, monkeyp
 
 
 def test_a_refresh_chooses_again_and_the_draft_and_cost_key_follow(tmp_path, monkeypatch):
-    from opttree.engine import cost
-    from opttree.models.draft_assets import RANDOM_HEAD, load_feature_head
-    from opttree.models.loading import prepare
 
     monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))
     wins = {"rows": 1}
@@ -247,17 +266,17 @@ def test_a_refresh_chooses_again_and_the_draft_and_cost_key_follow(tmp_path, mon
 
 
 def test_the_verify_cost_curve_times_the_chosen_kernels_beside_each_kernel_alone():
-    from opttree.bench.verify_cost import verify_cost_curve
 
     pair = tiny_pair("none")
     FR.use_few_row_linear(pair.target)
     FR.apply_choice(pair.target, {FR.layer_shape(m): {"plain": [1]} for m in FR.fp32_layers(pair.target)})
     chosen = FR.choice_of(pair.target)
-    cost = verify_cost_curve(pair, (1, 3), reps=1, warmup=0)
-    assert cost["meta"]["kernels"] == chosen
+    curve = verify_cost_curve(pair, (1, 3), reps=1, warmup=0)
+    assert curve["meta"]["kernels"] == chosen
     alone = ["plain", "onednn_only"] + ["mkl_only"] * FR.have_mkl()
-    assert all(p[f"{k}_median_ms"] > 0 for p in cost["points"] for k in alone)
-    assert "mkl_only_median_ms" in cost["points"][0] or not FR.have_mkl()
+    assert all(p[f"{k}_median_ms"] > 0 for p in curve["points"] for k in alone)
+    assert "mkl_only_median_ms" in curve["points"][0] or not FR.have_mkl()
+    assert all(m._few_row_pack.mkl is None for m in FR.fp32_layers(pair.target))   # timing's copies dropped
     assert FR.choice_of(pair.target) == chosen        # left as it was
     FR.use_plain_linear(pair.target)                  # off the engine's kernels: nothing else to time
     assert "onednn_only_median_ms" not in verify_cost_curve(pair, (1,), reps=1, warmup=0)["points"][0]
@@ -268,7 +287,7 @@ def test_decoding_with_a_mixed_kernel_choice_stays_exact(drafter):
     """AR's one-row forwards on F.linear, trees of a few rows on MKL's packed GEMM, larger ones on oneDNN
     (as on an AVX-512 Xeon): the output is still the target's own greedy output."""
     pair = tiny_pair(drafter, eos=9)
-    mixed = {"plain": [1, 2], **({"mkl": [3, 4]} if FR.have_mkl() else {})}
+    mixed = {"plain": [1, 2], **({"mkl": [3, 4, 64]} if FR.have_mkl() else {})}   # 64: prefills too
     for model in (pair.target, pair.draft_model):
         FR.use_few_row_linear(model)
         FR.apply_choice(model, {FR.layer_shape(m): mixed for m in FR.fp32_layers(model)})
