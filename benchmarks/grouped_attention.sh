@@ -21,25 +21,20 @@ if [[ $STEP == cost || $STEP == all ]]; then
       --threads "$T" --out "$OUT/verify_cost_$P.json" 2>&1 | grep -v repetition | tee "$OUT/verify_cost_$P.log"
   done
 fi
-run() {  # $1 prompts, $2 limit, $3 name, then env
-  local prompts=$1 limit=$2 name=$3; shift 3
-  env "$@" PYTHONPATH=. $PY -m opttree bench --device cpu --threads "$T" --prompts "$prompts" --limit "$limit" \
-    --methods ar,opt-tree@auto,opt-tree@auto+retrieval --drafter eagle --max-depth 10 --threshold 0.5 \
-    --temperature 0 --max-new-tokens 64 --warmup 1 --out "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log"
-}
+source benchmarks/auto_ab.sh
 if [[ $STEP == eval || $STEP == all ]]; then
-  run opttree/assets/prompts/eval.jsonl 48 eval_grouped OPTTREE_PLAIN_ATTENTION=0
-  run opttree/assets/prompts/eval.jsonl 48 eval_copying OPTTREE_PLAIN_ATTENTION=1
+  auto_ab_run opttree/assets/prompts/eval.jsonl 48 eval_grouped OPTTREE_PLAIN_ATTENTION=0
+  auto_ab_run opttree/assets/prompts/eval.jsonl 48 eval_copying OPTTREE_PLAIN_ATTENTION=1
 fi
 if [[ $STEP == long || $STEP == all ]]; then
-  run opttree/assets/prompts/long_input.jsonl 18 long_copying OPTTREE_PLAIN_ATTENTION=1
-  run opttree/assets/prompts/long_input.jsonl 18 long_grouped OPTTREE_PLAIN_ATTENTION=0
+  auto_ab_run opttree/assets/prompts/long_input.jsonl 18 long_copying OPTTREE_PLAIN_ATTENTION=1
+  auto_ab_run opttree/assets/prompts/long_input.jsonl 18 long_grouped OPTTREE_PLAIN_ATTENTION=0
 fi
 if [[ $STEP == long-again || $STEP == all ]]; then   # a second pair, in the other order (the long runs are noisier)
-  run opttree/assets/prompts/long_input.jsonl 18 long_grouped_b OPTTREE_PLAIN_ATTENTION=0
-  run opttree/assets/prompts/long_input.jsonl 18 long_copying_b OPTTREE_PLAIN_ATTENTION=1
+  auto_ab_run opttree/assets/prompts/long_input.jsonl 18 long_grouped_b OPTTREE_PLAIN_ATTENTION=0
+  auto_ab_run opttree/assets/prompts/long_input.jsonl 18 long_copying_b OPTTREE_PLAIN_ATTENTION=1
 fi
 if [[ $STEP == eval-again || $STEP == all ]]; then   # the eval pair again, in the other order
-  run opttree/assets/prompts/eval.jsonl 48 eval_copying_b OPTTREE_PLAIN_ATTENTION=1
-  run opttree/assets/prompts/eval.jsonl 48 eval_grouped_b OPTTREE_PLAIN_ATTENTION=0
+  auto_ab_run opttree/assets/prompts/eval.jsonl 48 eval_copying_b OPTTREE_PLAIN_ATTENTION=1
+  auto_ab_run opttree/assets/prompts/eval.jsonl 48 eval_grouped_b OPTTREE_PLAIN_ATTENTION=0
 fi

@@ -19,25 +19,20 @@ if [[ $STEP == cost || $STEP == all ]]; then
   PYTHONPATH=. $PY -m opttree sweep --cost-only --cost-sizes 1,2,3,4,6,8,12,16,32 --cost-reps 7 \
     --threads "$T" --out "$OUT/verify_cost.json" 2>&1 | grep -v repetition | tee "$OUT/verify_cost.log"
 fi
-run() {  # $1 prompts, $2 limit, $3 name, then env
-  local prompts=$1 limit=$2 name=$3; shift 3
-  env "$@" PYTHONPATH=. $PY -m opttree bench --device cpu --threads "$T" --prompts "$prompts" --limit "$limit" \
-    --methods ar,opt-tree@auto,opt-tree@auto+retrieval --drafter eagle --max-depth 10 --threshold 0.5 \
-    --temperature 0 --max-new-tokens 64 --warmup 1 --out "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log"
-}
+source benchmarks/auto_ab.sh
 if [[ $STEP == eval || $STEP == all ]]; then
-  run opttree/assets/prompts/eval.jsonl 48 eval_mkl OPTTREE_NO_MKL_PACK=0
-  run opttree/assets/prompts/eval.jsonl 48 eval_no_mkl OPTTREE_NO_MKL_PACK=1
+  auto_ab_run opttree/assets/prompts/eval.jsonl 48 eval_mkl OPTTREE_NO_MKL_PACK=0
+  auto_ab_run opttree/assets/prompts/eval.jsonl 48 eval_no_mkl OPTTREE_NO_MKL_PACK=1
 fi
 if [[ $STEP == eval-again || $STEP == all ]]; then
-  run opttree/assets/prompts/eval.jsonl 48 eval_no_mkl_b OPTTREE_NO_MKL_PACK=1
-  run opttree/assets/prompts/eval.jsonl 48 eval_mkl_b OPTTREE_NO_MKL_PACK=0
+  auto_ab_run opttree/assets/prompts/eval.jsonl 48 eval_no_mkl_b OPTTREE_NO_MKL_PACK=1
+  auto_ab_run opttree/assets/prompts/eval.jsonl 48 eval_mkl_b OPTTREE_NO_MKL_PACK=0
 fi
 if [[ $STEP == long || $STEP == all ]]; then
-  run opttree/assets/prompts/long_input.jsonl 18 long_no_mkl OPTTREE_NO_MKL_PACK=1
-  run opttree/assets/prompts/long_input.jsonl 18 long_mkl OPTTREE_NO_MKL_PACK=0
+  auto_ab_run opttree/assets/prompts/long_input.jsonl 18 long_no_mkl OPTTREE_NO_MKL_PACK=1
+  auto_ab_run opttree/assets/prompts/long_input.jsonl 18 long_mkl OPTTREE_NO_MKL_PACK=0
 fi
 if [[ $STEP == long-again || $STEP == all ]]; then
-  run opttree/assets/prompts/long_input.jsonl 18 long_mkl_b OPTTREE_NO_MKL_PACK=0
-  run opttree/assets/prompts/long_input.jsonl 18 long_no_mkl_b OPTTREE_NO_MKL_PACK=1
+  auto_ab_run opttree/assets/prompts/long_input.jsonl 18 long_mkl_b OPTTREE_NO_MKL_PACK=0
+  auto_ab_run opttree/assets/prompts/long_input.jsonl 18 long_no_mkl_b OPTTREE_NO_MKL_PACK=1
 fi
