@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Every row count up to 16 probed, and the kernel choice checked by whole forwards (opttree/nets/kernel_choice.py,
+# `refine`; the commit NEW, default HEAD), against the choice before it (BASE), each checked out in a worktree of
+# its own so that edits here do not reach a run, on the project's own
+# frozen sets at the auto budget, head alone and fused with retrieval, beside AR. STEP=eval / STEP=long: the eval
+# set (48 prompts x 64 tokens) and the long-input split (18 prompts x 64 tokens), new then base; the -again steps
+# run each pair in the other order. Results in benchmarks/dense_rows/; compare with
+#   python -m opttree.bench.verdict A.json m m --against B.json
+#   THREADS=2 STEP=eval|eval-again|long|long-again|all [BASE=5e4c260] [NEW=HEAD] benchmarks/dense_rows.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+HERE=$(pwd)
+OUT=$HERE/benchmarks/dense_rows
+PY="${PY:-$HERE/.venv/bin/python}"
+T="${THREADS:-2}"
+STEP="${STEP:-all}"
+BASE="${BASE:-5e4c260}"
+NEW=$(git rev-parse --short "${NEW:-HEAD}")
+WB=/tmp/opttree-base-$BASE
+WN=/tmp/opttree-new-$NEW
+mkdir -p "$OUT"
+[[ -d $WB ]] || git worktree add --detach "$WB" "$BASE" >/dev/null
+[[ -d $WN ]] || git worktree add --detach "$WN" "$NEW" >/dev/null
+source benchmarks/auto_ab.sh
+new() { (cd "$WN" && auto_ab_run "$@"); }
+base() { (cd "$WB" && auto_ab_run "$@"); }
+E=opttree/assets/prompts/eval.jsonl
+L=opttree/assets/prompts/long_input.jsonl
+if [[ $STEP == eval || $STEP == all ]]; then new $E 48 eval_dense; base $E 48 eval_base; fi
+if [[ $STEP == eval-again || $STEP == all ]]; then base $E 48 eval_base_b; new $E 48 eval_dense_b; fi
+if [[ $STEP == long || $STEP == all ]]; then base $L 18 long_base; new $L 18 long_dense; fi
+if [[ $STEP == long-again || $STEP == all ]]; then new $L 18 long_dense_b; base $L 18 long_base_b; fi
