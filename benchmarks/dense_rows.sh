@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Every row count up to 16 probed, and the kernel choice checked by whole forwards (opttree/nets/kernel_choice.py,
-# `refine`; the commit NEW, default HEAD), against the choice before it (BASE), each checked out in a worktree of
-# its own so that edits here do not reach a run, on the project's own
+# A kernel choice that probes every row count up to 16 and checks itself with whole forwards (commit NEW, default
+# 63d2c2d: opttree/nets/kernel_choice.py's `refine`; not shipped, benchmarks/dense_rows.md), against the choice
+# it would have replaced (BASE), each checked out in a worktree of its own, on the project's own
 # frozen sets at the auto budget, head alone and fused with retrieval, beside AR. STEP=eval / STEP=long: the eval
 # set (48 prompts x 64 tokens) and the long-input split (18 prompts x 64 tokens), new then base; the -again steps
 # run each pair in the other order. Results in benchmarks/dense_rows/; compare with
 #   python -m opttree.bench.verdict A.json m m --against B.json
-#   THREADS=2 STEP=eval|eval-again|long|long-again|all [BASE=5e4c260] [NEW=HEAD] benchmarks/dense_rows.sh
+#   THREADS=2 STEP=eval|eval-again|long|long-again|all [BASE=5e4c260] [NEW=63d2c2d] benchmarks/dense_rows.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HERE=$(pwd)
@@ -15,7 +15,7 @@ PY="${PY:-$HERE/.venv/bin/python}"
 T="${THREADS:-2}"
 STEP="${STEP:-all}"
 BASE="${BASE:-5e4c260}"
-NEW=$(git rev-parse --short "${NEW:-HEAD}")
+NEW=$(git rev-parse --short "${NEW:-63d2c2d}")
 WB=/tmp/opttree-base-$BASE
 WN=/tmp/opttree-new-$NEW
 mkdir -p "$OUT"

@@ -41,7 +41,6 @@ from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
 from opttree.machine import cpu_isa, cpu_name
-from opttree.models.loading import prefix_forward
 from opttree.nets.few_row_linear import (
     MKL,
     PROBE_ROWS,
@@ -60,9 +59,8 @@ from opttree.nets.kernel_choice import choose_kernels
 from opttree.trees.auto_size import StepCost, from_numbers
 from opttree.trees.draft_tree import ROOT, DraftTree
 
-# 2: points carry best_ms, which the cost model reads; 3: `longer`; 4: SIZES; 5: three CPU kernels in the key;
-# 6: every size up to 16 tokens
-VERSION = 6
+# 2: points carry best_ms, which the cost model reads; 3: `longer`; 4: SIZES; 5: three CPU kernels in the key
+VERSION = 5
 # Tokens per verification forward (AUTO_MAX_NODES + 1 lies inside): every row count where the CPU kernel
 # choice may switch (nets/few_row_linear.py), so the curve is measured at each kink, not interpolated over it.
 SIZES = tuple(sorted({*PROBE_ROWS, 32, 64}))
@@ -352,7 +350,7 @@ def load_or_measure(pair, refresh: bool = False, log=None) -> dict:
     takes the new verify half on its next load (timing its own layers again), so the drafts of one
     target never price verification differently."""
     if refresh:   # the kernel choice is a measurement of this machine too (nets/kernel_choice.py)
-        choose_kernels(pair.target, refresh=True, forward=prefix_forward(pair.target))
+        choose_kernels(pair.target, refresh=True)
     # The draft follows its target's choice, also when another pair sharing the target refreshed it.
     chosen = choice_of(pair.target) or {}
     if getattr(pair.draft_model, "_few_row_choice", None) != chosen:

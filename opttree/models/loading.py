@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 import torch
 
 from opttree import paths
-from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
 from opttree.models.draft_assets import load_bundled_classic
@@ -101,36 +100,9 @@ def prepare(model, device: torch.device, device_map: str | None = None):
     model.requires_grad_(False)
     mark_target(model)       # never put on int8, even where it drafts for itself
     use_few_row_linear(model)
+    choose_kernels(model)    # measured once per machine and cached
     use_grouped_attention(model)
-    choose_kernels(model, forward=prefix_forward(model))    # measured once per machine and cached
     return model
-
-
-# The KV prefix the kernel choice's whole forwards run after: engine/cost.py's first verify prefix.
-CHOICE_PREFIX_TOKENS = 128
-
-
-def prefix_forward(model, prefix_tokens: int = CHOICE_PREFIX_TOKENS):
-    """`forward(rows)`: one forward of `model` over `rows` new tokens after a fixed KV prefix, the cache
-    cut back to the prefix after it (what nets/kernel_choice.py times a whole choice with). The prefix is
-    filled on the first call, so a choice read from the cache never runs the model."""
-    state: dict = {}
-    room = getattr(model.config, "max_position_embeddings", None) or prefix_tokens + 64
-    prefix_tokens = max(1, min(prefix_tokens, room - 64))   # 64: the largest count the choice times
-
-    @torch.inference_mode()
-    def forward(rows: int) -> None:
-        device = input_device(model)
-        if not state:
-            g = torch.Generator().manual_seed(1)
-            ids = torch.randint(0, model.config.vocab_size, (1, prefix_tokens + 64), generator=g)
-            state["cache"], state["ids"] = new_cache(model), ids.to(device)
-            model(input_ids=state["ids"][:, :prefix_tokens], past_key_values=state["cache"], use_cache=True)
-        model(input_ids=state["ids"][:, prefix_tokens:prefix_tokens + rows], past_key_values=state["cache"],
-              use_cache=True)
-        truncate(state["cache"], prefix_tokens)
-
-    return forward
 
 
 def _load_message(spec: str, exc: Exception) -> str:

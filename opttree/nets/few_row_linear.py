@@ -284,13 +284,11 @@ def use_plain_linear(model: torch.nn.Module) -> None:
     model.few_row_int8 = False
 
 
-# Row counts the kernel choice times (kernel_choice.py): every count up to 16, since a kernel's cost is
-# not smooth in them (on the Xeon MKL's packed GEMM runs the decoder layers at 6 rows slower than at 8, and
-# a count that took a neighbour's choice paid for it: 7 rows on 6's choice cost 1.3x 8 rows on 8's,
-# benchmarks/dense_rows.md); counts 17-63 take 16's choice. 64 stands for every larger forward (a prompt's
-# prefill, a fixed budget's big tree): there MKL's packed GEMM is 30-40 % slower than either other kernel
-# (benchmarks/mkl_pack.md), so counts past 16 are measured, not taken from 16's choice.
-PROBE_ROWS = (*range(1, 17), 64)
+# Row counts the kernel choice times (kernel_choice.py); any other count takes the nearest one below it.
+# 64 stands for every larger forward (a prompt's prefill, a fixed budget's big tree): on the Xeon MKL's
+# packed GEMM is the fastest at 4-16 rows of some layers and 30-40 % slower than either other kernel at
+# 128-512 (benchmarks/mkl_pack.md), so counts past 16 are measured, not taken from 16's choice.
+PROBE_ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 64)
 
 
 def fp32_layers(model: torch.nn.Module) -> list[torch.nn.Module]:

@@ -13,17 +13,8 @@ rounding) for every shape, at every probed row count and at a prefill's (`CHECK_
 chosen there. oneDNN is the starting pick, then `F.linear`, then MKL's packed GEMM, and each takes a
 row count from the pick before it only when it is at least 3 % faster (`MARGIN`): within noise the
 choice does not flip from one measurement to the next, and a layer keeps no packed copy it barely
-needs.
-
-A layer's kernel timed alone is not quite what it costs inside a forward: on the Xeon a 5-token forward
-that mixed the kernels each shape won alone (oneDNN for the MLP's up projections, `F.linear` for its
-down projection, MKL elsewhere) took 48 ms, MKL's packed GEMM everywhere 43 ms (benchmarks/dense_rows.md).
-So where the caller can run the model (`forward`: one forward over n new tokens after a fixed prefix),
-the choice is checked whole: at each probed row count a forward is timed with the per-shape choice and
-with each kernel everywhere it is right (`candidates`), and another candidate replaces the per-shape
-choice at that count only when its forward is at least 3 % faster (`refine`). The timings are cached
-per machine, torch build, threads and layer shapes; `opttree cost --refresh` and the app's button
-measure again.
+needs. The timings are cached per machine, torch build, threads and layer shapes; `opttree cost
+--refresh` and the app's button measure again.
 
 Only the kernel changes, never the maths: sums may round differently, as any change of kernel or row
 count already does, and exactness is judged against the target's own greedy output.
@@ -33,7 +24,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -54,12 +44,10 @@ from opttree.nets.few_row_linear import (
     run_kernel,
 )
 
-VERSION = 4       # 2: MKL's packed GEMM is a third kernel; 3: the margin between every pair, the prefill check;
-                  # 4: every row count up to 16, and whole forwards checked (`refine`)
+VERSION = 3       # 2: MKL's packed GEMM is a third kernel; 3: the margin between every pair, the prefill check
 MARGIN = 0.97     # a kernel takes a row count from the pick before it only below 97 % of that pick's time
 TOLERANCE = 1e-4  # a kernel's output may differ from F.linear's by this much of the output's largest value
 CHECK_ROWS = 300  # rows of the prefill-sized check: counts past the largest probe take that probe's kernel
-PER_SHAPE = "per-shape"   # the candidate `choice_from` gives; the others are named after their one kernel
 
 
 def timed_kernels() -> tuple[str, ...]:
@@ -68,15 +56,15 @@ def timed_kernels() -> tuple[str, ...]:
     return tuple(k for k in KERNELS if k != MKL or (have_mkl() and not paths.no_mkl_pack()))
 
 
-def choice_key(model: torch.nn.Module, whole: bool = False) -> dict:
-    """What the kernel choice depends on: the machine, the torch build and threads, the kernels timed,
-    the layer shapes, and whether whole forwards checked it (`whole`)."""
+def choice_key(model: torch.nn.Module) -> dict:
+    """What the kernel choice depends on: the machine, the torch build and threads, the kernels timed
+    and the layer shapes."""
     shapes: dict[str, int] = {}
     for m in fp32_layers(model):
         shapes[layer_shape(m)] = shapes.get(layer_shape(m), 0) + 1
     return {"version": VERSION, "cpu": machine.cpu_name(), "isa": machine.cpu_isa(), "cores": os.cpu_count(),
             "threads": torch.get_num_threads(), "torch": torch.__version__, "kernels": list(timed_kernels()),
-            "rows": list(PROBE_ROWS), "shapes": dict(sorted(shapes.items())), "whole": whole}
+            "rows": list(PROBE_ROWS), "shapes": dict(sorted(shapes.items()))}
 
 
 def _wrong(out: torch.Tensor, ref: torch.Tensor) -> bool:
@@ -149,87 +137,14 @@ def choice_from(ms: dict[tuple[str, int, str], float], shapes, kernels=KERNELS) 
     return choice
 
 
-def kernel_at(choice: dict[str, dict[str, list[int]]], shape: str, rows: int) -> str:
-    """The kernel `choice` runs `shape` on at a probed row count (oneDNN where it names none)."""
-    return next((k for k, counts in choice.get(shape, {}).items() if rows in counts), ONEDNN)
-
-
-def candidates(choice: dict, ms: dict[tuple[str, int, str], float], shapes,
-               kernels=KERNELS) -> dict[str, dict[str, dict[str, list[int]]]]:
-    """The whole-model choices a forward is timed with: `choice` (PER_SHAPE), and each kernel alone,
-    at every shape and count where it gives F.linear's numbers (elsewhere `choice`'s pick)."""
-    out = {PER_SHAPE: choice}
-    for kernel in kernels:
-        one: dict[str, dict[str, list[int]]] = {}
-        for s in shapes:
-            for r in PROBE_ROWS:
-                pick = kernel if ms[(s, r, kernel)] < float("inf") else kernel_at(choice, s, r)
-                if pick != ONEDNN:
-                    one.setdefault(s, {}).setdefault(pick, []).append(r)
-        out[kernel] = one
-    return out
-
-
-def differs_at(cands: dict, name: str, rows: int, shapes) -> bool:
-    """Whether candidate `name` runs some shape on another kernel than PER_SHAPE at `rows` (an identical
-    one is not timed: its forward is PER_SHAPE's)."""
-    return any(kernel_at(cands[name], s, rows) != kernel_at(cands[PER_SHAPE], s, rows) for s in shapes)
-
-
-@torch.inference_mode()
-def time_forwards(model: torch.nn.Module, cands: dict, forward: Callable[[int], None], shapes,
-                  reps: int = 2) -> dict[tuple[int, str], float]:
-    """ms of one `forward(rows)` per (rows, candidate), the fastest of `reps` passes after a warm-up,
-    for PER_SHAPE and each candidate that differs from it at that count (`differs_at`). Counts and
-    candidates are interleaved, and their order flips every repetition. The model is left on PER_SHAPE."""
-    names = list(cands)
-    best: dict[tuple[int, str], float] = {}
-    try:
-        for rep in range(1 + max(1, reps)):
-            for rows in (PROBE_ROWS if rep % 2 == 0 else tuple(reversed(PROBE_ROWS))):
-                for name in (names if rep % 2 == 0 else tuple(reversed(names))):
-                    if name != PER_SHAPE and not differs_at(cands, name, rows, shapes):
-                        continue
-                    apply_choice(model, cands[name])
-                    t0 = time.perf_counter()
-                    forward(rows)
-                    ms = (time.perf_counter() - t0) * 1e3
-                    if rep:
-                        best[(rows, name)] = min(best.get((rows, name), float("inf")), ms)
-    finally:
-        apply_choice(model, cands[PER_SHAPE])
-    return best
-
-
-def refine(cands: dict, forward_ms: dict[tuple[int, str], float], shapes) -> dict[str, dict[str, list[int]]]:
-    """The choice the forwards say to run: at each probed count PER_SHAPE's, unless a candidate's forward
-    beats the pick so far by the margin (candidates in `cands`' order; one not timed at a count, or
-    timed as inf, never takes it)."""
-    out: dict[str, dict[str, list[int]]] = {}
-    for r in PROBE_ROWS:
-        pick = PER_SHAPE
-        for name in cands:
-            t = forward_ms.get((r, name), float("inf"))
-            if name != PER_SHAPE and t < MARGIN * forward_ms.get((r, pick), float("inf")):
-                pick = name
-        for s in shapes:
-            kernel = kernel_at(cands[pick], s, r)
-            if kernel != ONEDNN:
-                out.setdefault(s, {}).setdefault(kernel, []).append(r)
-    return {s: out.get(s, {}) for s in shapes}
-
-
-def choose_kernels(model: torch.nn.Module, reps: int = 4, refresh: bool = False,
-                   forward: Callable[[int], None] | None = None) -> dict | None:
+def choose_kernels(model: torch.nn.Module, reps: int = 4, refresh: bool = False) -> dict | None:
     """Measure (or read back) which kernel each layer shape of `model` runs at each row count on this
-    machine, apply it, and return `choice_of(model)`. `forward(rows)`, where given, runs one forward of
-    `model` over that many new tokens (leaving its state as it was): the per-shape choice is then checked
-    whole (`refine`). The timings (`time_kernels` and `time_forwards`: about half a minute for the bundled
-    target on the 2-core CPU) are cached under `paths.costs_dir()`; `refresh` times them again."""
+    machine, apply it, and return `choice_of(model)`. The timings (`time_kernels`, about six seconds for
+    the bundled target) are cached under `paths.costs_dir()`; `refresh` times them again."""
     layers = fp32_layers(model)
     if not layers:
         return None
-    key = choice_key(model, whole=forward is not None)
+    key = choice_key(model)
     path = paths.costs_dir() / f"kernels_{paths.cache_digest(key)}.json"
     cached = None if refresh else paths.read_cache_json(path, key)
     choice = None
@@ -237,21 +152,15 @@ def choose_kernels(model: torch.nn.Module, reps: int = 4, refresh: bool = False,
         try:   # null: a kernel that failed the check there
             ms = {(s, int(r), k): float("inf" if v is None else v)
                   for name, v in cached["ms"].items() for s, r, k in [name.split(" ")]}
-            forward_ms = {(int(r), name): float(v) for entry, v in (cached.get("forward_ms") or {}).items()
-                          for r, name in [entry.split(" ")]}
-            cands = candidates(choice_from(ms, key["shapes"], key["kernels"]), ms, key["shapes"], key["kernels"])
-            choice = refine(cands, forward_ms, key["shapes"])
+            choice = choice_from(ms, key["shapes"], key["kernels"])
         except (ValueError, KeyError, TypeError):
             choice = None
     if choice is None:
         ms = time_kernels(layers, reps)
-        cands = candidates(choice_from(ms, key["shapes"], key["kernels"]), ms, key["shapes"], key["kernels"])
-        forward_ms = time_forwards(model, cands, forward, key["shapes"]) if forward is not None else {}
-        choice = refine(cands, forward_ms, key["shapes"])
-        # "choice" is written for people reading the file; it is always worked out again from the timings
+        choice = choice_from(ms, key["shapes"], key["kernels"])
+        # "choice" is written for people reading the file; it is always worked out again from "ms"
         paths.write_cache_json(path, {"key": key, "choice": choice, "ms": {
-            f"{s} {r} {k}": None if v == float("inf") else round(v, 4) for (s, r, k), v in sorted(ms.items())},
-            "forward_ms": {f"{r} {name}": round(v, 4) for (r, name), v in sorted(forward_ms.items())}})
+            f"{s} {r} {k}": None if v == float("inf") else round(v, 4) for (s, r, k), v in sorted(ms.items())}})
     apply_choice(model, choice)
     release_unused_copies(model)         # timing packed every weight for every kernel: keep what is used
     return choice_of(model)

@@ -29,12 +29,11 @@ PLAIN, ONEDNN, MKL = (FR.KERNELS.index(k) for k in (FR.PLAIN, FR.ONEDNN, FR.MKL)
 
 
 def test_the_choice_table_covers_every_row_count():
-    assert FR.PROBE_ROWS[:16] == tuple(range(1, 17))     # every count a small tree has is probed
-    table = FR.kernel_table({"plain": [1, 2, 64], "mkl": [4, 5, 16]})
-    assert table[1:4] == (PLAIN, PLAIN, ONEDNN) and table[4:7] == (MKL, MKL, ONEDNN) and table[0] == table[1]  # 0: as 1
+    table = FR.kernel_table({"plain": [1, 2, 64], "mkl": [4, 16]})
+    assert table[1:4] == (PLAIN, PLAIN, ONEDNN) and table[4:6] == (MKL, MKL) and table[0] == table[1]  # 0: as 1
     assert set(table[6:16]) == {ONEDNN} and set(table[16:64]) == {MKL} and table[64] == PLAIN == table[-1]
     assert len(table) == FR.PROBE_ROWS[-1] + 1        # the last entry serves every larger count
-    assert FR.kernel_table({"plain": [16]})[16:19] == (PLAIN, PLAIN, PLAIN)        # 17 and on take 16's choice
+    assert FR.kernel_table({"plain": [4]})[4:7] == (PLAIN, PLAIN, ONEDNN)          # 5 takes 4's choice
     assert FR.kernel_table({}) == () and FR.kernel_table({"mkl": []}) == ()
 
 
@@ -91,7 +90,7 @@ def test_the_choice_is_measured_once_per_machine_and_cached(tmp_path, monkeypatc
     want = {"64x32": {"mkl": [8], "plain": [1, 2]}}
     assert KC.choose_kernels(model) == want and timed == [3]
     assert model[0]._few_row_pack.table[2] == PLAIN and model[0]._few_row_pack.table[3] == ONEDNN
-    assert model[0]._few_row_pack.table[8:10] == (MKL, ONEDNN) and model[1]._few_row_pack.table == ()  # 9 is probed
+    assert model[0]._few_row_pack.table[8:12] == (MKL,) * 4 and model[1]._few_row_pack.table == ()
     near = {("a", r, k): (0.98 if k != "onednn" else 1.0) for r in FR.PROBE_ROWS for k in FR.KERNELS}
     assert KC.choice_from(near, ["a"]) == {"a": {}}                            # within the margin: oneDNN kept
     assert KC.choice_from({**near, ("a", 4, "mkl"): 0.5}, ["a"]) == {"a": {"mkl": [4]}}
@@ -204,15 +203,10 @@ def test_choosing_keeps_only_the_copies_the_choice_uses(tmp_path, monkeypatch):
 
 
 def _plain_wins_at(monkeypatch, wins: dict) -> None:
-    """Timings in which F.linear wins at exactly `wins["rows"]` rows, for every shape (read at each call),
-    and whole forwards (run for real, through the loader's `prefix_forward`) that all tie, so the
-    per-shape choice stands."""
+    """Timings in which F.linear wins at exactly `wins["rows"]` rows, for every shape (read at each call)."""
     monkeypatch.setattr(KC, "time_kernels", lambda layers, reps=4: {
         (FR.layer_shape(m), r, k): (1.0 if (k == "plain") == (r == wins["rows"]) else 2.0)
         for m in layers for r in FR.PROBE_ROWS for k in KC.timed_kernels()})
-    real = KC.time_forwards
-    monkeypatch.setattr(KC, "time_forwards", lambda model, cands, forward, shapes, reps=2: {
-        k: 1.0 for k in real(model, cands, forward, shapes, reps=1)})
 
 
 def test_the_loaders_choose_for_the_target_and_drafts_follow_it(tmp_path, monkeypatch):
