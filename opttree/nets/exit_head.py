@@ -7,6 +7,7 @@ from __future__ import annotations
 from torch import nn
 
 from opttree.errors import BadInput
+from opttree.nets.draft_decoder import decoder_forward
 from opttree.nets.feature_head import FeatureHead, head_config_from_target
 
 
@@ -45,6 +46,4 @@ class ExitHead(FeatureHead):
 
     def exit_features(self, hidden, position_ids, attention_mask=None, cache=None):
         """The exit layer's output for the target's layer-N hidden states, shape (1, k, h)."""
-        out = self.decoder(inputs_embeds=hidden, position_ids=position_ids, attention_mask=attention_mask,
-                           past_key_values=cache, use_cache=cache is not None)
-        return out.last_hidden_state
+        return decoder_forward(self.decoder, hidden, position_ids, attention_mask, cache)

@@ -11,8 +11,9 @@ states (each RMS-normed first: the residual stream there is not normalised). The
 so a fused head warm-started from a plain one computes exactly what that head did, and training
 decides how much the lower layers add. Tree nodes still feed on the head's own predicted features.
 
-The decoder is transformers' own `LlamaModel` with one layer (no copied model code); its token
-embedding is unused (we pass `inputs_embeds`), so it is created with a one-row vocabulary.
+The decoder's layers are transformers' own (`LlamaModel` with one layer: no copied model code, and
+the checkpoints' parameter names); its token embedding is unused, so it is created with a one-row
+vocabulary. nets/draft_decoder.py runs them module by module, without `LlamaModel`'s forward.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from opttree.nets.draft_decoder import decoder_forward
 from opttree.nets.few_row_linear import PackedWeight, few_row_matmul, int8_weights
 
 LM_ROWS = "lm_head"   # what `int8_skip` names to keep the LM-head rows fp32 (they are not a submodule)
@@ -120,9 +122,7 @@ class FeatureHead(nn.Module):
     def features(self, prev_features, token_embeds, position_ids, attention_mask=None, cache=None):
         """Predicted features for a batch of (previous feature, token) pairs, shape (1, k, h)."""
         x = self.fc(torch.cat([prev_features, token_embeds], dim=-1))
-        out = self.decoder(inputs_embeds=x, position_ids=position_ids,
-                           attention_mask=attention_mask, past_key_values=cache, use_cache=cache is not None)
-        return out.last_hidden_state
+        return decoder_forward(self.decoder, x, position_ids, attention_mask, cache)
 
     def _rows_int8(self) -> bool:
         """Whether the LM-head rows run on int8: the head does, and `int8_skip` does not name `lm_head`."""

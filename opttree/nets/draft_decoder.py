@@ -1,0 +1,69 @@
+"""The draft heads' decoder forward in plain PyTorch: their Llama layers, run without `LlamaModel`.
+
+A feature head (nets/feature_head.py) and an exit head (nets/exit_head.py) hold their layers as
+transformers' `LlamaModel` (its parameter names are the checkpoints' and its modules carry the
+engine's CPU kernels), but a draft layer is called several times a step over a handful of rows, and
+`LlamaModel.forward` spends more on its own bookkeeping (mask building, cache checks, output
+classes) than the layer spends on attention. This is the same maths, called module by module:
+
+    x -> [input norm -> q, k, v -> RoPE -> attention over the cache -> o] + x
+      -> [post-attention norm -> down(act(gate) * up)] + x  (per layer), then the final norm.
+
+The keys and values go into the caller's `DynamicCache` as the model would put them, so the
+engine's cache code (decoding/kv_cache.py) and a cache filled by `LlamaModel` itself both work.
+Attention goes through nets/grouped_attention.py's `grouped_sdpa` (the grouped heads folded, no
+copy of the cache). With no mask, every query sees the whole cache before it and the queries up to
+itself (causal, aligned to the cache's end), as transformers' causal mask does.
+tests/engine/test_draft_decoder.py checks it against `LlamaModel` with and without a cache, under a
+tree mask and causally, with the EAGLE checkpoints' missing norms and with two layers.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from opttree.nets.grouped_attention import grouped_sdpa
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+
+def _causal_mask(q_len: int, k_len: int, dtype, device) -> torch.Tensor:
+    """(1, 1, q, k) additive mask: query i (at key position k_len - q_len + i) sees keys up to itself."""
+    allowed = torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(k_len - q_len)
+    mask = torch.zeros(q_len, k_len, dtype=dtype, device=device)
+    return mask.masked_fill_(~allowed, torch.finfo(dtype).min)[None, None]
+
+
+def _attention(attn, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask, cache, index: int):
+    batch, q_len, _ = x.shape
+    dim = attn.head_dim
+    q = attn.q_proj(x).view(batch, q_len, -1, dim).transpose(1, 2)
+    k = attn.k_proj(x).view(batch, q_len, -1, dim).transpose(1, 2)
+    v = attn.v_proj(x).view(batch, q_len, -1, dim).transpose(1, 2)
+    q = q * cos + _rotate_half(q) * sin
+    k = k * cos + _rotate_half(k) * sin
+    if cache is not None:
+        k, v = cache.update(k, v, index)
+    if mask is None and k.shape[-2] > q_len > 1:     # causal from the cache's end (SDPA's is_causal
+        mask = _causal_mask(q_len, k.shape[-2], q.dtype, q.device)   # aligns to its start)
+    dropout = attn.attention_dropout if attn.training else 0.0
+    out, _ = grouped_sdpa(attn, q, k, v, mask, dropout=dropout, scaling=attn.scaling)
+    return attn.o_proj(out.reshape(batch, q_len, -1))
+
+
+def decoder_forward(decoder, x: torch.Tensor, position_ids: torch.Tensor, attention_mask=None,
+                    cache=None) -> torch.Tensor:
+    """`decoder(inputs_embeds=x, position_ids=..., attention_mask=..., past_key_values=cache)
+    .last_hidden_state` for a transformers `LlamaModel` (batch, q, h): `attention_mask` is an
+    additive (batch, 1, q, keys) float mask or None (causal); `cache` a `DynamicCache` or None."""
+    cos, sin = decoder.rotary_emb(x, position_ids)
+    cos, sin = cos[:, None], sin[:, None]           # (batch, 1, q, head_dim): one rotation for every head
+    for index, layer in enumerate(decoder.layers):
+        x = x + _attention(layer.self_attn, layer.input_layernorm(x), cos, sin, attention_mask, cache, index)
+        h = layer.post_attention_layernorm(x)
+        mlp = layer.mlp
+        x = x + mlp.down_proj(mlp.act_fn(mlp.gate_proj(h)) * mlp.up_proj(h))
+    return decoder.norm(x)
