@@ -3,8 +3,8 @@
 A feature head (nets/feature_head.py) and an exit head (nets/exit_head.py) hold their layers as
 transformers' `LlamaModel` (its parameter names are the checkpoints' and its modules carry the
 engine's CPU kernels), but a draft layer is called several times a step over a handful of rows, and
-`LlamaModel.forward` spends more on its own bookkeeping (mask building, cache checks, output
-classes) than the layer spends on attention. This is the same maths, called module by module:
+`LlamaModel.forward`'s own bookkeeping (mask building, cache checks, output classes) is about a fifth
+of such a call on CPU (benchmarks/draft_decoder.md). This is the same maths, called module by module:
 
     x -> [input norm -> q, k, v -> RoPE -> attention over the cache -> o] + x
       -> [post-attention norm -> down(act(gate) * up)] + x  (per layer), then the final norm.
