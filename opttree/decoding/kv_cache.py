@@ -6,6 +6,8 @@ select the kept sequence positions directly in every layer.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 
@@ -48,6 +50,68 @@ def truncate(cache, length: int) -> None:
 
 
 def new_cache(model):
+    """A `DynamicCache` for `model` whose plain layers append in place (`_growing_layer`)."""
     from transformers import DynamicCache  # transformers is heavy: imported when a model is built
+    from transformers.cache_utils import DynamicLayer
 
-    return DynamicCache(config=model.config)
+    cache = DynamicCache(config=model.config)
+    grow = _growing_layer()
+    cache.layers = [grow() if type(layer) is DynamicLayer else layer for layer in cache.layers]
+    if getattr(cache, "layer_class_to_replicate", None) is DynamicLayer:   # a config without layer types
+        cache.layer_class_to_replicate = grow
+    return cache
+
+
+@functools.cache
+def _growing_layer():
+    """transformers' `DynamicLayer` appends by `torch.cat`: every forward copies every layer's whole
+    cache, for AR's one token and a tree's many alike. After 1,536 tokens on the 2-core CPU that copy
+    was a fifth of a one-token forward of the bundled target, and more of a tree's
+    (benchmarks/growing_cache.md). This layer keeps its keys and values as views of buffers with
+    room to spare and writes new positions into that room: a forward copies only its own rows, and a
+    buffer is reallocated (a quarter larger than needed) when it fills. The views are what
+    `DynamicLayer` holds, so everything that reads or slices `keys` and `values` (`compact`,
+    attention, `get_seq_length`) works unchanged. Under autograd (training) it concatenates, as
+    `DynamicLayer` does: writing into a buffer would change tensors an earlier step's graph saved."""
+    from transformers.cache_utils import DynamicLayer  # transformers is heavy: imported when a model is built
+
+    class GrowingLayer(DynamicLayer):
+        def lazy_initialization(self, key_states, value_states) -> None:
+            super().lazy_initialization(key_states, value_states)
+            self.key_room = self.value_room = None
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            if key_states.requires_grad or value_states.requires_grad:
+                return super().update(key_states, value_states, *args, **kwargs)
+            n, new = self.get_seq_length(), key_states.shape[-2]
+            self.key_room, self.keys = _append(self.key_room, self.keys, key_states, n, new)
+            self.value_room, self.values = _append(self.value_room, self.values, value_states, n, new)
+            return self.keys, self.values
+
+    return GrowingLayer
+
+
+def _append(room: torch.Tensor | None, held: torch.Tensor, new_rows: torch.Tensor, n: int, new: int):
+    """(buffer, its first n + new positions) with `new_rows` written after the n held ones."""
+    if not _holds(room, held, new_rows, n + new):
+        shape = list(new_rows.shape)
+        shape[-2] = (n + new) * 5 // 4 + 64     # a quarter to spare: reallocated once per quarter's growth
+        fresh = new_rows.new_empty(shape)
+        if n:
+            fresh[..., :n, :] = held
+        room = fresh
+    with torch.inference_mode(room.is_inference()):   # a buffer made under inference mode takes writes only there
+        room[..., n:n + new, :] = new_rows
+    return room, room[..., :n + new, :]
+
+
+def _holds(room: torch.Tensor | None, held: torch.Tensor, rows: torch.Tensor, size: int) -> bool:
+    """Whether `held` is still the buffer's own leading view (nothing replaced it since) with room for
+    `size` positions of `rows`' kind."""
+    if room is None or room.shape[-2] < size or room.dtype != rows.dtype or room.device != rows.device:
+        return False
+    if room.shape[:-2] != rows.shape[:-2] or room.shape[-1] != rows.shape[-1]:
+        return False
+    return held.numel() == 0 or (held.data_ptr() == room.data_ptr() and held.stride() == room.stride())

@@ -59,8 +59,9 @@ from opttree.nets.kernel_choice import choose_kernels
 from opttree.trees.auto_size import StepCost, from_numbers
 from opttree.trees.draft_tree import ROOT, DraftTree
 
-# 2: points carry best_ms, which the cost model reads; 3: `longer`; 4: SIZES; 5: three CPU kernels in the key
-VERSION = 5
+# 2: points carry best_ms, which the cost model reads; 3: `longer`; 4: SIZES; 5: three CPU kernels in the key;
+# 6: the KV cache appends in place (decoding/kv_cache.py): forwards after a long prefix cost less than version 5 read
+VERSION = 6
 # Tokens per verification forward (AUTO_MAX_NODES + 1 lies inside): every row count where the CPU kernel
 # choice may switch (nets/few_row_linear.py), so the curve is measured at each kink, not interpolated over it.
 SIZES = tuple(sorted({*PROBE_ROWS, 32, 64}))
