@@ -1,4 +1,5 @@
-"""KV-cache compaction: after verification only the accepted path's keys/values stay.
+"""The engine's KV caches: `new_cache` (transformers' `DynamicCache` with layers that append in
+place), and compaction: after verification only the accepted path's keys/values stay.
 
 `DynamicCache.crop` is only right for chains (and `crop(n > 0)` raises in transformers 5.23), so we
 select the kept sequence positions directly in every layer.
