@@ -36,7 +36,7 @@ from opttree.engine import cost
 from opttree.trees.auto_size import StepCost, interpolate, monotone
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE, draft_ms, expected_accepted, optimal_tree
 
-VERSION = 1
+VERSION = 2   # 2: the KV cache appends in place (decoding/kv_cache.py)
 SURFACE_BATCHES = (1, 2, 4, 8, 16)
 SURFACE_TOKENS = (1, 2, 4, 8, 16, 32, 64)
 PREFIX_TOKENS = cost.PREFIX_TOKENS

@@ -3,17 +3,19 @@
 A feature head (nets/feature_head.py) and an exit head (nets/exit_head.py) hold their layers as
 transformers' `LlamaModel` (its parameter names are the checkpoints' and its modules carry the
 engine's CPU kernels), but a draft layer is called several times a step over a handful of rows, and
-`LlamaModel.forward`'s own bookkeeping (mask building, cache checks, output classes) is about a fifth
-of such a call on CPU (benchmarks/draft_decoder.md). This is the same maths, called module by module:
+`LlamaModel.forward`'s own bookkeeping (mask building, cache checks, output classes) costs about 0.7 ms
+of the ~9 ms a step spends drafting on the 2-core CPU (benchmarks/draft_decoder.md). This is the same
+maths, called module by module:
 
     x -> [input norm -> q, k, v -> RoPE -> attention over the cache -> o] + x
       -> [post-attention norm -> down(act(gate) * up)] + x  (per layer), then the final norm.
 
 The keys and values go into the caller's `DynamicCache` as the model would put them, so the
 engine's cache code (decoding/kv_cache.py) and a cache filled by `LlamaModel` itself both work.
-Attention goes through nets/grouped_attention.py's `grouped_sdpa` (the grouped heads folded, no
-copy of the cache). With no mask, every query sees the whole cache before it and the queries up to
-itself (causal, aligned to the cache's end), as transformers' causal mask does.
+Attention is the function the layer's config names, as in `LlamaAttention`: nets/grouped_attention.py's
+`grouped_sdpa` (the grouped heads folded, no copy of the cache) unless OPTTREE_PLAIN_ATTENTION is set.
+With no mask, every query sees the whole cache before it and the queries up to itself (causal, aligned
+to the cache's end), as transformers' causal mask does.
 tests/engine/test_draft_decoder.py checks it against `LlamaModel` with and without a cache, under a
 tree mask and causally, with the EAGLE checkpoints' missing norms and with two layers.
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from opttree.nets.grouped_attention import grouped_sdpa
+from opttree.nets.grouped_attention import NAME, grouped_sdpa
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -37,6 +39,19 @@ def _causal_mask(q_len: int, k_len: int, dtype, device) -> torch.Tensor:
     return mask.masked_fill_(~allowed, torch.finfo(dtype).min)[None, None]
 
 
+def _attention_function(attn):
+    """The attention the layer's config names (nets/grouped_attention.py's fold, transformers' "sdpa",
+    "eager", ...), and whether it reads a missing mask as causal (SDPA's is_causal)."""
+    impl = getattr(attn.config, "_attn_implementation", None) or "sdpa"
+    if impl == NAME:
+        return grouped_sdpa, True
+    # transformers is heavy: imported by the forward of a model that already loaded it
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+
+    return ALL_ATTENTION_FUNCTIONS.get_interface(impl, eager_attention_forward), impl == "sdpa"
+
+
 def _attention(attn, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask, cache, index: int):
     batch, q_len, _ = x.shape
     dim = attn.head_dim
@@ -47,10 +62,12 @@ def _attention(attn, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask
     k = k * cos + _rotate_half(k) * sin
     if cache is not None:
         k, v = cache.update(k, v, index)
-    if mask is None and k.shape[-2] > q_len > 1:     # causal from the cache's end (SDPA's is_causal
-        mask = _causal_mask(q_len, k.shape[-2], q.dtype, q.device)   # aligns to its start)
+    attend, causal_flag = _attention_function(attn)
+    if mask is None and q_len > 1 and (k.shape[-2] > q_len or not causal_flag):
+        # causal from the cache's end (SDPA's is_causal aligns to its start; eager has no flag)
+        mask = _causal_mask(q_len, k.shape[-2], q.dtype, q.device)
     dropout = attn.attention_dropout if attn.training else 0.0
-    out, _ = grouped_sdpa(attn, q, k, v, mask, dropout=dropout, scaling=attn.scaling)
+    out, _ = attend(attn, q, k, v, mask, dropout=dropout, scaling=attn.scaling)
     return attn.o_proj(out.reshape(batch, q_len, -1))
 
 

@@ -11,8 +11,8 @@ states (each RMS-normed first: the residual stream there is not normalised). The
 so a fused head warm-started from a plain one computes exactly what that head did, and training
 decides how much the lower layers add. Tree nodes still feed on the head's own predicted features.
 
-The decoder's layers are transformers' own (`LlamaModel` with one layer: no copied model code, and
-the checkpoints' parameter names); its token embedding is unused, so it is created with a one-row
+The decoder's layers are transformers' own modules (`LlamaModel` with one layer, so the parameters
+carry the checkpoints' names); its token embedding is unused, so it is created with a one-row
 vocabulary. nets/draft_decoder.py runs them module by module, without `LlamaModel`'s forward.
 """
 

@@ -1,7 +1,7 @@
 """The draft heads' plain decoder forward (nets/draft_decoder.py) computes what transformers'
 `LlamaModel.forward` computes over the same layers, and leaves the same keys and values in the cache:
-causally with and without a cache before it, under a tree mask, one query row, a batch with its own
-masks, the EAGLE checkpoints' missing norms, two layers, both attention kernels, and gradients."""
+causally with and without a cache before it, under a tree mask, one query row, a batch with a mask per
+sequence, the EAGLE checkpoints' missing norms, two layers, each attention implementation, and gradients."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from opttree.nets.draft_decoder import decoder_forward
 from opttree.nets.feature_head import FeatureHead, head_config_from_target
 
 
-def _head(layers: int = 1, eagle_norms: bool = False, grouped: bool = True, seed: int = 0) -> FeatureHead:
+def _head(layers: int = 1, eagle_norms: bool = False, attention: str = "grouped", seed: int = 0) -> FeatureHead:
     target = tiny_llama(seed=seed, layers=2, hidden=32)
     assert target.config.num_attention_heads > target.config.num_key_value_heads   # grouped queries
     cfg = head_config_from_target(target.config, layers=layers)
@@ -26,8 +26,10 @@ def _head(layers: int = 1, eagle_norms: bool = False, grouped: bool = True, seed
     with torch.no_grad():      # norms away from 1 and a rotary base that matters: nothing passes by default
         for p in head.parameters():
             p.add_(0.1 * torch.randn_like(p))
-    if grouped:
+    if attention == "grouped":
         GA.use_grouped_attention(head.decoder)
+    else:
+        head.decoder.config._attn_implementation = attention
     return head
 
 
@@ -52,10 +54,10 @@ def _same_caches(a, b):
         torch.testing.assert_close(la.values, lb.values, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("grouped", [True, False])
+@pytest.mark.parametrize("attention", ["grouped", "sdpa", "eager"])
 @pytest.mark.parametrize("layers,eagle_norms", [(1, False), (2, False), (1, True)])
-def test_causal_with_and_without_a_cache_and_under_a_tree_mask(layers, eagle_norms, grouped):
-    head = _head(layers, eagle_norms, grouped)
+def test_causal_with_and_without_a_cache_and_under_a_tree_mask(layers, eagle_norms, attention):
+    head = _head(layers, eagle_norms, attention)
     dec = head.decoder
     h = dec.config.hidden_size
     g = torch.Generator().manual_seed(1)
@@ -112,7 +114,8 @@ def test_a_masked_batch_and_its_gradients_match():
         _reference(dec, x0, pos0, None, theirs)
     neg = torch.finfo(torch.float32).min
     mask = torch.cat([torch.full((5, 5), neg).triu(1), torch.full((5, 5), neg).fill_diagonal_(0.0)], 1)
-    mask = mask[None, None].expand(2, 1, 5, 10)
+    mask = torch.stack([mask, mask.clone()])[:, None]
+    mask[1, 0, 3, :5] = neg            # the second sequence's row 3 sees only its own earlier depth: masks differ
     x = torch.randn(2, 5, h, generator=g)
     grads = []
     for run, cache in ((decoder_forward, ours), (_reference, theirs)):
@@ -130,9 +133,16 @@ def test_a_masked_batch_and_its_gradients_match():
 
 
 def test_the_head_runs_through_it(monkeypatch):
-    """FeatureHead.features goes through decoder_forward, never through LlamaModel.forward."""
+    """FeatureHead.features goes through decoder_forward, never through LlamaModel.forward, and its
+    attention is the one the config names: the fold when switched on, transformers' otherwise."""
     head = _head()
+    folded = []
+    real = GA.grouped_sdpa
+    monkeypatch.setattr("opttree.nets.draft_decoder.grouped_sdpa", lambda *a, **k: folded.append(1) or real(*a, **k))
     monkeypatch.setattr(type(head.decoder), "forward", lambda *a, **k: pytest.fail("LlamaModel.forward ran"))
     h = head.config["hidden_size"]
     out = head.features(torch.randn(1, 3, h), torch.randn(1, 3, h), torch.arange(3)[None])
-    assert out.shape == (1, 3, h) and torch.isfinite(out).all()
+    assert out.shape == (1, 3, h) and torch.isfinite(out).all() and folded == [1]
+    GA.use_copying_attention(head.decoder)
+    head.features(torch.randn(1, 3, h), torch.randn(1, 3, h), torch.arange(3)[None])
+    assert folded == [1]

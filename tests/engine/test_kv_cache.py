@@ -93,7 +93,7 @@ def test_the_growing_cache_appends_in_place_and_matches_transformers_cache():
 
 
 def test_the_growing_cache_concatenates_under_autograd_and_takes_a_replaced_tensor():
-    """With gradients it concatenates as `DynamicLayer` does (a buffer write would change what an earlier
+    """With gradients on it concatenates as `DynamicLayer` does (a buffer write would change what an earlier
     step's graph saved); a tensor put in place of its keys by someone else is copied into a new buffer."""
     target = tiny_pair("none").target
     layer = new_cache(target).layers[0]
@@ -102,6 +102,11 @@ def test_the_growing_cache_concatenates_under_autograd_and_takes_a_replaced_tens
     assert layer.key_room is None and torch.equal(keys, k)
     keys.sum().backward()
     assert torch.equal(k.grad, torch.ones_like(k))
+    layer.update(torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 4))     # grad mode on: no buffer either
+    assert layer.key_room is None and layer.get_seq_length() == 4
+    with torch.no_grad():
+        layer.update(torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 4))
+    assert layer.keys.data_ptr() == layer.key_room.data_ptr() and layer.get_seq_length() == 5
     layer = new_cache(target).layers[0]
     with torch.inference_mode():
         layer.update(torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4))
