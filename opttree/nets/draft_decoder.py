@@ -27,11 +27,6 @@ import torch
 from opttree.nets.grouped_attention import NAME, grouped_sdpa
 
 
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    a, b = x.chunk(2, dim=-1)
-    return torch.cat((-b, a), dim=-1)
-
-
 def _causal_mask(q_len: int, k_len: int, dtype, device) -> torch.Tensor:
     """(1, 1, q, k) additive mask: query i (at key position k_len - q_len + i) sees keys up to itself."""
     allowed = torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(k_len - q_len)
@@ -58,8 +53,10 @@ def _attention(attn, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask
     q = attn.q_proj(x).view(batch, q_len, -1, dim).transpose(1, 2)
     k = attn.k_proj(x).view(batch, q_len, -1, dim).transpose(1, 2)
     v = attn.v_proj(x).view(batch, q_len, -1, dim).transpose(1, 2)
-    q = q * cos + _rotate_half(q) * sin
-    k = k * cos + _rotate_half(k) * sin
+    # transformers is heavy: imported by the forward of a model that already loaded it
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)       # cos, sin: (batch, q, head_dim), one rotation for every head
     if cache is not None:
         k, v = cache.update(k, v, index)
     attend, causal_flag = _attention_function(attn)
@@ -77,7 +74,6 @@ def decoder_forward(decoder, x: torch.Tensor, position_ids: torch.Tensor, attent
     .last_hidden_state` for a transformers `LlamaModel` (batch, q, h): `attention_mask` is an
     additive (batch, 1, q, keys) float mask or None (causal); `cache` a `DynamicCache` or None."""
     cos, sin = decoder.rotary_emb(x, position_ids)
-    cos, sin = cos[:, None], sin[:, None]           # (batch, 1, q, head_dim): one rotation for every head
     for index, layer in enumerate(decoder.layers):
         x = x + _attention(layer.self_attn, layer.input_layernorm(x), cos, sin, attention_mask, cache, index)
         h = layer.post_attention_layernorm(x)
