@@ -1,20 +1,13 @@
 """Tree attention: one forward over many tree nodes, each seeing only the prefix and its ancestors.
 
-transformers 5.x passes a 4D mask `(batch, 1, queries, keys)` through untouched. It must be an
-*additive float* mask (0 = attend, dtype min = blocked): a bool mask is right with SDPA but silently
-wrong with eager attention, which computes `scores + mask`.
+The mask is additive and 4D, as transformers 5.x reads it (nets/attention_mask.py says why).
 """
 
 from __future__ import annotations
 
 import torch
 
-
-def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """bool (q, k) -> float (1, 1, q, k) with 0 where allowed and the dtype's min elsewhere."""
-    mask = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
-    mask.masked_fill_(~allowed, torch.finfo(dtype).min)
-    return mask[None, None]
+from opttree.nets.attention_mask import additive_mask
 
 
 def tree_mask(prefix_len: int, key_len: int, visible: list[list[int]], dtype, device) -> torch.Tensor:

@@ -25,9 +25,9 @@ from __future__ import annotations
 import torch
 
 from opttree.decoding.kv_cache import new_cache, truncate
-from opttree.decoding.tree_attention import tree_mask
 from opttree.drafters.feature_head import FeatureHeadDrafter
 from opttree.errors import BadInput
+from opttree.nets.attention_mask import causal_mask
 from opttree.nets.exit_head import ExitHead, check_exit_layer
 from opttree.trace import BuildInfo
 from opttree.trees.draft_tree import DraftTree
@@ -54,12 +54,6 @@ def first_layers(model, input_ids, position_ids, mask, cache, n: int) -> torch.T
         x = layer(x, attention_mask=mask, position_ids=position_ids, past_key_values=cache,
                   use_cache=cache is not None, position_embeddings=rope)
     return x
-
-
-def causal_mask(prefix_len: int, k: int, dtype, device) -> torch.Tensor:
-    """k new tokens after `prefix_len` cached ones, each seeing the prefix and the new ones before it."""
-    return tree_mask(prefix_len, prefix_len + k, [list(range(prefix_len, prefix_len + j + 1)) for j in range(k)],
-                     dtype, device)
 
 
 @torch.inference_mode()

@@ -24,14 +24,8 @@ from __future__ import annotations
 
 import torch
 
+from opttree.nets.attention_mask import causal_mask
 from opttree.nets.grouped_attention import NAME, grouped_sdpa
-
-
-def _causal_mask(q_len: int, k_len: int, dtype, device) -> torch.Tensor:
-    """(1, 1, q, k) additive mask: query i (at key position k_len - q_len + i) sees keys up to itself."""
-    allowed = torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(k_len - q_len)
-    mask = torch.zeros(q_len, k_len, dtype=dtype, device=device)
-    return mask.masked_fill_(~allowed, torch.finfo(dtype).min)[None, None]
 
 
 def _attention_function(attn):
@@ -62,7 +56,7 @@ def _attention(attn, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask
     attend, causal_flag = _attention_function(attn)
     if mask is None and q_len > 1 and (k.shape[-2] > q_len or not causal_flag):
         # causal from the cache's end (SDPA's is_causal aligns to its start; eager has no flag)
-        mask = _causal_mask(q_len, k.shape[-2], q.dtype, q.device)
+        mask = causal_mask(k.shape[-2] - q_len, q_len, q.dtype, q.device)
     dropout = attn.attention_dropout if attn.training else 0.0
     out, _ = attend(attn, q, k, v, mask, dropout=dropout, scaling=attn.scaling)
     return attn.o_proj(out.reshape(batch, q_len, -1))

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-from opttree.drafters.early_exit import causal_mask, first_layers
+from opttree.drafters.early_exit import first_layers
+from opttree.nets.attention_mask import causal_mask
 from opttree.nets.exit_head import ExitHead, exit_config
 from opttree.train import data as D
 from opttree.train.common import export_fp16

@@ -13,11 +13,12 @@ from tiny import ToyTokenizer, tiny_llama, tiny_pair
 
 from opttree.config import METHODS, DecodeConfig
 from opttree.decoding.kv_cache import new_cache
-from opttree.drafters.early_exit import causal_mask, check_matches_target, first_layers
+from opttree.drafters.early_exit import check_matches_target, first_layers
 from opttree.drafters.registry import make_drafter
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
 from opttree.models.loading import ModelPair
+from opttree.nets.attention_mask import causal_mask
 from opttree.nets.exit_head import ExitHead, exit_config
 from opttree.trees.draft_tree import ROOT, DraftTree
 
