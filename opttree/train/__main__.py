@@ -26,7 +26,7 @@ from opttree.train import classic as CL
 from opttree.train import data as D
 from opttree.train import early_exit as EE
 from opttree.train import head as H
-from opttree.train.common import CKPT_DIR, load_target
+from opttree.train.common import CKPT_DIR, device_arg, load_target
 from opttree.train.generate import DEFAULT_DIR, gen_stats, run_generation
 
 
@@ -70,6 +70,7 @@ def parse(argv=None):
                          "read 12 of each")
     ap.add_argument("--export-every-eval", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
+    device_arg(ap)
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast for the training forward")
     ap.add_argument("--init-from", default=None,
                     help="warm start from an exported draft (.safetensors), e.g. the shipped one")
@@ -103,13 +104,13 @@ def main(argv=None) -> dict:
             target=args.target, out=args.data[0], prompts=args.prompts, tokens=args.tokens,
             max_prompts=args.max_prompts, first_prompt=args.first_prompt, batch=args.gen_batch,
             max_new=args.max_new, topk=args.topk, layer_feats=args.fused,
-            threads=args.threads))
+            threads=args.threads, device=args.device))
     train, test = D.load_split(args.data, args.tokens, layer_feats=args.fused)
     if not train:
         raise SystemExit(f"no generated data in {' '.join(args.data)}: run without --no-generate.")
     print(f"data: {D.response_tokens(train)} train / {D.response_tokens(test)} held-out response tokens "
           f"({len(train)} / {len(test)} sequences)", flush=True)
-    target = C_load_target(args.target)
+    target = load_target(args.target, args.device)
     result = TRAINERS[args.kind](args, target, train, test)
     card = {"name": Path(args.out).stem, "target": args.target,
             "command": "python -m opttree.train " + " ".join(argv),
@@ -122,7 +123,7 @@ def main(argv=None) -> dict:
     card_path = Path(args.out).with_suffix(".json")
     C.write_card(card_path, card)
     if args.fit_temperature or args.tau_prompts:
-        pair = load_pair(args.target, drafter=C.KINDS[args.kind][0], draft=args.out, device="cpu")
+        pair = load_pair(args.target, drafter=C.KINDS[args.kind][0], draft=args.out, device=args.device)
         if args.fit_temperature:
             fit = C.fit_tree_temperature(pair, args.fit_temperature, sharegpt=args.fit_sharegpt)
             card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
@@ -138,10 +139,6 @@ def main(argv=None) -> dict:
 
 
 TRAINERS = {"head": H.train_head, "classic": CL.train_classic, "early-exit": EE.train_exit_head}
-
-
-def C_load_target(name):
-    return load_target(name)
 
 
 if __name__ == "__main__":

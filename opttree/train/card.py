@@ -23,6 +23,7 @@ from opttree.models.draft_assets import ACCEPTANCE_KEY
 from opttree.nets.few_row_linear import kernel_of
 from opttree.train import spec_bench
 from opttree.train.acceptance import measure_acceptance
+from opttree.train.common import device_arg
 from opttree.train.prompts import FIT_PARTS, LONG_INPUT_PROMPTS, train_prompts
 
 # A draft kind (`python -m opttree.train --kind`) -> the drafter that decodes with it, its bundled file.
@@ -156,14 +157,7 @@ def write_card(path: str | Path, card: dict) -> Path:
     return path
 
 
-def main(argv=None):
-    """Re-measure τ for a shipped draft and update its card:
-    python -m opttree.train.card --kind head --prompts 10
-    or measure its acceptance by rank (Sequoia's vector) on held-out training prompts instead:
-    python -m opttree.train.card --kind head --acceptance 16
-    or compare a candidate's measured τ with the shipped draft's, prompt by prompt:
-    python -m opttree.train.card --kind head --draft cand.safetensors \\
-        --compare opttree/assets/drafts/smollm2-eagle-head.json"""
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kind", choices=list(KINDS), required=True)
     ap.add_argument("--draft", default=None)
@@ -178,6 +172,7 @@ def main(argv=None):
     ap.add_argument("--questions", default=str(spec_bench.DEFAULT_PATH),
                     help="--set public: Spec-Bench's question.jsonl (checked against its pinned sha256)")
     ap.add_argument("--threads", type=int, default=2)
+    device_arg(ap)
     ap.add_argument("--fit-temperature", type=int, default=0, metavar="N",
                     help="first fit the tree temperature on N held-out training prompts")
     ap.add_argument("--fit-sharegpt", type=int, default=0, metavar="N",
@@ -189,7 +184,18 @@ def main(argv=None):
     ap.add_argument("--compare", default=None, metavar="CARD",
                     help="measure nothing: print the draft's card's τ on --set against this other card's, "
                          "prompt by prompt (mean difference ± one standard error, prompts up and down)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None):
+    """Re-measure τ for a shipped draft and update its card:
+    python -m opttree.train.card --kind head --prompts 10
+    or measure its acceptance by rank (Sequoia's vector) on held-out training prompts instead:
+    python -m opttree.train.card --kind head --acceptance 16
+    or compare a candidate's measured τ with the shipped draft's, prompt by prompt:
+    python -m opttree.train.card --kind head --draft cand.safetensors \\
+        --compare opttree/assets/drafts/smollm2-eagle-head.json"""
+    args = _parser().parse_args(argv)
     drafter, bundled = KINDS[args.kind]
     draft = Path(args.draft or bundled)
     card_path = draft.with_suffix(".json")
@@ -207,7 +213,7 @@ def main(argv=None):
         except BadInput as exc:
             raise SystemExit(f"error: {exc}") from None
     torch.set_num_threads(args.threads)
-    pair = load_pair(args.target, drafter=drafter, draft=str(draft), device="cpu")
+    pair = load_pair(args.target, drafter=drafter, draft=str(draft), device=args.device)
     card = json.loads(card_path.read_text()) if card_path.exists() else {}
     if args.acceptance:
         fit = measure_acceptance(pair, heldout_questions(args.acceptance), log=print)

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from opttree.train import data as D
 from opttree.train.common import export_fp16
 from opttree.train.generate import target_eos
-from opttree.train.loop import init_from, train_loop
+from opttree.train.loop import device_of, init_from, train_loop
 
 SHARED = {"model.embed_tokens.weight": "model.embed_tokens.weight"}
 
@@ -60,7 +60,7 @@ def classic_losses(model, batch, feat_scale, reg_w, vocab=None):
     softmax over the frequent tokens, much cheaper than the 49k-way one) + feature regression."""
     ids, lens = batch["ids"], batch["lens"]
     B, L = ids.shape
-    pos = torch.arange(L)[None].expand(B, L)
+    pos = torch.arange(L, device=ids.device)[None].expand(B, L)
     hid = model.model(input_ids=ids, position_ids=pos).last_hidden_state  # (B, L, h)
     valid = batch["tk_p"].sum(-1) > 0
     h = hid[valid]
@@ -74,12 +74,12 @@ def classic_losses(model, batch, feat_scale, reg_w, vocab=None):
     else:
         logits = h @ emb.T
         idx, w = tk_ids, tk_p / tk_p.sum(-1, keepdim=True)
-        ok = torch.ones(len(idx), dtype=torch.bool)
+        ok = torch.ones(len(idx), dtype=torch.bool, device=idx.device)
         right = logits.argmax(-1) == tk_ids[:, 0]
     logq = torch.log_softmax(logits.float(), -1)
     loss = (-(w * logq.gather(-1, idx)).sum(-1) * ok).sum() / ok.sum().clamp(min=1)
     if reg_w > 0:
-        okr = torch.arange(L)[None] <= (lens[:, None] - 2)
+        okr = torch.arange(L, device=lens.device)[None] <= (lens[:, None] - 2)
         tgt = batch["feats"]
         reg = F.smooth_l1_loss(hid / feat_scale, tgt / feat_scale, reduction="none").mean(-1)
         loss = loss + reg_w * (reg * okr).sum() / okr.sum().clamp(min=1)
@@ -93,8 +93,9 @@ def evaluate(model, seqs, depth: int = 5, tokens_per_batch: int = 2048):
     model.eval()
     right_all, cum = [], [[0, 0] for _ in range(depth)]
     for group in D.batches(seqs, tokens_per_batch):
-        batch = D.collate(group)
+        batch = D.collate(group, device=device_of(model))
         _, right, valid = classic_losses(model, batch, 1.0, 0.0)
+        right, valid = right.cpu(), valid.cpu()      # the chain count below walks them row by row
         full = torch.zeros_like(valid)
         full[valid] = right
         right_all.append(right)
@@ -118,15 +119,15 @@ def train_classic(args, target, train, test) -> dict:
     torch.manual_seed(args.seed)
     src = [int(x) for x in args.source_layers.split(",")] if args.source_layers else None
     model, cfg = build_draft(target, args.layers, src)
+    model.to(target.device)            # trains where its target is (--device)
     if args.init_from:
         init_from(model, args.init_from)
     feat_scale = float(torch.cat([s["feats"][:64].float() for s in train[:64]]).std())
     vocab = None
     if args.draft_vocab:
         vocab_ids, _ = D.draft_vocab(train, args.draft_vocab, always=target_eos(target))
-        full_to_draft = torch.full((target.config.vocab_size,), -1, dtype=torch.long)
-        full_to_draft[vocab_ids] = torch.arange(vocab_ids.numel())
-        vocab = (vocab_ids, full_to_draft)
+        full_to_draft, _ = D.draft_rows(target.get_output_embeddings().weight, vocab_ids)
+        vocab = (vocab_ids.to(full_to_draft.device), full_to_draft)
 
     def forward(batch):
         loss, right, _ = classic_losses(model, batch, feat_scale, args.reg, vocab)

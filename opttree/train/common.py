@@ -11,13 +11,22 @@ from pathlib import Path
 import torch
 
 from opttree import paths
-from opttree.models.loading import load_causal_lm
+from opttree.models.loading import load_causal_lm, resolve_device
 
 CKPT_DIR = paths.checkpoints_dir()
 
 
-def load_target(name: str):
-    return load_causal_lm(name, torch.device("cpu"), torch.float32)
+def load_target(name: str, device: str = "auto"):
+    """The target that data are generated from and drafts learn from, in fp32 (the dtype the bundled
+    pair decodes in) on `device`: "auto" is CUDA where torch sees a GPU, else the CPU."""
+    return load_causal_lm(name, resolve_device(device), torch.float32)
+
+
+def device_arg(ap) -> None:
+    """`--device`, the same for every training command."""
+    ap.add_argument("--device", default="auto",
+                    help="auto (CUDA where a GPU is visible, else the CPU), cpu or cuda[:N]: where the target runs "
+                         "and the draft trains; the stored data and the exported weights are the same either way")
 
 
 def lr_at(step: int, total: int, peak: float, warmup: int) -> float:

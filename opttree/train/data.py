@@ -77,6 +77,15 @@ def draft_vocab(seqs: list[dict], size: int, always: set[int] = frozenset()) -> 
     return ids, vocab_coverage(seqs, ids)
 
 
+def draft_rows(lm_w: torch.Tensor, vocab_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For a draft vocabulary: each target token's column in it (-1 outside) and the LM head's rows
+    of its tokens, both on the LM head's device."""
+    vocab_ids = vocab_ids.to(lm_w.device)
+    full_to_draft = torch.full((lm_w.shape[0],), -1, dtype=torch.long, device=lm_w.device)
+    full_to_draft[vocab_ids] = torch.arange(vocab_ids.numel(), device=lm_w.device)
+    return full_to_draft, lm_w[vocab_ids].detach().clone()
+
+
 def vocab_coverage(seqs: list[dict], ids: torch.Tensor) -> float:
     """The share of greedy response tokens that a draft vocabulary `ids` contains."""
     keep = torch.zeros(int(max(int(s["ids"].max()) for s in seqs) + 1) if seqs else 1, dtype=torch.bool)
@@ -107,9 +116,10 @@ def batches(seqs: list[dict], tokens_per_batch: int, rng: random.Random | None =
     return out
 
 
-def collate(batch: list[dict], max_len: int = 0) -> dict:
-    """Right-padded tensors. Position j has: ids[j], feats[j] (target feature at j, j <= L-2) and
-    targets for token j+1: tk_ids[j], tk_p[j] (zero probability where no target exists)."""
+def collate(batch: list[dict], max_len: int = 0, device=None) -> dict:
+    """Right-padded tensors (on `device`, where the draft trains, when given). Position j has: ids[j],
+    feats[j] (target feature at j, j <= L-2) and targets for token j+1: tk_ids[j], tk_p[j] (zero
+    probability where no target exists)."""
     lens = [int(s["ids"].numel()) for s in batch]
     L = max(lens) if not max_len else min(max_len, max(lens))
     B = len(batch)
@@ -130,7 +140,8 @@ def collate(batch: list[dict], max_len: int = 0) -> dict:
         if stop > P - 1:
             tk_ids[b, P - 1: stop] = s["topk_ids"][: stop - P + 1].long()
             tk_p[b, P - 1: stop] = s["topk_p"][: stop - P + 1].float()
-    return {"ids": ids, "feats": feats, "tk_ids": tk_ids, "tk_p": tk_p, "lens": torch.tensor(lens)}
+    out = {"ids": ids, "feats": feats, "tk_ids": tk_ids, "tk_p": tk_p, "lens": torch.tensor(lens)}
+    return out if device is None else {k: v.to(device, non_blocking=True) for k, v in out.items()}
 
 
 def soft_targets(tk_ids: torch.Tensor, tk_p: torch.Tensor, full_to_draft: torch.Tensor | None):

@@ -27,7 +27,7 @@ from opttree.train import data as D
 from opttree.train.common import export_fp16
 from opttree.train.generate import target_eos
 from opttree.train.head import _resumed_vocab, head_losses
-from opttree.train.loop import init_from, train_loop
+from opttree.train.loop import device_of, init_from, train_loop
 
 
 @torch.no_grad()
@@ -39,11 +39,12 @@ def add_exit_states(target, seqs: list[dict], n: int, tokens_per_batch: int = 40
         ids = torch.zeros(len(group), L, dtype=torch.long)
         for b, s in enumerate(group):
             ids[b, : s["ids"].numel()] = s["ids"].long()
-        pos = torch.arange(L)[None].expand(len(group), L)
+        ids = ids.to(target.device)
+        pos = torch.arange(L, device=ids.device)[None].expand(len(group), L)
         mask = causal_mask(0, L, torch.float32, ids.device)   # right padding: later rows never reach earlier ones
         hidden = first_layers(target, ids, pos, mask, None, n)
         for b, s in enumerate(group):
-            s["feats"] = hidden[b, : s["ids"].numel() - 1].to(torch.float16).contiguous()
+            s["feats"] = hidden[b, : s["ids"].numel() - 1].to(torch.float16).cpu().contiguous()
 
 
 def exit_outputs(head, batch: dict) -> torch.Tensor:
@@ -51,7 +52,7 @@ def exit_outputs(head, batch: dict) -> torch.Tensor:
     gives the feature head's depth 1 (its row a reads token a+1 and predicts token a+2)."""
     feats = batch["feats"]
     B, L = feats.shape[:2]
-    pos = torch.arange(L)[None].expand(B, L)
+    pos = torch.arange(L, device=feats.device)[None].expand(B, L)
     return head.exit_features(feats, pos, None, None)[:, 1:]
 
 
@@ -63,7 +64,7 @@ def evaluate(head, W, full_to_draft, seqs, depth: int = 5, tokens_per_batch: int
     right = count = 0
     chain = [0] * depth
     for group in D.batches(seqs, tokens_per_batch):
-        batch = D.collate(group)
+        batch = D.collate(group, device=device_of(head))
         _, [(r, v)] = head_losses(head, W, full_to_draft, [exit_outputs(head, batch)], batch, [1.0], 1.0, 0.0)
         right += int(r.sum())
         count += int(v.sum())
@@ -99,7 +100,7 @@ def train_exit_head(args, target, train, test) -> dict:
         if (kept := _resumed_vocab(args, vocab_ids, f"early-exit-{n}")) is not vocab_ids:
             vocab_ids, cover = kept, D.vocab_coverage(train, kept)
     cfg = exit_config(target.config, n, draft_vocab=int(vocab_ids.numel()), layers=args.layers)
-    head = ExitHead(cfg)
+    head = ExitHead(cfg).to(lm_w.device)      # trains where its target is (--device)
     if vocab_ids.numel():
         head.vocab_ids.copy_(vocab_ids)
     init_from_target(head, target)
@@ -107,9 +108,7 @@ def train_exit_head(args, target, train, test) -> dict:
         init_from(head, args.init_from)
     full_to_draft, W = None, lm_w
     if vocab_ids.numel():
-        full_to_draft = torch.full((lm_w.shape[0],), -1, dtype=torch.long)
-        full_to_draft[vocab_ids] = torch.arange(vocab_ids.numel())
-        W = lm_w[vocab_ids].detach().clone()
+        full_to_draft, W = D.draft_rows(lm_w, vocab_ids)
     print(f"computing the target's layer-{n} states for {len(train) + len(test)} sequences", flush=True)
     add_exit_states(target, train + test, n)
 

@@ -29,7 +29,7 @@ from opttree.config import BUNDLED_ID
 from opttree.decoding.prompts import encode_prompt
 from opttree.models.loading import load_tokenizer
 from opttree.nets.feature_head import fused_layers
-from opttree.train.common import ThreadTuner, load_target, save_atomic
+from opttree.train.common import ThreadTuner, device_arg, load_target, save_atomic
 from opttree.train.prompts import read_prompts, write_prompts
 
 DEFAULT_DIR = paths.data_dir() / "gen"
@@ -75,7 +75,7 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
                    tuner=None, layers: tuple[int, ...] = ()) -> list[dict]:
     from transformers import DynamicCache  # transformers is heavy: imported when a model is built
 
-    body, lm_head = model.model, model.lm_head
+    body, lm_head, device = model.model, model.lm_head, model.device
     B = len(prompts_ids)
     L = max(len(p) for p in prompts_ids)
     ids = torch.zeros(B, L, dtype=torch.long)
@@ -83,6 +83,7 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
     for i, p in enumerate(prompts_ids):
         ids[i, L - len(p):] = torch.tensor(p)
         mask[i, L - len(p):] = 1
+    ids, mask = ids.to(device), mask.to(device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     cache = DynamicCache(config=model.config)
 
@@ -107,10 +108,11 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
         probs = torch.softmax(lm_head(last_h).float(), -1)
         top = torch.topk(probs, topk, -1)
         nxt = top.indices[:, 0]
+        picked = nxt.tolist()           # one copy off the device a step, not one a row
         for r, i in enumerate(rows):
             if done[i]:  # finished rows wait in the batch until enough of them are dropped at once
                 continue
-            t = int(nxt[r])
+            t = picked[r]
             toks[i].append(t)
             tk_ids[i].append(top.indices[r].to(torch.int32))
             tk_p[i].append(top.values[r].to(torch.float16))
@@ -119,11 +121,11 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
         if len(finished) == len(rows):
             break
         if finished and (len(finished) * 4 >= len(rows) or len(finished) >= 8):
-            live = torch.tensor([r for r, i in enumerate(rows) if not done[i]])
+            live = torch.tensor([r for r, i in enumerate(rows) if not done[i]], device=device)
             _keep_rows(cache, live)
             mask, nxt, next_pos = mask[live], nxt[live], next_pos[live]
             rows = [rows[r] for r in live.tolist()]
-        mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=torch.long)], 1)
+        mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=torch.long, device=device)], 1)
         h, extra = run(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos[:, None])
         for r, i in enumerate(rows):
             if not done[i]:
@@ -134,14 +136,14 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
         next_pos = next_pos + 1
         if tuner is not None:
             tuner.stop(len(rows))
-    out = []
+    out = []                            # stored on CPU, whatever device generated them
     for i, p in enumerate(prompts_ids):
         f = torch.cat(feats[i])[: len(toks[i]) - 1]
         out.append({"ids": torch.tensor(toks[i], dtype=torch.int32), "plen": len(p),
-                    "feats": f.contiguous(), "topk_ids": torch.stack(tk_ids[i]),
-                    "topk_p": torch.stack(tk_p[i])})
+                    "feats": f.cpu().contiguous(), "topk_ids": torch.stack(tk_ids[i]).cpu(),
+                    "topk_p": torch.stack(tk_p[i]).cpu()})
         if layers:
-            out[-1]["layer_feats"] = torch.cat(lfeats[i])[: len(toks[i]) - 1].contiguous()
+            out[-1]["layer_feats"] = torch.cat(lfeats[i])[: len(toks[i]) - 1].cpu().contiguous()
             out[-1]["feat_layers"] = torch.tensor(layers, dtype=torch.int32)
     return out
 
@@ -163,9 +165,9 @@ def fill_layer_feats(model, data_dir, layers: tuple[int, ...]) -> int:
         if all(has_layer_feats(s, layers) for s in seqs):
             continue
         for s in seqs:
-            ids = s["ids"][None, :-1].long()
+            ids = s["ids"][None, :-1].long().to(model.device)
             out = model.model(input_ids=ids, output_hidden_states=True)
-            s["layer_feats"] = torch.stack([out.hidden_states[i][0] for i in layers], 1).to(torch.float16)
+            s["layer_feats"] = torch.stack([out.hidden_states[i][0] for i in layers], 1).to(torch.float16).cpu()
             s["feat_layers"] = torch.tensor(layers, dtype=torch.int32)
         save_atomic(path, seqs)
         filled += 1
@@ -207,6 +209,7 @@ def main(argv=None):
     ap.add_argument("--max-new", type=int, default=256)
     ap.add_argument("--topk", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
+    device_arg(ap)
     ap.add_argument("--layer-feats", action="store_true",
                     help="also keep the states a fused head reads (a low and a middle layer's; triples the "
                          "data) and add them to shards made without them")
@@ -228,7 +231,7 @@ def run_generation(args):
     if args.max_prompts:
         prompts = prompts[: args.max_prompts]
     tok = load_tokenizer(args.target)
-    model = load_target(args.target)
+    model = load_target(args.target, getattr(args, "device", "auto"))
     eos = target_eos(model, tok)
     layers = fused_layers(model.config.num_hidden_layers) if getattr(args, "layer_feats", False) else ()
     if layers and (n := fill_layer_feats(model, out, layers)):

@@ -21,14 +21,14 @@ from opttree.nets.feature_head import FeatureHead, fused_layers, head_config_fro
 from opttree.train import data as D
 from opttree.train.common import export_fp16, load_checkpoint
 from opttree.train.generate import target_eos
-from opttree.train.loop import init_from, train_loop
+from opttree.train.loop import device_of, init_from, train_loop
 
 
-def depth_mask(n: int, k: int, dtype) -> torch.Tensor:
+def depth_mask(n: int, k: int, dtype, device=None) -> torch.Tensor:
     """(n, k*n) additive mask for depth k >= 2: true prefix (b <= a) + own earlier depths (b == a)."""
     neg = torch.finfo(dtype).min
-    base = torch.full((n, n), neg, dtype=dtype).triu(1)
-    diag = torch.full((n, n), neg, dtype=dtype)
+    base = torch.full((n, n), neg, dtype=dtype, device=device).triu(1)
+    diag = torch.full((n, n), neg, dtype=dtype, device=device)
     diag.fill_diagonal_(0.0)
     return torch.cat([base] + [diag] * (k - 1), dim=1)
 
@@ -45,12 +45,12 @@ def unrolled(head, embed, batch: dict, depth: int, noise: float = 0.0):
         prev = prev + noise * torch.randn_like(prev)
     cache = DynamicCache(config=head.decoder.config)
     pad_ids = torch.cat([ids, ids.new_zeros(B, depth)], 1)
-    base_pos = torch.arange(n)[None].expand(B, n)
+    base_pos = torch.arange(n, device=ids.device)[None].expand(B, n)
     outs = []
     for k in range(1, depth + 1):
         tok = embed(pad_ids[:, k: k + n])
         pos = base_pos + k
-        mask = None if k == 1 else depth_mask(n, k, prev.dtype)[None, None].expand(B, 1, n, k * n)
+        mask = None if k == 1 else depth_mask(n, k, prev.dtype, ids.device)[None, None].expand(B, 1, n, k * n)
         out = head.features(prev, tok, pos, mask, cache)
         outs.append(out)
         prev = out
@@ -60,7 +60,7 @@ def unrolled(head, embed, batch: dict, depth: int, noise: float = 0.0):
 def depth_targets(batch: dict, k: int, n: int):
     """Targets for depth-k chains a = 0..n-1: the target's distribution at position a+k."""
     B, L = batch["ids"].shape
-    pos = torch.arange(n) + k
+    pos = torch.arange(n, device=batch["ids"].device) + k
     ok = pos < L
     pos = pos.clamp(max=L - 1)
     tk_ids = batch["tk_ids"][:, pos]
@@ -90,7 +90,7 @@ def head_losses(head, W, full_to_draft, outs, batch, weights, feat_scale, reg_w)
     if reg_w > 0:
         feats, lens = batch["feats"], batch["lens"]
         tgt = feats[:, 1: n + 1, -outs[0].shape[-1]:]   # the next last-layer feature
-        ok = (torch.arange(n)[None] + 1) <= (lens[:, None] - 2)
+        ok = (torch.arange(n, device=lens.device)[None] + 1) <= (lens[:, None] - 2)
         reg = F.smooth_l1_loss(outs[0].float() / feat_scale, tgt / feat_scale, reduction="none").mean(-1)
         total = total + reg_w * (reg * ok).sum() / ok.sum().clamp(min=1)
     return total, stats
@@ -105,7 +105,7 @@ def evaluate(head, embed, W, full_to_draft, seqs, depth: int = 5, tokens_per_bat
     count = [0] * depth
     chain = [0] * depth
     for group in D.batches(seqs, tokens_per_batch):
-        batch = D.collate(group)
+        batch = D.collate(group, device=device_of(head))
         outs = unrolled(head, embed, batch, depth)
         _, stats = head_losses(head, W, full_to_draft, outs, batch, [1.0] * depth, 1.0, 0.0)
         ok = None
@@ -170,7 +170,7 @@ def train_head(args, target, train, test) -> dict:
     if getattr(args, "fused", False):
         cfg["fused_layers"] = list(fused_layers(target.config.num_hidden_layers))
         D.fuse_layer_feats(train + test, tuple(cfg["fused_layers"]))
-    head = FeatureHead(cfg)
+    head = FeatureHead(cfg).to(lm_w.device)      # trains where its target is (--device)
     if vocab_ids.numel():
         head.vocab_ids.copy_(vocab_ids)
     init_from_target(head, target, layer=args.init_layer)
@@ -179,9 +179,7 @@ def train_head(args, target, train, test) -> dict:
     full_to_draft = None
     W = lm_w
     if vocab_ids.numel():
-        full_to_draft = torch.full((lm_w.shape[0],), -1, dtype=torch.long)
-        full_to_draft[vocab_ids] = torch.arange(vocab_ids.numel())
-        W = lm_w[vocab_ids].detach().clone()
+        full_to_draft, W = D.draft_rows(lm_w, vocab_ids)
     h = cfg["hidden_size"]
     feat_scale = float(torch.cat([s["feats"][:64, -h:].float() for s in train[:64]]).std())
     weights = [args.depth_decay ** i for i in range(args.unroll)]

