@@ -206,3 +206,45 @@ def conversations(path: str | Path | None = None, log: ReadLog | None = None) ->
             log.kept += 1
             cid = str(record.get("id", f"record{log.records - 1}"))
             yield Conversation(cid, turns, is_heldout(cid))
+
+
+def write_subset(out: str | Path, turns: int, limit: int = 0, path: str | Path | None = None) -> dict:
+    """A small ShareGPT-format file of the usable conversations, each cut after the assistant turn that
+    answers its `turns`-th user turn: what recipe (b) (train/sharegpt_answers.py, `--turns`) reads, to
+    carry to a machine without the package (a GPU box). The conversations are those `conversations`
+    keeps, judged on their whole text, with their ids, so the held-out split is the same there."""
+    kept = 0
+    with open(out, "w", encoding="utf-8") as f:
+        f.write("[")
+        for conv in conversations(path):
+            if limit and kept >= limit:
+                break
+            cut, users = [], 0
+            for role, text in conv.turns:
+                if role == USER:
+                    if users == turns:
+                        break
+                    users += 1
+                cut.append({"from": "human" if role == USER else "gpt", "value": text})
+            f.write(("," if kept else "") + json.dumps({"id": conv.id, "conversations": cut}, ensure_ascii=False))
+            kept += 1
+        f.write("]")
+    return {"conversations": kept, "turns": turns, "bytes": Path(out).stat().st_size}
+
+
+def main(argv=None) -> dict:
+    import argparse  # the command line only
+
+    ap = argparse.ArgumentParser(prog="python -m opttree.train.sharegpt",
+                                 description="write the part of ShareGPT that recipe (b) reads, to carry elsewhere")
+    ap.add_argument("--subset", required=True, help="the ShareGPT-format JSON file to write")
+    ap.add_argument("--turns", type=int, default=2, help="user turns kept per conversation (recipe (b)'s --turns)")
+    ap.add_argument("--conversations", type=int, default=0, help="at most this many conversations (0: all)")
+    args = ap.parse_args(argv)
+    result = write_subset(args.subset, args.turns, args.conversations)
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

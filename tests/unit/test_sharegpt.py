@@ -139,3 +139,21 @@ def test_the_tree_temperature_fit_reads_opening_turns_of_held_out_conversations_
         card.sharegpt_questions(4)
     both = card.heldout_questions(2, sharegpt=1)
     assert [q["category"] for q in both] == ["heldout", "heldout", "sharegpt-heldout"]
+
+
+def test_a_subset_keeps_what_recipe_b_reads_and_the_same_split(tmp_path):
+    """The file carried to a machine without the package: each usable conversation up to the answer to
+    its `turns`-th user turn, read back by the same reader with the same ids (so the same split)."""
+    path = tmp_path / "sample.json"
+    path.write_text(_sample_text(RECORDS), encoding="utf-8")
+    full = list(S.conversations(path))
+    out = tmp_path / "subset.json"
+    assert S.write_subset(out, turns=1, path=path)["conversations"] == len(full) == 3
+    back = list(S.conversations(out))
+    assert [(c.id, c.heldout) for c in back] == [(c.id, c.heldout) for c in full]
+    assert [c.turns for c in back] == [c.turns[:2] for c in full]      # first question and its answer
+    assert back[0].turns == (("user", "What is a kettle?"), ("assistant", "A pot for boiling water."))
+    assert [c.turns for c in S.conversations(out)] != [c.turns for c in full]   # aaa_0's second turn left out
+    two = tmp_path / "two.json"
+    S.write_subset(two, turns=2, limit=2, path=path)
+    assert [c.turns for c in S.conversations(two)] == [c.turns for c in full[:2]]
