@@ -13,7 +13,8 @@
 # There (the device machine), three calls in a row (a warm machine is kept 30 s between calls):
 #   call 1, carry .gpu/a:  tools/gpu_drafts.sh keep
 #   call 2, carry .gpu/b:  tools/gpu_drafts.sh keep
-#   call 3, carry .gpu/c:  tools/gpu_drafts.sh run    the head's weights, card and logs come back in $OUT
+#   call 3, carry .gpu/c:  tools/gpu_drafts.sh run    the head's and the classic's weights and cards and
+#                                                     the log come back in $OUT
 # Budgets (seconds / minutes) and sizes are environment variables, below; `run` works on a CPU too
 # (DEVICE=cpu with small budgets), which is how it is checked without a GPU.
 set -euo pipefail
@@ -24,9 +25,10 @@ OUT=${OUT:-$KIT/out}
 DEVICE=${DEVICE:-cuda}
 PY=${PY:-python3}
 CONVERSATIONS=${CONVERSATIONS:-8000}    # ShareGPT conversations packed (recipe (b) answers two turns of each)
-ANSWER_SECONDS=${ANSWER_SECONDS:-150}   # recipe (b): the target answers real users' turns
-GEN_SECONDS=${GEN_SECONDS:-120}         # the training prompts' own answers (opttree/assets/prompts/train.jsonl)
-TRAIN_MINUTES=${TRAIN_MINUTES:-3}
+ANSWER_SECONDS=${ANSWER_SECONDS:-120}   # recipe (b): the target answers real users' turns
+GEN_SECONDS=${GEN_SECONDS:-100}         # the training prompts' own answers (opttree/assets/prompts/train.jsonl)
+TRAIN_MINUTES=${TRAIN_MINUTES:-3}       # the feature head
+CLASSIC_MINUTES=${CLASSIC_MINUTES:-2}   # then the classic draft (0: not trained)
 BATCH=${BATCH:-256}                     # prompts answered together
 MAX_NEW=${MAX_NEW:-256}
 HIDDEN=(benchmarks docs/screenshots opttree/assets/drafts/smollm2-classic.safetensors
@@ -42,6 +44,7 @@ pack() {
     PYTHONPATH=. $venv -m opttree.train.sharegpt --subset .gpu/c/sharegpt.json --turns 2 \
         --conversations "$CONVERSATIONS"
     xz -T2 -6 -f .gpu/c/sharegpt.json
+    cp opttree/assets/drafts/smollm2-classic.safetensors .gpu/c/     # hidden from the tree, so carried
     $venv -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .gpu/b \
         "gguf==$($venv -c 'from importlib.metadata import version; print(version("gguf"))')"
@@ -89,6 +92,17 @@ run() {
         --minutes "$TRAIN_MINUTES" --epochs 40 --lr 1e-4 --warmup 20 --eval-every 200 --export-every-eval \
         --tau-prompts 0 --fit-temperature 0 --device "$DEVICE" --ckpt-dir "$KIT/ck" \
         --out "$OUT/smollm2-eagle-head.safetensors" >> "$OUT/run.log" 2>&1
+    echo "head done after $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
+    if [ "$CLASSIC_MINUTES" != 0 ]; then
+        # The classic's fp16 file (~21 MB) is over the 16 MiB a returned file may hold: it comes back in
+        # two parts (cat classic.part-* > smollm2-classic.safetensors).
+        $PY -m opttree.train --kind classic --no-generate --data "${data[@]}" --tokens 1000000000 \
+            --init-from "$KIT/smollm2-classic.safetensors" --draft-vocab 8192 --bf16 --minutes "$CLASSIC_MINUTES" \
+            --epochs 40 --lr 3e-4 --warmup 20 --eval-every 200 --tau-prompts 0 --fit-temperature 0 \
+            --device "$DEVICE" --ckpt-dir "$KIT/ck" --out "$KIT/classic/smollm2-classic.safetensors" >> "$OUT/run.log" 2>&1
+        split -b 15M "$KIT/classic/smollm2-classic.safetensors" "$OUT/classic.part-"
+        cp "$KIT/classic/smollm2-classic.json" "$OUT/"
+    fi
     for d in "${data[@]}"; do cp "$d/stats.json" "$OUT/$(basename "$d")_stats.json" 2>/dev/null || true; done
     echo "done after $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
 }
