@@ -70,6 +70,19 @@ def _keep_rows(cache, rows: torch.Tensor) -> None:
             layer.values = layer.values.index_select(0, rows)
 
 
+def _by_sequence(records: list[tuple[list[int], list[bool], torch.Tensor]], n: int) -> list[torch.Tensor]:
+    """Rows recorded a step at a time, (owners, kept, rows) per step, regrouped per sequence in step
+    order on the CPU: one copy off the device for the whole batch, not one per row and step."""
+    if not records:
+        return [torch.zeros(0)] * n
+    owners = torch.tensor([o for rec in records for o in rec[0]], dtype=torch.long)
+    kept = torch.tensor([k for rec in records for k in rec[1]], dtype=torch.bool)
+    rows = torch.cat([rec[2] for rec in records]).cpu()[kept]
+    owners = owners[kept]
+    order = torch.sort(owners, stable=True).indices
+    return list(torch.split(rows[order], torch.bincount(owners, minlength=n).tolist()))
+
+
 @torch.inference_mode()
 def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int, eos: set[int],
                    tuner=None, layers: tuple[int, ...] = ()) -> list[dict]:
@@ -93,12 +106,12 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
         return out.last_hidden_state, extra
 
     h, extra = run(input_ids=ids, attention_mask=mask, position_ids=pos)
+    prompt_feats = [h[i, L - len(p):].to(torch.float16).cpu() for i, p in enumerate(prompts_ids)]
+    prompt_lfeats = [extra[i, L - len(p):].to(torch.float16).cpu() for i, p in enumerate(prompts_ids)] if layers else []
     rows = list(range(B))  # original index of each live row
     toks = [list(p) for p in prompts_ids]
-    feats = [[h[i, L - len(p):].to(torch.float16)] for i, p in enumerate(prompts_ids)]
-    lfeats = [[extra[i, L - len(p):].to(torch.float16)] if layers else [] for i, p in enumerate(prompts_ids)]
-    tk_ids = [[] for _ in range(B)]
-    tk_p = [[] for _ in range(B)]
+    # Per step, for the rows in the batch: (their sequences, whether each row's entry is kept, the rows).
+    tops_ids, tops_p, feats, lfeats = [], [], [], []
     done = [False] * B
     last_h = h[:, -1]
     next_pos = pos[:, -1] + 1
@@ -109,14 +122,13 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
         top = torch.topk(probs, topk, -1)
         nxt = top.indices[:, 0]
         picked = nxt.tolist()           # one copy off the device a step, not one a row
+        grows = [not done[i] for i in rows]     # finished rows wait in the batch until enough are dropped
         for r, i in enumerate(rows):
-            if done[i]:  # finished rows wait in the batch until enough of them are dropped at once
-                continue
-            t = picked[r]
-            toks[i].append(t)
-            tk_ids[i].append(top.indices[r].to(torch.int32))
-            tk_p[i].append(top.values[r].to(torch.float16))
-            done[i] = t in eos or step == max_new - 1
+            if grows[r]:
+                toks[i].append(picked[r])
+                done[i] = picked[r] in eos or step == max_new - 1
+        tops_ids.append((rows, grows, top.indices.to(torch.int32)))
+        tops_p.append((rows, grows, top.values.to(torch.float16)))
         finished = [r for r, i in enumerate(rows) if done[i]]
         if len(finished) == len(rows):
             break
@@ -127,23 +139,26 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
             rows = [rows[r] for r in live.tolist()]
         mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=torch.long, device=device)], 1)
         h, extra = run(input_ids=nxt[:, None], attention_mask=mask, position_ids=next_pos[:, None])
-        for r, i in enumerate(rows):
-            if not done[i]:
-                feats[i].append(h[r].to(torch.float16))
-                if layers:
-                    lfeats[i].append(extra[r].to(torch.float16))
+        fed = [not done[i] for i in rows]       # the feature of each token just fed, for rows still growing
+        feats.append((rows, fed, h[:, -1].to(torch.float16)))
+        if layers:
+            lfeats.append((rows, fed, extra[:, -1].to(torch.float16)))
         last_h = h[:, -1]
         next_pos = next_pos + 1
         if tuner is not None:
             tuner.stop(len(rows))
     out = []                            # stored on CPU, whatever device generated them
+    grown_ids, grown_p, grown_h = _by_sequence(tops_ids, B), _by_sequence(tops_p, B), _by_sequence(feats, B)
+    grown_l = _by_sequence(lfeats, B) if layers else []
     for i, p in enumerate(prompts_ids):
-        f = torch.cat(feats[i])[: len(toks[i]) - 1]
+        n = len(toks[i]) - 1
         out.append({"ids": torch.tensor(toks[i], dtype=torch.int32), "plen": len(p),
-                    "feats": f.cpu().contiguous(), "topk_ids": torch.stack(tk_ids[i]).cpu(),
-                    "topk_p": torch.stack(tk_p[i]).cpu()})
+                    "feats": torch.cat([prompt_feats[i], grown_h[i].view(-1, h.shape[-1])])[:n].contiguous(),
+                    "topk_ids": grown_ids[i].view(-1, topk).contiguous(),
+                    "topk_p": grown_p[i].view(-1, topk).contiguous()})
         if layers:
-            out[-1]["layer_feats"] = torch.cat(lfeats[i])[: len(toks[i]) - 1].cpu().contiguous()
+            low = grown_l[i].view(-1, len(layers), h.shape[-1])
+            out[-1]["layer_feats"] = torch.cat([prompt_lfeats[i], low])[:n].contiguous()
             out[-1]["feat_layers"] = torch.tensor(layers, dtype=torch.int32)
     return out
 

@@ -345,3 +345,34 @@ def test_final_set_is_frozen_balanced_and_disjoint():
     seen = {p.text.strip().lower() for p in train_prompts()} | {t.strip().lower() for q in eval_questions()
                                                                for t in q["turns"]}
     assert not any(q["turns"][0].strip().lower() in seen for q in qs)
+
+
+def test_generated_data_are_what_one_forward_over_each_sequence_gives():
+    """Each stored row against the target run once over the finished sequence alone (no batch, no
+    padding, no cache): the features at every position, the greedy tokens and the top-k rows of every
+    response position, and the layer states a fused head reads."""
+    from tiny import tiny_llama
+
+    from opttree.train.generate import generate_batch
+
+    model = tiny_llama(seed=5, vocab=64, layers=3).eval()
+    prompts = [[1, 2, 3], [4, 5, 6, 7, 8, 9], [10, 11], [12, 13, 14, 15], [16, 17, 18], [19, 20, 21, 22, 23]]
+    first = generate_batch(model, prompts, max_new=10, topk=4, eos=set())
+    stop = int(first[1]["ids"][len(prompts[1]) + 1])          # rows finish at different steps
+    seqs = generate_batch(model, prompts, max_new=10, topk=4, eos={stop}, layers=(1, 2))
+    assert len({s["ids"].numel() - s["plen"] for s in seqs}) > 1
+    with torch.no_grad():
+        for s, p in zip(seqs, prompts):
+            ids = s["ids"].long()
+            assert s["plen"] == len(p) and ids[: len(p)].tolist() == p
+            out = model.model(input_ids=ids[None, :-1], output_hidden_states=True)
+            h = out.last_hidden_state[0]
+            assert s["feats"].dtype == torch.float16 and s["feats"].shape == h.shape
+            assert torch.allclose(s["feats"].float(), h, atol=2e-2)
+            probs = torch.softmax(model.lm_head(h[len(p) - 1:]).float(), -1)
+            assert s["topk_ids"].tolist() == torch.topk(probs, 4, -1).indices.tolist()
+            assert torch.allclose(s["topk_p"].float(), torch.topk(probs, 4, -1).values, atol=1e-3)
+            assert ids[len(p):].tolist() == s["topk_ids"][:, 0].tolist()       # greedy
+            layers = torch.stack([out.hidden_states[i][0] for i in (1, 2)], 1)
+            assert torch.allclose(s["layer_feats"].float(), layers, atol=2e-2)
+            assert s["feat_layers"].tolist() == [1, 2]
