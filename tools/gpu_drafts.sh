@@ -89,7 +89,7 @@ run() {
     [ ${#data[@]} -gt 0 ] || { echo "no data was generated" | tee -a "$OUT/run.log"; exit 1; }
     $PY -m opttree.train --kind head --fused --no-generate --data "${data[@]}" --tokens 1000000000 \
         --init-from opttree/assets/drafts/smollm2-eagle-head.safetensors --init-vocab --unroll 3 --bf16 \
-        --minutes "$TRAIN_MINUTES" --epochs 40 --lr 1e-4 --warmup 20 --eval-every 200 --export-every-eval \
+        --minutes "$TRAIN_MINUTES" --epochs 40 --lr 1e-4 --warmup 20 --eval-every 1000 --export-every-eval \
         --tau-prompts 0 --fit-temperature 0 --device "$DEVICE" --ckpt-dir "$KIT/ck" \
         --out "$OUT/smollm2-eagle-head.safetensors" >> "$OUT/run.log" 2>&1
     echo "head done after $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
@@ -98,7 +98,7 @@ run() {
         # two parts (cat classic.part-* > smollm2-classic.safetensors).
         $PY -m opttree.train --kind classic --no-generate --data "${data[@]}" --tokens 1000000000 \
             --init-from "$KIT/smollm2-classic.safetensors" --draft-vocab 8192 --bf16 --minutes "$CLASSIC_MINUTES" \
-            --epochs 40 --lr 3e-4 --warmup 20 --eval-every 200 --tau-prompts 0 --fit-temperature 0 \
+            --epochs 40 --lr 3e-4 --warmup 20 --eval-every 1000 --tau-prompts 0 --fit-temperature 0 \
             --device "$DEVICE" --ckpt-dir "$KIT/ck" --out "$KIT/classic/smollm2-classic.safetensors" >> "$OUT/run.log" 2>&1
         split -b 15M "$KIT/classic/smollm2-classic.safetensors" "$OUT/classic.part-"
         cp "$KIT/classic/smollm2-classic.json" "$OUT/"
