@@ -27,17 +27,33 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
+@functools.cache
+def _own_flags() -> frozenset[str]:
+    return frozenset(_flags(_cpuinfo() or ""))
+
+
+def _flags(cpuinfo: str | None) -> set[str] | frozenset[str]:
+    """The first CPU's feature flags in /proc/cpuinfo (read once; or in the text given)."""
+    if cpuinfo is None:
+        return _own_flags()
+    for line in (cpuinfo or "").splitlines():
+        if line.startswith(("flags", "Features")):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def native_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU multiplies bf16 natively (AVX512-BF16's dot products or AMX's bf16 tiles); on
+    other CPUs oneDNN emulates bf16, and it is no faster than fp32."""
+    return bool(_flags(cpuinfo) & {"avx512_bf16", "amx_bf16"})
+
+
 def cpu_isa(cpuinfo: str | None = None) -> str:
     """The widest vector instruction set the CPU reports (amx, avx512, avx2, avx or base): the matrix
     kernels change with it, so two hosts that share a model name ("AMD EPYC" on a VM) but not an
     instruction set have different costs. Read from /proc/cpuinfo (or the text given); the machine's
     architecture where there is none."""
-    cpuinfo = _cpuinfo() if cpuinfo is None else cpuinfo
-    flags: set[str] = set()
-    for line in (cpuinfo or "").splitlines():
-        if line.startswith(("flags", "Features")):
-            flags.update(line.split(":", 1)[1].split())
-            break
+    flags = _flags(cpuinfo)
     for isa, flag in (("amx", "amx_tile"), ("avx512", "avx512f"), ("avx2", "avx2"), ("avx", "avx")):
         if flag in flags:
             return isa

@@ -20,6 +20,7 @@ Environment variables, each read when it is needed (never at import time):
 | OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`nets/few_row_linear.py`) | off |
 | OPTTREE_NO_MKL_PACK | `1` leaves MKL's packed GEMM out of the CPU kernel choice (`nets/kernel_choice.py`) | off |
 | OPTTREE_DRAFT_INT8 | `1` runs CPU drafts on int8 weights (`nets/few_row_linear.py`) | off |
+| OPTTREE_DRAFT_ROWS | a draft head's LM-head rows on CPU: `bf16`, `fp32` or `auto` (`few_row_linear.py`) | `auto` |
 
 The app's server settings (lane size, time limit, port…) are read once at start-up by
 `opttree.serve.settings.ServerSettings.from_env`.
@@ -132,3 +133,16 @@ def plain_attention() -> bool:
 
 def draft_int8() -> bool:
     return os.environ.get("OPTTREE_DRAFT_INT8", "").strip() not in ("", "0")
+
+
+DRAFT_ROWS = ("auto", "bf16", "fp32")
+
+
+def draft_rows() -> str:
+    """OPTTREE_DRAFT_ROWS: "auto", "bf16" or "fp32" (an unknown value is an error, not a silent default)."""
+    value = os.environ.get("OPTTREE_DRAFT_ROWS", "").strip().lower() or "auto"
+    if value not in DRAFT_ROWS:
+        from opttree.errors import BadInput  # the error type only where the value is wrong
+
+        raise BadInput(f"OPTTREE_DRAFT_ROWS={value!r}: use one of {', '.join(DRAFT_ROWS)}.")
+    return value

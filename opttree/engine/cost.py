@@ -212,16 +212,17 @@ def _stats(ts: list[float]) -> dict:
             "best_ms": round(ts[0], 3)}
 
 
-DRAFT_KEYS = ("drafter", "draft", "draft_bytes", "draft_kernel", "draft_fp32", "draft_kernels", "draft_attention")
+DRAFT_KEYS = ("drafter", "draft", "draft_bytes", "draft_kernel", "draft_fp32", "draft_kernels", "draft_attention",
+              "draft_rows")
 
 
 def cache_key(pair) -> dict:
     """What the curve depends on: the device (on CPU also its instruction set and core count: a VM moved
     to another host keeps its model name), dtype, threads, kernel, target and draft (and the draft
     file's size: a draft retrained into another shape, e.g. a fused head, is measured again; and the
-    kernel the draft runs on, with the parts an int8 draft keeps fp32: each costs its own), and the
-    attention each runs (a tree forward copies the KV cache under "sdpa", not under
-    nets/grouped_attention.py's)."""
+    kernel the draft runs on, with the parts an int8 draft keeps fp32 and what its LM-head rows run on:
+    each costs its own), and the attention each runs (a tree forward copies the KV cache under "sdpa",
+    not under nets/grouped_attention.py's)."""
     draft = str(pair.draft_name or "") if pair.drafter_kind != "none" else ""
     cpu = torch.device(pair.device).type == "cpu"
     return {"device": str(pair.device), "device_name": device_name(pair.device),
@@ -235,12 +236,16 @@ def cache_key(pair) -> dict:
 
 def draft_kernel(model) -> dict:
     """The draft's kernel ("int8", "few-row", "default"; None without a draft network), on int8 the
-    names of the parts it keeps fp32, and its attention."""
+    names of the parts it keeps fp32, its attention, and what a head's LM-head rows run on ("bf16",
+    "fp32", "int8"; None for a draft without them)."""
     if not isinstance(model, torch.nn.Module):
-        return {"draft_kernel": None, "draft_fp32": None, "draft_kernels": None, "draft_attention": None}
+        return {"draft_kernel": None, "draft_fp32": None, "draft_kernels": None, "draft_attention": None,
+                "draft_rows": None}
     kernel = kernel_of(model)
+    rows = getattr(model, "rows_kernel", None)
     return {"draft_kernel": kernel, "draft_fp32": sorted(int8_skipped(model)) if kernel == "int8" else None,
-            "draft_kernels": choice_of(model), "draft_attention": attention_of(model)}
+            "draft_kernels": choice_of(model), "draft_attention": attention_of(model),
+            "draft_rows": rows() if callable(rows) else None}
 
 
 def target_key(pair) -> dict:
@@ -410,5 +415,6 @@ def compact(curve: dict) -> dict:
     return {**_numbers(curve, 2),
             "device": key["device_name"], "dtype": key["dtype"], "threads": key["threads"],
             "kernel": key["kernel"], "kernels": key.get("kernels"), "draft_kernel": key.get("draft_kernel"),
+            "draft_rows": key.get("draft_rows"),
             "isa": key.get("isa"),
             "measured_utc": curve.get("measured_utc", ""), "load_avg": curve.get("load_avg")}

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from opttree.nets.draft_decoder import decoder_forward
-from opttree.nets.few_row_linear import PackedWeight, few_row_matmul, int8_weights
+from opttree.nets.few_row_linear import PackedWeight, bf16_rows, few_row_matmul, int8_weights
 
 LM_ROWS = "lm_head"   # what `int8_skip` names to keep the LM-head rows fp32 (they are not a submodule)
 
@@ -133,13 +133,22 @@ class FeatureHead(nn.Module):
         them per call copied 14 MB each time and was the largest single cost of a small-tree step on
         CPU; with no draft vocabulary, the LM head's own weight, detached so that it never becomes a
         parameter of the head), and the head's holder of their packed copy for its current kernel."""
-        key = (weight.data_ptr(), weight.dtype, weight.device, self.vocab_ids.data_ptr(), self.vocab_ids._version)
+        key = (weight.data_ptr(), 0 if weight.is_inference() else weight._version, weight.dtype, weight.device,
+               self.vocab_ids.data_ptr(), self.vocab_ids._version)     # an in-place change gathers them again
         if getattr(self, "_rows_key", None) != key:
             with torch.no_grad():
                 self._rows = weight[self.vocab_ids].contiguous() if self.vocab_ids.numel() else weight.detach()
             self._rows_key, self._rows_packs = key, {}
-        int8 = self._rows_int8()
-        return self._rows, self._rows_packs.setdefault(int8, PackedWeight(int8))
+        kind = self.rows_kernel()
+        return self._rows, self._rows_packs.setdefault(kind, PackedWeight(kind == "int8", kind == "bf16"))
+
+    def rows_kernel(self) -> str:
+        """What the LM-head rows run on: "int8" (with the head's int8 weights), "bf16" (a draft
+        vocabulary's rows, `few_row_linear.bf16_rows`) or "fp32" (a full-vocabulary head calls the
+        target's own LM head)."""
+        if self._rows_int8():
+            return "int8"
+        return "bf16" if self.vocab_ids.numel() and bf16_rows() else "fp32"
 
     def draft_logits(self, features, lm_head: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits over the draft vocabulary only, and the target-vocabulary id of each column (None:

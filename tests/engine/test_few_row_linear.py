@@ -308,3 +308,83 @@ def test_loaded_bundled_drafts_run_on_int8_on_request_and_the_target_never(smoll
     key = cost.cache_key(pair)
     assert key["draft_kernel"] == "int8" and "draft_kernel" not in cost.target_key(pair)
     assert key["draft_fp32"] == (["fc", "fuse"] if drafter == "eagle" else [])   # the bundled head is fused
+
+
+def _head_with_draft_vocab(pair, n: int = 24):
+    """The tiny pair's feature head again, over a draft vocabulary of n of the target's tokens."""
+    from opttree.nets.feature_head import FeatureHead, head_config_from_target
+
+    torch.manual_seed(0)
+    head = FeatureHead(head_config_from_target(pair.target.config, draft_vocab=n)).eval()
+    head.vocab_ids.copy_(torch.randperm(pair.target.config.vocab_size)[:n].sort().values)
+    return head.requires_grad_(False)
+
+
+def test_draft_rows_on_bf16_rank_like_fp32(monkeypatch):
+    """OPTTREE_DRAFT_ROWS=bf16: the head's draft-vocabulary rows run on a bf16 copy (fp32 out), close to
+    the fp32 product; fp32 keeps the exact product; the copy follows a change of the target's weight."""
+    pair = tiny_pair("eagle")
+    head, lm_head = _head_with_draft_vocab(pair), pair.target.get_output_embeddings()
+    feats = torch.randn(1, 5, lm_head.weight.shape[1])
+    want = feats @ lm_head.weight[head.vocab_ids].T
+    monkeypatch.setenv("OPTTREE_DRAFT_ROWS", "fp32")
+    with torch.inference_mode():
+        exact, ids = head.draft_logits(feats, lm_head)
+    assert head.rows_kernel() == "fp32" and torch.equal(ids, head.vocab_ids)
+    torch.testing.assert_close(exact, want, rtol=1e-5, atol=1e-5)
+    monkeypatch.setenv("OPTTREE_DRAFT_ROWS", "bf16")
+    with torch.inference_mode():
+        got, _ = head.draft_logits(feats, lm_head)
+    assert head.rows_kernel() == "bf16" and head._draft_rows(lm_head.weight)[1].bf16
+    assert got.dtype == torch.float32 and not torch.equal(got, want)
+    assert (got - want).abs().max() < 0.02 * want.abs().max()
+    with torch.no_grad():
+        lm_head.weight.mul_(2.0)                       # a new target weight: the bf16 copy is made again
+    with torch.inference_mode():
+        again, _ = head.draft_logits(feats, lm_head)
+    assert (again - 2 * want).abs().max() < 0.04 * want.abs().max()
+
+
+def test_auto_puts_draft_rows_on_bf16_only_where_the_cpu_multiplies_it(monkeypatch):
+    from opttree import machine
+    from opttree.errors import BadInput
+
+    assert machine.native_bf16("flags\t: fpu avx512f avx512_bf16 avx512_vnni")
+    assert machine.native_bf16("flags\t: fpu avx512f amx_tile amx_bf16")
+    assert not machine.native_bf16("flags\t: fpu avx2 avx512f avx512bw")
+    assert not machine.native_bf16("")
+    pair = tiny_pair("eagle")
+    head = _head_with_draft_vocab(pair)
+    monkeypatch.delenv("OPTTREE_DRAFT_ROWS", raising=False)
+    for native, kind in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(machine, "native_bf16", lambda cpuinfo=None, n=native: n)
+        assert head.rows_kernel() == kind
+    assert pair.draft_model.rows_kernel() == "fp32"      # a full-vocabulary head calls the target's LM head
+    monkeypatch.setenv("OPTTREE_DRAFT_ROWS", "half")
+    with pytest.raises(BadInput, match="OPTTREE_DRAFT_ROWS"):
+        head.rows_kernel()
+
+
+def test_the_cost_curve_of_a_draft_is_keyed_by_its_rows_kernel(monkeypatch):
+    from opttree.engine.cost import draft_kernel
+
+    head = _head_with_draft_vocab(tiny_pair("eagle"))
+    keys = {}
+    for rows in ("bf16", "fp32"):
+        monkeypatch.setenv("OPTTREE_DRAFT_ROWS", rows)
+        keys[rows] = draft_kernel(head)
+    assert keys["bf16"]["draft_rows"] == "bf16" and keys["fp32"]["draft_rows"] == "fp32"
+    assert draft_kernel(None)["draft_rows"] is None
+
+
+@pytest.mark.parametrize("rows", ["bf16", "fp32"])
+def test_trees_from_bf16_draft_rows_stay_exact(rows, monkeypatch):
+    """Whatever the rows run on, the target decides every token: greedy output is the target's own."""
+    monkeypatch.setenv("OPTTREE_DRAFT_ROWS", rows)
+    pair = tiny_pair("eagle", eos=9)
+    pair.draft_model = _head_with_draft_vocab(pair, n=40)
+    FR.use_few_row_linear(pair.target)
+    for nodes in (3, 10):
+        for prompt in PROMPTS:
+            cfg = DecodeConfig(method="opt-tree", nodes=nodes, threshold=0.0, max_depth=5, max_new_tokens=20)
+            assert run(pair, "", cfg, prompt_ids=prompt)["output_ids"] == reference(pair.target, prompt, 20)
