@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The feature head trained on a lent GPU (the device tool) within one session's 15 minutes of device
 # time: the same commands as on the CPU (docs/drafts.md, "How they are trained"), with --device cuda,
-# on data the GPU generates itself. docs/drafts.md, "A GPU run", says why each step is shaped so.
+# on data the GPU generates itself. docs/drafts.md, "A GPU run in one lent session", says why each step is
+# shaped so.
 #
 # Here (the CPU machine):
 #   tools/gpu_drafts.sh pack      .gpu/ (git-ignored): the bundled GGUF in two xz parts (.gpu/a, .gpu/b),
 #                                 recipe (b)'s ShareGPT conversations (.gpu/c), wheels for gguf and for
 #                                 transformers (the machine's own is older); prints each call's size
 #   tools/gpu_drafts.sh hide      take the tracked files the run never reads out of the working tree, so
-#                                 that each call stays under the 64 MiB a call carries
+#                                 that each call stays under the 64 MiB a call carries (refused while those
+#                                 paths hold untracked or changed files: they would travel, or be lost)
 #   tools/gpu_drafts.sh unhide    put them back (git checkout); run it before any commit
 # There (the device machine), three calls in a row (a warm machine is kept 30 s between calls):
 #   call 1, carry .gpu/a:  tools/gpu_drafts.sh keep
@@ -28,7 +30,8 @@ CONVERSATIONS=${CONVERSATIONS:-8000}    # ShareGPT conversations packed (recipe 
 ANSWER_SECONDS=${ANSWER_SECONDS:-120}   # recipe (b): the target answers real users' turns
 GEN_SECONDS=${GEN_SECONDS:-100}         # the training prompts' own answers (opttree/assets/prompts/train.jsonl)
 TRAIN_MINUTES=${TRAIN_MINUTES:-3}       # the feature head
-CLASSIC_MINUTES=${CLASSIC_MINUTES:-2}   # then the classic draft (0: not trained)
+CLASSIC_MINUTES=${CLASSIC_MINUTES:-2}   # then the classic draft, if time is left (0: not trained)
+DEADLINE=${DEADLINE:-540}               # seconds into `run` by which everything is back in $OUT (a call: 600)
 BATCH=${BATCH:-256}                     # prompts answered together
 MAX_NEW=${MAX_NEW:-256}
 HIDDEN=(benchmarks docs/screenshots opttree/assets/drafts/smollm2-classic.safetensors
@@ -39,8 +42,8 @@ pack() {
     gguf=$($venv -c "from opttree.models import bundled; print(bundled.gguf_path())")
     rm -rf .gpu && mkdir -p .gpu/a .gpu/b .gpu/c
     xz -T2 -6 -c "$gguf" | split -b 46M - .gpu/part-
+    [ -e .gpu/part-ab ] && [ ! -e .gpu/part-ac ] || { echo "the GGUF does not split into two parts" >&2; exit 1; }
     mv .gpu/part-aa .gpu/a/gguf.xz.a && mv .gpu/part-ab .gpu/b/gguf.xz.b
-    [ ! -e .gpu/part-ac ] || { echo "the GGUF needs more than two parts" >&2; exit 1; }
     PYTHONPATH=. $venv -m opttree.train.sharegpt --subset .gpu/c/sharegpt.json --turns 2 \
         --conversations "$CONVERSATIONS"
     xz -T2 -6 -f .gpu/c/sharegpt.json
@@ -62,8 +65,20 @@ keep() {      # calls 1 and 2: what this call carried waits in $KIT for the next
     ls -la "$KIT"
 }
 
+timed() {     # a generation stopped by its budget keeps its whole shards; any other failure ends the run
+    local rc=0
+    timeout "$@" >> "$OUT/run.log" 2>&1 || rc=$?
+    if [ "$rc" = 124 ]; then
+        echo "$4 stopped by its budget at $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
+    elif [ "$rc" != 0 ]; then
+        tail -20 "$OUT/run.log"
+        exit "$rc"
+    fi
+}
+
 run() {
-    local t0=$SECONDS data=()
+    local data=() left
+    t0=$SECONDS
     mkdir -p "$KIT" "$OUT"
     [ -d .gpu/c ] && cp .gpu/c/* "$KIT/"
     if ls "$KIT"/*.whl >/dev/null 2>&1; then
@@ -79,12 +94,12 @@ run() {
     echo "kit ready after $((SECONDS - t0)) s" | tee "$OUT/run.log"
     # Each generation stops at its budget; shards are written whole (atomically), so a stopped one keeps
     # every finished shard, and the same command continues it.
-    timeout "$ANSWER_SECONDS" $PY -m opttree.train.sharegpt_answers --source "$KIT/sharegpt.json" \
-        --out "$KIT/answers" --tokens 0 --batch "$BATCH" --max-new "$MAX_NEW" --layer-feats --device "$DEVICE" \
-        >> "$OUT/run.log" 2>&1 || echo "answers stopped at $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
-    timeout "$GEN_SECONDS" $PY -m opttree.train.generate --out "$KIT/gen" --tokens 100000000 --batch "$BATCH" \
-        --max-new "$MAX_NEW" --layer-feats --device "$DEVICE" \
-        >> "$OUT/run.log" 2>&1 || echo "generation stopped at $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
+    # Two user turns a conversation: a shard of BATCH/2 conversations is about one batch of prompts.
+    timed "$ANSWER_SECONDS" $PY -m opttree.train.sharegpt_answers --source "$KIT/sharegpt.json" \
+        --out "$KIT/answers" --tokens 0 --shard-size $((BATCH / 2)) --batch "$BATCH" --max-new "$MAX_NEW" \
+        --layer-feats --device "$DEVICE"
+    timed "$GEN_SECONDS" $PY -m opttree.train.generate --out "$KIT/gen" --tokens 100000000 --batch "$BATCH" \
+        --max-new "$MAX_NEW" --layer-feats --device "$DEVICE"
     for d in "$KIT/gen" "$KIT/answers"; do ls "$d"/shard_*.pt >/dev/null 2>&1 && data+=("$d"); done
     [ ${#data[@]} -gt 0 ] || { echo "no data was generated" | tee -a "$OUT/run.log"; exit 1; }
     $PY -m opttree.train --kind head --fused --no-generate --data "${data[@]}" --tokens 1000000000 \
@@ -93,7 +108,11 @@ run() {
         --tau-prompts 0 --fit-temperature 0 --device "$DEVICE" --ckpt-dir "$KIT/ck" \
         --out "$OUT/smollm2-eagle-head.safetensors" >> "$OUT/run.log" 2>&1
     echo "head done after $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
-    if [ "$CLASSIC_MINUTES" != 0 ]; then
+    # The classic gets what is left before the deadline (a minute kept for loading, evaluating, exporting).
+    left=$(( (DEADLINE - (SECONDS - t0) - 60) / 60 ))
+    CLASSIC_MINUTES=$(awk -v a="$CLASSIC_MINUTES" -v b="$left" 'BEGIN { print (b < 1 ? 0 : b < a ? b : a) }')
+    echo "classic: $CLASSIC_MINUTES minute(s)" | tee -a "$OUT/run.log"
+    if awk -v m="$CLASSIC_MINUTES" 'BEGIN { exit !(m > 0) }'; then
         # The classic's fp16 file (~21 MB) is over the 16 MiB a returned file may hold: it comes back in
         # two parts (cat classic.part-* > smollm2-classic.safetensors).
         $PY -m opttree.train --kind classic --no-generate --data "${data[@]}" --tokens 1000000000 \
@@ -103,15 +122,20 @@ run() {
         split -b 15M "$KIT/classic/smollm2-classic.safetensors" "$OUT/classic.part-"
         cp "$KIT/classic/smollm2-classic.json" "$OUT/"
     fi
-    for d in "${data[@]}"; do cp "$d/stats.json" "$OUT/$(basename "$d")_stats.json" 2>/dev/null || true; done
+    for d in "${data[@]}"; do echo "$(basename "$d"): $(cat "$d/stats.json")" >> "$OUT/run.log"; done
     echo "done after $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
 }
 
 case "${1:-}" in
     pack) pack ;;
-    hide) rm -rf "${HIDDEN[@]}"; echo "hidden: ${HIDDEN[*]} (tools/gpu_drafts.sh unhide puts them back)" ;;
+    hide)
+        if [ -n "$(git status --porcelain --untracked-files=all -- "${HIDDEN[@]}")" ]; then
+            git status --short --untracked-files=all -- "${HIDDEN[@]}"
+            echo "commit or move these first: hide removes what git can put back, nothing else" >&2; exit 1
+        fi
+        rm -rf "${HIDDEN[@]}"; echo "hidden: ${HIDDEN[*]} (tools/gpu_drafts.sh unhide puts them back)" ;;
     unhide) git checkout -- "${HIDDEN[@]}" ;;
     keep) keep ;;
     run) run ;;
-    *) sed -n 2,20p "$0"; exit 2 ;;
+    *) sed -n 2,21p "$0"; exit 2 ;;
 esac

@@ -64,6 +64,7 @@ def apply(head, choice: str) -> None:
 def measure(pair, choices: list[str], prompts: int, nodes: int, depth: int, tokens: int, log=print) -> dict:
     """{choice: {"tau": [...], "draft_ms": [...]}} over the first `prompts` eval prompts (round-robin)."""
     os.environ["OPTTREE_DRAFT_INT8"] = "1"     # int8 on, so that `apply` can choose the parts
+    os.environ["OPTTREE_DRAFT_ROWS"] = "fp32"  # the fp32 choices mean fp32, also on a CPU that would take bf16 rows
     if not FR._have_int8():
         raise SystemExit("this PyTorch build has no dynamic int8 linear (torch.ops.quantized.linear_dynamic).")
     cfg = DecodeConfig(method="opt-tree", nodes=nodes, threshold=0.0, max_depth=depth, max_new_tokens=tokens)

@@ -144,11 +144,14 @@ class FeatureHead(nn.Module):
 
     def rows_kernel(self) -> str:
         """What the LM-head rows run on: "int8" (with the head's int8 weights), "bf16" (a draft
-        vocabulary's rows, `few_row_linear.bf16_rows`) or "fp32" (a full-vocabulary head calls the
-        target's own LM head)."""
+        vocabulary's rows on the CPU, `few_row_linear.bf16_rows`) or "fp32" (a full-vocabulary head calls
+        the target's own LM head; an int8 head whose `int8_skip` names them keeps them fp32; a GPU runs
+        them as they are)."""
         if self._rows_int8():
             return "int8"
-        return "bf16" if self.vocab_ids.numel() and bf16_rows() else "fp32"
+        keep_fp32 = int8_weights(self) and LM_ROWS in self.int8_skip
+        on_cpu = self.vocab_ids.device.type == "cpu"
+        return "bf16" if self.vocab_ids.numel() and on_cpu and not keep_fp32 and bf16_rows() else "fp32"
 
     def draft_logits(self, features, lm_head: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Logits over the draft vocabulary only, and the target-vocabulary id of each column (None:

@@ -120,15 +120,23 @@ def _applies(weight: torch.Tensor) -> bool:
     return weight.is_cpu and weight.dtype is torch.float32 and not torch.is_grad_enabled() and _have_onednn()
 
 
+@functools.cache
+def bf16_supported() -> bool:
+    """Whether this PyTorch build and CPU run oneDNN's bf16 inner product at all (natively or emulated)."""
+    return _have_onednn() and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
 def bf16_rows() -> bool:
-    """Whether a draft head's LM-head rows run on bf16 (OPTTREE_DRAFT_ROWS; `auto`: where the CPU
-    multiplies bf16 natively). They are the largest weight a draft layer reads (12,288 x 576 for the
-    bundled head, 28 MB in fp32); oneDNN's bf16 inner product reads half the bytes. On the AVX512-BF16
-    Xeon this drafted a step of the app's default 1.1-1.2 ms faster (about 10 %) with the same τ
-    (+0.003 +- 0.003 on 16 eval prompts): the rows only rank a node's children, and bf16 keeps fp32's
-    range. The target, which decides every token, never runs on it."""
+    """Whether a draft head's CPU LM-head rows run on bf16 (OPTTREE_DRAFT_ROWS; `auto`: where the CPU
+    multiplies bf16 natively; never under OPTTREE_PLAIN_LINEAR=1). They are the largest weight a draft
+    layer reads (12,288 x 576 for the bundled head, 28 MB in fp32), and oneDNN's bf16 inner product
+    reads half the bytes. Its logits come out in bf16 (about three significant digits, fp32's range) and
+    are widened to fp32 for the softmax: the rows only rank a node's children, so near-ties may swap.
+    The target, which decides every token, never runs on it (benchmarks/bf16_rows.md)."""
     mode = paths.draft_rows()
-    return _have_onednn() and (mode == "bf16" or (mode == "auto" and machine.native_bf16()))
+    if mode == "fp32" or paths.plain_linear() or not bf16_supported():
+        return False
+    return mode == "bf16" or machine.native_bf16()
 
 
 class PackedWeight:
@@ -204,7 +212,7 @@ def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, pa
         flat = x.reshape(-1, x.shape[-1]).contiguous()       # the op takes 2-D and up; nn.Linear takes 1-D too
         out = torch.ops.quantized.linear_dynamic(flat, pack.get(weight, bias), True)
         return out.reshape(*x.shape[:-1], out.shape[-1])
-    if pack.bf16:   # bf16 in, fp32 out: the caller's softmax and top-k see fp32 as before
+    if pack.bf16:   # bf16 in and out (oneDNN's op keeps the input's dtype), widened to fp32 for the caller
         out = _onednn_linear()(x.contiguous().to(torch.bfloat16), pack.get(weight), None, "none", [], "").float()
         return out if bias is None else out + bias
     table = pack.table      # the kernel this machine runs fastest at this row count (kernel_choice.py)

@@ -17,10 +17,10 @@ from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.decoding.prompts import round_robin
 from opttree.drafters.registry import TRAINING_KINDS, load_pair
 from opttree.drafters.tree_temperature import for_decoding
+from opttree.engine.cost import draft_kernel
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
 from opttree.models.draft_assets import ACCEPTANCE_KEY
-from opttree.nets.few_row_linear import kernel_of
 from opttree.train import spec_bench
 from opttree.train.acceptance import measure_acceptance
 from opttree.train.common import device_arg
@@ -157,6 +157,13 @@ def write_card(path: str | Path, card: dict) -> Path:
     return path
 
 
+def provenance(pair) -> dict:
+    """What a measurement ran on: the draft's kernel ("int8" under OPTTREE_DRAFT_INT8=1), what its LM-head
+    rows ran on (bf16 on CPUs that multiply it natively, nets/few_row_linear.py) and the device."""
+    ran = draft_kernel(pair.draft_model)
+    return {"draft_kernel": ran["draft_kernel"], "draft_rows": ran["draft_rows"], "device": str(pair.device)}
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kind", choices=list(KINDS), required=True)
@@ -172,7 +179,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--questions", default=str(spec_bench.DEFAULT_PATH),
                     help="--set public: Spec-Bench's question.jsonl (checked against its pinned sha256)")
     ap.add_argument("--threads", type=int, default=2)
-    device_arg(ap)
+    device_arg(ap, default="cpu")
     ap.add_argument("--fit-temperature", type=int, default=0, metavar="N",
                     help="first fit the tree temperature on N held-out training prompts")
     ap.add_argument("--fit-sharegpt", type=int, default=0, metavar="N",
@@ -221,23 +228,24 @@ def main(argv=None):
         write_card(card_path, card)
         print(json.dumps({k: fit[k] for k in ("acceptance_by_rank", "conditional", "rows", "wall_s")}))
         return
-    kernel = kernel_of(pair.draft_model)    # "int8" under OPTTREE_DRAFT_INT8=1 (nets/few_row_linear.py)
+    ran_on = provenance(pair)
     if args.fit_temperature:
         fit = fit_tree_temperature(pair, args.fit_temperature, sharegpt=args.fit_sharegpt)
-        fit["draft_kernel"] = kernel
+        fit.update(ran_on)
         card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
         print(json.dumps(fit["tau_by_temperature"]), flush=True)
     if args.set != "eval":          # a whole set, dated; the public one names its source file
         questions = public if args.set == "public" else eval_questions(
             paths.FINAL_PROMPTS if args.set == "final" else LONG_INPUT_PROMPTS)
         result = measure_tau(pair, 0, questions=questions)
-        result["date"], result["draft_kernel"] = time.strftime("%Y-%m-%d"), kernel
+        result["date"] = time.strftime("%Y-%m-%d")
+        result.update(ran_on)
         if args.set == "public":
             result["source"] = {**spec_bench.SOURCE, "subset": "mt-bench, first turns"}
         card[SET_KEYS[args.set]] = result
     else:
         result = measure_tau(pair, args.prompts)
-        result["draft_kernel"] = kernel
+        result.update(ran_on)
         card.pop("machine", None)
         card["tau_eval"] = result
     write_card(card_path, card)

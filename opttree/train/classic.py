@@ -126,8 +126,8 @@ def train_classic(args, target, train, test) -> dict:
     vocab = None
     if args.draft_vocab:
         vocab_ids, _ = D.draft_vocab(train, args.draft_vocab, always=target_eos(target))
-        full_to_draft, _ = D.draft_rows(target.get_output_embeddings().weight, vocab_ids)
-        vocab = (vocab_ids.to(full_to_draft.device), full_to_draft)
+        full_to_draft = D.vocab_map(vocab_ids, target.config.vocab_size, target.device)
+        vocab = (vocab_ids.to(target.device), full_to_draft)
 
     def forward(batch):
         loss, right, _ = classic_losses(model, batch, feat_scale, args.reg, vocab)

@@ -22,11 +22,13 @@ def load_target(name: str, device: str = "auto"):
     return load_causal_lm(name, resolve_device(device), torch.float32)
 
 
-def device_arg(ap) -> None:
-    """`--device`, the same for every training command."""
-    ap.add_argument("--device", default="auto",
-                    help="auto (CUDA where a GPU is visible, else the CPU), cpu or cuda[:N]: where the target runs "
-                         "and the draft trains; the stored data and the exported weights are the same either way")
+def device_arg(ap, default: str = "auto") -> None:
+    """`--device`, the same for every training command (`cpu` by default for the commands that measure a
+    draft: the cards' figures are CPU figures)."""
+    ap.add_argument("--device", default=default,
+                    help=f"auto (CUDA where a GPU is visible, else the CPU), cpu or cuda[:N] (default {default}): "
+                         "where the target runs and the draft trains; data and weights are stored as CPU tensors "
+                         "in the same format either way")
 
 
 def lr_at(step: int, total: int, peak: float, warmup: int) -> float:
@@ -49,8 +51,8 @@ def save_checkpoint(path: Path, **state) -> None:
 
 
 def load_checkpoint(path: Path):
-    if path.exists():
-        return torch.load(path, weights_only=False)
+    if path.exists():    # onto the CPU: a run saved on a GPU resumes anywhere; load_state_dict moves tensors back
+        return torch.load(path, map_location="cpu", weights_only=False)
     return None
 
 

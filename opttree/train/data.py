@@ -77,13 +77,11 @@ def draft_vocab(seqs: list[dict], size: int, always: set[int] = frozenset()) -> 
     return ids, vocab_coverage(seqs, ids)
 
 
-def draft_rows(lm_w: torch.Tensor, vocab_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """For a draft vocabulary: each target token's column in it (-1 outside) and the LM head's rows
-    of its tokens, both on the LM head's device."""
-    vocab_ids = vocab_ids.to(lm_w.device)
-    full_to_draft = torch.full((lm_w.shape[0],), -1, dtype=torch.long, device=lm_w.device)
-    full_to_draft[vocab_ids] = torch.arange(vocab_ids.numel(), device=lm_w.device)
-    return full_to_draft, lm_w[vocab_ids].detach().clone()
+def vocab_map(vocab_ids: torch.Tensor, target_vocab: int, device) -> torch.Tensor:
+    """Each target token's column in a draft vocabulary (-1 outside it), on `device`."""
+    full_to_draft = torch.full((target_vocab,), -1, dtype=torch.long, device=device)
+    full_to_draft[vocab_ids.to(device)] = torch.arange(vocab_ids.numel(), device=device)
+    return full_to_draft
 
 
 def vocab_coverage(seqs: list[dict], ids: torch.Tensor) -> float:

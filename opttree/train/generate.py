@@ -70,11 +70,13 @@ def _keep_rows(cache, rows: torch.Tensor) -> None:
             layer.values = layer.values.index_select(0, rows)
 
 
-def _by_sequence(records: list[tuple[list[int], list[bool], torch.Tensor]], n: int) -> list[torch.Tensor]:
+def _by_sequence(records: list[tuple[list[int], list[bool], torch.Tensor]], n: int,
+                 empty: torch.Tensor) -> list[torch.Tensor]:
     """Rows recorded a step at a time, (owners, kept, rows) per step, regrouped per sequence in step
-    order on the CPU: one copy off the device for the whole batch, not one per row and step."""
+    order on the CPU: one copy off the device for the whole batch, not one per row and step. `empty`:
+    no rows, in the rows' dtype and trailing shape (what a sequence gets when no step recorded any)."""
     if not records:
-        return [torch.zeros(0)] * n
+        return [empty] * n
     owners = torch.tensor([o for rec in records for o in rec[0]], dtype=torch.long)
     kept = torch.tensor([k for rec in records for k in rec[1]], dtype=torch.bool)
     rows = torch.cat([rec[2] for rec in records]).cpu()[kept]
@@ -148,17 +150,18 @@ def generate_batch(model, prompts_ids: list[list[int]], max_new: int, topk: int,
         if tuner is not None:
             tuner.stop(len(rows))
     out = []                            # stored on CPU, whatever device generated them
-    grown_ids, grown_p, grown_h = _by_sequence(tops_ids, B), _by_sequence(tops_p, B), _by_sequence(feats, B)
-    grown_l = _by_sequence(lfeats, B) if layers else []
+    hid, f16 = h.shape[-1], torch.float16
+    grown_ids = _by_sequence(tops_ids, B, torch.zeros(0, topk, dtype=torch.int32))
+    grown_p = _by_sequence(tops_p, B, torch.zeros(0, topk, dtype=f16))
+    grown_h = _by_sequence(feats, B, torch.zeros(0, hid, dtype=f16))
+    grown_l = _by_sequence(lfeats, B, torch.zeros(0, len(layers), hid, dtype=f16)) if layers else []
     for i, p in enumerate(prompts_ids):
         n = len(toks[i]) - 1
         out.append({"ids": torch.tensor(toks[i], dtype=torch.int32), "plen": len(p),
-                    "feats": torch.cat([prompt_feats[i], grown_h[i].view(-1, h.shape[-1])])[:n].contiguous(),
-                    "topk_ids": grown_ids[i].view(-1, topk).contiguous(),
-                    "topk_p": grown_p[i].view(-1, topk).contiguous()})
+                    "feats": torch.cat([prompt_feats[i], grown_h[i]])[:n].contiguous(),
+                    "topk_ids": grown_ids[i].contiguous(), "topk_p": grown_p[i].contiguous()})
         if layers:
-            low = grown_l[i].view(-1, len(layers), h.shape[-1])
-            out[-1]["layer_feats"] = torch.cat([prompt_lfeats[i], low])[:n].contiguous()
+            out[-1]["layer_feats"] = torch.cat([prompt_lfeats[i], grown_l[i]])[:n].contiguous()
             out[-1]["feat_layers"] = torch.tensor(layers, dtype=torch.int32)
     return out
 

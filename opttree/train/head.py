@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from opttree.nets.attention_mask import additive_mask
 from opttree.nets.feature_head import FeatureHead, fused_layers, head_config_from_target
 from opttree.train import data as D
 from opttree.train.common import export_fp16, load_checkpoint
@@ -26,11 +27,9 @@ from opttree.train.loop import device_of, init_from, train_loop
 
 def depth_mask(n: int, k: int, dtype, device=None) -> torch.Tensor:
     """(n, k*n) additive mask for depth k >= 2: true prefix (b <= a) + own earlier depths (b == a)."""
-    neg = torch.finfo(dtype).min
-    base = torch.full((n, n), neg, dtype=dtype, device=device).triu(1)
-    diag = torch.full((n, n), neg, dtype=dtype, device=device)
-    diag.fill_diagonal_(0.0)
-    return torch.cat([base] + [diag] * (k - 1), dim=1)
+    prefix = torch.ones(n, n, dtype=torch.bool, device=device).tril()
+    own = torch.eye(n, dtype=torch.bool, device=device)
+    return additive_mask(torch.cat([prefix] + [own] * (k - 1), dim=1), dtype)[0, 0]
 
 
 def unrolled(head, embed, batch: dict, depth: int, noise: float = 0.0):
@@ -179,7 +178,8 @@ def train_head(args, target, train, test) -> dict:
     full_to_draft = None
     W = lm_w
     if vocab_ids.numel():
-        full_to_draft, W = D.draft_rows(lm_w, vocab_ids)
+        full_to_draft = D.vocab_map(vocab_ids, lm_w.shape[0], lm_w.device)
+        W = lm_w[vocab_ids.to(lm_w.device)].detach().clone()
     h = cfg["hidden_size"]
     feat_scale = float(torch.cat([s["feats"][:64, -h:].float() for s in train[:64]]).std())
     weights = [args.depth_decay ** i for i in range(args.unroll)]

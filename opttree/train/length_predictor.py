@@ -38,6 +38,7 @@ from opttree import paths
 from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.decoding.prompts import encode_prompt
 from opttree.drafters.registry import load_pair
+from opttree.engine.cost import draft_kernel
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
 from opttree.nets.few_row_linear import kernel_of
@@ -157,7 +158,7 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--tokens", type=int, default=64, help="new tokens per prompt")
     ap.add_argument("--nodes", type=int, default=25, help="the fixed budget of the labelling runs")
     ap.add_argument("--threads", type=int, default=2)
-    device_arg(ap)
+    device_arg(ap, default="cpu")
     ap.add_argument("--out", default=str(DEFAULT_PREDICTOR))
     ap.add_argument("--seed", type=int, default=0)
     # Chosen on the training prompts alone (their last 15 % as validation, never the held-out ones):
@@ -186,13 +187,14 @@ def draw_prompts(args) -> tuple[list, list, list]:
     return train, held, users_held
 
 
-def rows_cache(args, draft_name, kernel: str = "default") -> Path:
+def rows_cache(args, draft_name, kernel: str = "default", rows: str | None = None) -> Path:
     """Where a run's decoded rows are kept: they depend on the prompts drawn (counts, seed), the decoding
     and the draft that decoded them (its file's size and time, so a retrained draft decodes afresh, and
-    the kernel it ran on: int8 weights guess differently, so they accept differently)."""
+    the kernel it ran on: int8 weights or bf16 LM-head rows guess differently, so they accept differently)."""
     draft = Path(str(draft_name))
     key = (f"{args.prompts}-{args.heldout}-{args.sharegpt}-{args.sharegpt_heldout}-{args.tokens}-{args.nodes}"
-           f"-s{args.seed}-{draft.stem}" + ("-int8" if kernel == "int8" else ""))
+           f"-s{args.seed}-{draft.stem}" + ("-int8" if kernel == "int8" else "")
+           + ("-bf16rows" if rows == "bf16" else ""))
     if draft.is_file():
         key += f"-{draft.stat().st_size}-{int(draft.stat().st_mtime)}"
     return paths.data_dir() / "length" / f"rows-{key}.pt"
@@ -209,7 +211,7 @@ def main(argv=None) -> dict:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    cache = rows_cache(args, pair.draft_name, kernel_of(pair.draft_model))
+    cache = rows_cache(args, pair.draft_name, kernel_of(pair.draft_model), draft_kernel(pair.draft_model)["draft_rows"])
     cached = cache.exists()
     if cached:                         # the decoding is the slow part: refits reuse its rows (no prompt is read)
         x, y, hx, hy, ux, uy = torch.load(cache).values()

@@ -347,32 +347,48 @@ def test_final_set_is_frozen_balanced_and_disjoint():
     assert not any(q["turns"][0].strip().lower() in seen for q in qs)
 
 
-def test_generated_data_are_what_one_forward_over_each_sequence_gives():
+def _agrees_with_one_forward(model, seqs, prompts, layers):
     """Each stored row against the target run once over the finished sequence alone (no batch, no
-    padding, no cache): the features at every position, the greedy tokens and the top-k rows of every
-    response position, and the layer states a fused head reads."""
-    from tiny import tiny_llama
-
-    from opttree.train.generate import generate_batch
-
-    model = tiny_llama(seed=5, vocab=64, layers=3).eval()
-    prompts = [[1, 2, 3], [4, 5, 6, 7, 8, 9], [10, 11], [12, 13, 14, 15], [16, 17, 18], [19, 20, 21, 22, 23]]
-    first = generate_batch(model, prompts, max_new=10, topk=4, eos=set())
-    stop = int(first[1]["ids"][len(prompts[1]) + 1])          # rows finish at different steps
-    seqs = generate_batch(model, prompts, max_new=10, topk=4, eos={stop}, layers=(1, 2))
-    assert len({s["ids"].numel() - s["plen"] for s in seqs}) > 1
+    padding, no cache)."""
     with torch.no_grad():
         for s, p in zip(seqs, prompts):
             ids = s["ids"].long()
             assert s["plen"] == len(p) and ids[: len(p)].tolist() == p
             out = model.model(input_ids=ids[None, :-1], output_hidden_states=True)
             h = out.last_hidden_state[0]
-            assert s["feats"].dtype == torch.float16 and s["feats"].shape == h.shape
+            assert s["feats"].dtype == s["layer_feats"].dtype == s["topk_p"].dtype == torch.float16
+            assert s["topk_ids"].dtype == torch.int32 and s["feats"].shape == h.shape
             assert torch.allclose(s["feats"].float(), h, atol=2e-2)
             probs = torch.softmax(model.lm_head(h[len(p) - 1:]).float(), -1)
             assert s["topk_ids"].tolist() == torch.topk(probs, 4, -1).indices.tolist()
             assert torch.allclose(s["topk_p"].float(), torch.topk(probs, 4, -1).values, atol=1e-3)
             assert ids[len(p):].tolist() == s["topk_ids"][:, 0].tolist()       # greedy
-            layers = torch.stack([out.hidden_states[i][0] for i in (1, 2)], 1)
-            assert torch.allclose(s["layer_feats"].float(), layers, atol=2e-2)
-            assert s["feat_layers"].tolist() == [1, 2]
+            lows = torch.stack([out.hidden_states[i][0] for i in layers], 1)
+            assert s["layer_feats"].shape == lows.shape and torch.allclose(s["layer_feats"].float(), lows, atol=2e-2)
+            assert s["feat_layers"].tolist() == list(layers)
+
+
+def test_generated_data_are_what_one_forward_over_each_sequence_gives(monkeypatch):
+    """The features at every position, the greedy tokens, the top-k rows of every response position and
+    the layer states a fused head reads: with rows finishing at different steps (and leaving the batch),
+    with one new token, and with every row ending at its first token."""
+    from tiny import tiny_llama
+
+    from opttree.train import generate as G
+
+    model = tiny_llama(seed=5, vocab=64, layers=3).eval()
+    prompts = [[1, 2, 3], [4, 5, 6, 7, 8, 9], [10, 11], [12, 13, 14, 15], [16, 17, 18], [19, 20, 21, 22, 23]]
+    first = G.generate_batch(model, prompts, max_new=10, topk=4, eos=set())
+    # rows 0 and 1 end at their third token (others maybe elsewhere): two finished rows leave the batch
+    stop = {int(first[r]["ids"][len(prompts[r]) + 2]) for r in (0, 1)}
+    dropped = []
+    keep_rows = G._keep_rows
+    monkeypatch.setattr(G, "_keep_rows", lambda cache, rows: (dropped.append(len(rows)), keep_rows(cache, rows)))
+    seqs = G.generate_batch(model, prompts, max_new=10, topk=4, eos=stop, layers=(1, 2))
+    assert dropped, "no row left the batch early: the drop path went untested"
+    assert len({s["ids"].numel() - s["plen"] for s in seqs}) > 1
+    _agrees_with_one_forward(model, seqs, prompts, (1, 2))
+    for max_new, eos in ((1, set()), (5, set(range(64)))):     # one token; every row ends at its first
+        seqs = G.generate_batch(model, prompts, max_new=max_new, topk=4, eos=eos, layers=(1, 2))
+        assert all(s["ids"].numel() - s["plen"] == 1 for s in seqs)
+        _agrees_with_one_forward(model, seqs, prompts, (1, 2))

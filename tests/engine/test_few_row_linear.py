@@ -15,6 +15,7 @@ from opttree.engine.speculative import run
 from opttree.nets import few_row_linear as FR
 
 needs_int8 = pytest.mark.skipif(not FR._have_int8(), reason="this PyTorch build has no dynamic int8 linear")
+needs_bf16 = pytest.mark.skipif(not FR.bf16_supported(), reason="oneDNN runs no bf16 inner product here")
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -320,6 +321,7 @@ def _head_with_draft_vocab(pair, n: int = 24):
     return head.requires_grad_(False)
 
 
+@needs_bf16
 def test_draft_rows_on_bf16_rank_like_fp32(monkeypatch):
     """OPTTREE_DRAFT_ROWS=bf16: the head's draft-vocabulary rows run on a bf16 copy (fp32 out), close to
     the fp32 product; fp32 keeps the exact product; the copy follows a change of the target's weight."""
@@ -356,10 +358,17 @@ def test_auto_puts_draft_rows_on_bf16_only_where_the_cpu_multiplies_it(monkeypat
     pair = tiny_pair("eagle")
     head = _head_with_draft_vocab(pair)
     monkeypatch.delenv("OPTTREE_DRAFT_ROWS", raising=False)
+    monkeypatch.setattr(FR, "bf16_supported", lambda: True)
     for native, kind in ((True, "bf16"), (False, "fp32")):
         monkeypatch.setattr(machine, "native_bf16", lambda cpuinfo=None, n=native: n)
         assert head.rows_kernel() == kind
     assert pair.draft_model.rows_kernel() == "fp32"      # a full-vocabulary head calls the target's LM head
+    monkeypatch.setenv("OPTTREE_DRAFT_ROWS", "bf16")
+    monkeypatch.setenv("OPTTREE_PLAIN_LINEAR", "1")          # the plain reference runs fp32 everywhere
+    assert head.rows_kernel() == "fp32"
+    monkeypatch.delenv("OPTTREE_PLAIN_LINEAR")
+    monkeypatch.setattr(FR, "bf16_supported", lambda: False)   # a CPU or build without oneDNN's bf16
+    assert head.rows_kernel() == "fp32"
     monkeypatch.setenv("OPTTREE_DRAFT_ROWS", "half")
     with pytest.raises(BadInput, match="OPTTREE_DRAFT_ROWS"):
         head.rows_kernel()
@@ -377,7 +386,7 @@ def test_the_cost_curve_of_a_draft_is_keyed_by_its_rows_kernel(monkeypatch):
     assert draft_kernel(None)["draft_rows"] is None
 
 
-@pytest.mark.parametrize("rows", ["bf16", "fp32"])
+@pytest.mark.parametrize("rows", [pytest.param("bf16", marks=needs_bf16), "fp32"])
 def test_trees_from_bf16_draft_rows_stay_exact(rows, monkeypatch):
     """Whatever the rows run on, the target decides every token: greedy output is the target's own."""
     monkeypatch.setenv("OPTTREE_DRAFT_ROWS", rows)
@@ -388,3 +397,18 @@ def test_trees_from_bf16_draft_rows_stay_exact(rows, monkeypatch):
         for prompt in PROMPTS:
             cfg = DecodeConfig(method="opt-tree", nodes=nodes, threshold=0.0, max_depth=5, max_new_tokens=20)
             assert run(pair, "", cfg, prompt_ids=prompt)["output_ids"] == reference(pair.target, prompt, 20)
+    packs = pair.draft_model._rows_packs                      # the rows' kernel the runs drafted with
+    assert list(packs) == [rows] and packs[rows].bf16 == (rows == "bf16") and packs[rows].packed is not None
+
+
+def test_an_int8_head_that_keeps_its_rows_fp32_keeps_them_off_bf16(int8_on, monkeypatch):
+    """`int8_skip` naming the LM-head rows means fp32 rows, whatever OPTTREE_DRAFT_ROWS says."""
+    from opttree.nets.feature_head import LM_ROWS
+
+    monkeypatch.setenv("OPTTREE_DRAFT_ROWS", "bf16")
+    pair = tiny_pair("eagle")
+    head = _head_with_draft_vocab(pair)
+    FR.use_few_row_linear(head, draft=True)
+    assert head.rows_kernel() == "int8"
+    head.int8_skip = (*head.int8_skip, LM_ROWS)
+    assert head.rows_kernel() == "fp32"

@@ -44,9 +44,10 @@ def test_a_run_on_the_bundled_head_pairs_choices_prompt_by_prompt(smollm, monkey
     from opttree.drafters.registry import with_drafter
 
     monkeypatch.setenv("OPTTREE_DRAFT_INT8", "0")   # restored after the test: measure() turns it on
+    monkeypatch.setenv("OPTTREE_DRAFT_ROWS", "auto")  # and pins the LM-head rows to fp32
     pair = with_drafter(smollm, "eagle")
     rows = I8.measure(pair, [I8.FP32, "fc,fuse", ""], prompts=2, nodes=3, depth=2, tokens=6, log=lambda _: None)
-    assert list(rows) == [I8.FP32, "fc,fuse", ""]
+    assert list(rows) == [I8.FP32, "fc,fuse", ""] and pair.draft_model.rows_kernel() in ("fp32", "int8")
     for r in rows.values():
         assert len(r["tau"]) == 2 and all(1.0 <= t <= 3.0 for t in r["tau"]) and all(ms > 0 for ms in r["draft_ms"])
     text = I8.table(rows)

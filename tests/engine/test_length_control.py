@@ -298,6 +298,7 @@ def test_a_refit_from_cached_rows_reads_no_prompts_and_records_the_same_counts(t
     cache = lp.rows_cache(lp.parse(argv), draft)
     assert cache.parent == tmp_path / "length" and "-s0-head-" in cache.name
     assert lp.rows_cache(lp.parse(argv), draft, "int8") != cache    # int8 drafts accept differently
+    assert lp.rows_cache(lp.parse(argv), draft, rows="bf16") != cache    # and so do bf16 LM-head rows
     g = torch.Generator().manual_seed(0)
     rows = {name: torch.randn(n, 8, generator=g) if name.endswith("x") else torch.randint(0, 4, (n,)).float()
             for name, n in (("x", 40), ("y", 40), ("hx", 6), ("hy", 6), ("ux", 5), ("uy", 5))}

@@ -17,10 +17,10 @@ from tiny import tiny_llama
 from opttree.nets.exit_head import ExitHead, exit_config
 from opttree.nets.feature_head import FeatureHead, head_config_from_target
 from opttree.train import data as D
-from opttree.train.classic import build_draft
+from opttree.train.classic import build_draft, classic_losses
 from opttree.train.early_exit import exit_outputs
 from opttree.train.generate import generate_batch
-from opttree.train.head import depth_targets, unrolled
+from opttree.train.head import depth_targets, head_losses, unrolled
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 PROMPTS = [[1, 2, 3], [4, 5, 6, 7, 8], [9, 10], [11, 12, 13, 14]]
@@ -45,22 +45,34 @@ def test_a_batch_and_the_training_maths_stay_on_the_drafts_device():
     assert tk_ids.device.type == tk_p.device.type == "meta"
     exit_head = ExitHead(exit_config(target.config, 1)).to("meta")
     assert exit_outputs(exit_head, batch).device.type == "meta"
-    full_to_draft, rows = D.draft_rows(target.lm_head.weight.to("meta"), torch.tensor([5, 9, 2]))
-    assert full_to_draft.device.type == rows.device.type == "meta" and tuple(rows.shape) == (3, 32)
+    assert D.vocab_map(torch.tensor([5, 9, 2]), 64, "meta").device.type == "meta"
 
 
-def test_draft_rows_map_the_target_vocabulary_onto_the_drafts():
-    w = torch.arange(12.0).view(6, 2)
-    full_to_draft, rows = D.draft_rows(w, torch.tensor([4, 1]))
-    assert full_to_draft.tolist() == [-1, 1, -1, -1, 0, -1]
-    assert rows.tolist() == [[8.0, 9.0], [2.0, 3.0]]
+def test_a_vocabulary_map_sends_each_target_token_to_its_draft_column():
+    assert D.vocab_map(torch.tensor([4, 1]), 6, "cpu").tolist() == [-1, 1, -1, -1, 0, -1]
 
 
-def test_the_classic_draft_can_be_built_then_moved_to_its_targets_device():
+def test_the_training_maths_make_every_tensor_on_their_inputs_device():
+    """Inside `torch.device("meta")` a tensor made without naming its device lands on meta and meets the
+    CPU batch and draft: every loss of the three trainers must still come out on the CPU."""
     target = tiny_llama(seed=3, vocab=64)
-    model, _ = build_draft(target, 1)
-    model.to("meta")
-    assert {p.device.type for p in model.parameters()} == {"meta"}
+    batch = D.collate(_data(target))
+    vocab_ids = torch.arange(0, 64, 2)
+    full_to_draft = D.vocab_map(vocab_ids, 64, "cpu")
+    head = FeatureHead(head_config_from_target(target.config, draft_vocab=32))
+    head.vocab_ids.copy_(vocab_ids)
+    exit_head = ExitHead(exit_config(target.config, 1, draft_vocab=32))
+    exit_head.vocab_ids.copy_(vocab_ids)
+    classic, _ = build_draft(target, 1)
+    W = target.lm_head.weight[vocab_ids]
+    with torch.device("meta"):
+        outs = unrolled(head, target.get_input_embeddings(), batch, depth=3, noise=0.1)
+        head_loss, _ = head_losses(head, W, full_to_draft, outs, batch, [1.0, 0.7, 0.5], 1.0, 0.2)
+        exits = [exit_outputs(exit_head, batch)]
+        exit_loss, _ = head_losses(exit_head, W, full_to_draft, exits, batch, [1.0], 1.0, 0.0)
+        classic_loss, _, _ = classic_losses(classic, batch, 1.0, 0.2, (vocab_ids, full_to_draft))
+    for loss in (head_loss, exit_loss, classic_loss):
+        assert loss.device.type == "cpu" and bool(torch.isfinite(loss))
 
 
 @CUDA
