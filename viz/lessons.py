@@ -39,7 +39,7 @@ PLANETS = "List the planets of the solar system in order"
 
 # What each lesson runs, by its id in assets/lessons.json, in the order the page lists them.
 RUNS = {
-    "deep-chain": run_of(COUNT, "opt-tree", 30, 0.2, 24, depth=12),
+    "deep-chain": run_of(COUNT, "opt-tree", 30, 0.2, 32, depth=12),
     "wide-tree": run_of(POEM, "opt-tree", 60, 0.3, 24),
     "high-delta": run_of(PHOTOSYNTHESIS, "opt-tree", 60, 0.9, 24),
     "low-delta": run_of(PHOTOSYNTHESIS, "opt-tree", 60, 0.02, 24),
