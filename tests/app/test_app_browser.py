@@ -290,6 +290,9 @@ def test_stop_export_and_import(page, tmp_path):
 
     pg = page
     pg.get_by_role("tab", name="Explore").click()
+    # An open-ended prompt that runs its 256 tokens (the default count ends after about 90, a few seconds,
+    # so under a loaded CI machine the run could finish before Stop reaches it)
+    pg.locator("#prompt textarea").fill("Write a long story about a lighthouse keeper and a storm.")
     set_slider(pg, "max-new-tokens", 256)
     pg.click("#run")
     pg.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
