@@ -262,6 +262,7 @@ def test_theory_tab_after_a_short_run(page):
     pg.wait_for_function("() => /Step \\d+, root/.test(document.querySelector('#theory-text').innerText)")
     pg.locator("#theory-node input").click()
     options = pg.locator('[data-testid="dropdown-option"]')
+    options.filter(has_text="node ").first.wait_for()     # the menu renders its options after the click
     labels = options.all_inner_texts()
     assert labels[0].strip().startswith("✓") or "root" in labels[0]
     node = next(i for i, t in enumerate(labels) if "node " in t)
