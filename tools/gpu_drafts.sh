@@ -65,10 +65,20 @@ keep() {      # calls 1 and 2: what this call carried waits in $KIT for the next
     ls -la "$KIT"
 }
 
-timed() {     # a generation stopped by its budget keeps its whole shards; any other failure ends the run
+logged() {    # a command's output goes to the log; when it fails, the log's tail is printed and the run ends
     local rc=0
-    timeout "$@" >> "$OUT/run.log" 2>&1 || rc=$?
-    if [ "$rc" = 124 ]; then
+    "$@" >> "$OUT/run.log" 2>&1 || rc=$?
+    if [ "$rc" != 0 ]; then
+        tail -20 "$OUT/run.log"
+        exit "$rc"
+    fi
+}
+
+timed() {     # a generation stopped by its budget keeps its whole shards; any other failure ends the run
+    # TERM at the budget, KILL 10 s later if it still runs (124: stopped by TERM, 137: by KILL)
+    local rc=0
+    timeout -k 10 "$@" >> "$OUT/run.log" 2>&1 || rc=$?
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
         echo "$4 stopped by its budget at $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
     elif [ "$rc" != 0 ]; then
         tail -20 "$OUT/run.log"
@@ -102,11 +112,11 @@ run() {
         --max-new "$MAX_NEW" --layer-feats --device "$DEVICE"
     for d in "$KIT/gen" "$KIT/answers"; do ls "$d"/shard_*.pt >/dev/null 2>&1 && data+=("$d"); done
     [ ${#data[@]} -gt 0 ] || { echo "no data was generated" | tee -a "$OUT/run.log"; exit 1; }
-    $PY -m opttree.train --kind head --fused --no-generate --data "${data[@]}" --tokens 1000000000 \
+    logged $PY -m opttree.train --kind head --fused --no-generate --data "${data[@]}" --tokens 1000000000 \
         --init-from opttree/assets/drafts/smollm2-eagle-head.safetensors --init-vocab --unroll 3 --bf16 \
         --minutes "$TRAIN_MINUTES" --epochs 40 --lr 1e-4 --warmup 20 --eval-every 1000 --export-every-eval \
         --tau-prompts 0 --fit-temperature 0 --device "$DEVICE" --ckpt-dir "$KIT/ck" \
-        --out "$OUT/smollm2-eagle-head.safetensors" >> "$OUT/run.log" 2>&1
+        --out "$OUT/smollm2-eagle-head.safetensors"
     echo "head done after $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
     # The classic gets what is left before the deadline (a minute kept for loading, evaluating, exporting).
     left=$(( (DEADLINE - (SECONDS - t0) - 60) / 60 ))
@@ -115,10 +125,10 @@ run() {
     if awk -v m="$CLASSIC_MINUTES" 'BEGIN { exit !(m > 0) }'; then
         # The classic's fp16 file (~21 MB) is over the 16 MiB a returned file may hold: it comes back in
         # two parts (cat classic.part-* > smollm2-classic.safetensors).
-        $PY -m opttree.train --kind classic --no-generate --data "${data[@]}" --tokens 1000000000 \
+        logged $PY -m opttree.train --kind classic --no-generate --data "${data[@]}" --tokens 1000000000 \
             --init-from "$KIT/smollm2-classic.safetensors" --draft-vocab 8192 --bf16 --minutes "$CLASSIC_MINUTES" \
             --epochs 40 --lr 3e-4 --warmup 20 --eval-every 1000 --tau-prompts 0 --fit-temperature 0 \
-            --device "$DEVICE" --ckpt-dir "$KIT/ck" --out "$KIT/classic/smollm2-classic.safetensors" >> "$OUT/run.log" 2>&1
+            --device "$DEVICE" --ckpt-dir "$KIT/ck" --out "$KIT/classic/smollm2-classic.safetensors"
         split -b 15M "$KIT/classic/smollm2-classic.safetensors" "$OUT/classic.part-"
         cp "$KIT/classic/smollm2-classic.json" "$OUT/"
     fi
@@ -133,7 +143,10 @@ case "${1:-}" in
             git status --short --untracked-files=all -- "${HIDDEN[@]}"
             echo "commit or move these first: hide removes what git can put back, nothing else" >&2; exit 1
         fi
-        rm -rf "${HIDDEN[@]}"; echo "hidden: ${HIDDEN[*]} (tools/gpu_drafts.sh unhide puts them back)" ;;
+        # tracked files only: ignored ones (caches, local results) stay, and do not travel anyway
+        git ls-files -z -- "${HIDDEN[@]}" | xargs -0 rm -f
+        find "${HIDDEN[@]}" -depth -type d -empty -delete 2>/dev/null || true
+        echo "hidden: ${HIDDEN[*]} (tools/gpu_drafts.sh unhide puts them back)" ;;
     unhide) git checkout -- "${HIDDEN[@]}" ;;
     keep) keep ;;
     run) run ;;

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from opttree.nets.draft_decoder import decoder_forward
-from opttree.nets.few_row_linear import PackedWeight, bf16_rows, few_row_matmul, int8_weights
+from opttree.nets.few_row_linear import PackedWeight, bf16_rows, few_row_matmul, int8_weights, version_key
 
 LM_ROWS = "lm_head"   # what `int8_skip` names to keep the LM-head rows fp32 (they are not a submodule)
 
@@ -133,8 +133,7 @@ class FeatureHead(nn.Module):
         them per call copied 14 MB each time and was the largest single cost of a small-tree step on
         CPU; with no draft vocabulary, the LM head's own weight, detached so that it never becomes a
         parameter of the head), and the head's holder of their packed copy for its current kernel."""
-        key = (weight.data_ptr(), 0 if weight.is_inference() else weight._version, weight.dtype, weight.device,
-               self.vocab_ids.data_ptr(), self.vocab_ids._version)     # an in-place change gathers them again
+        key = (version_key(weight), weight.dtype, weight.device, version_key(self.vocab_ids))   # changed: gather again
         if getattr(self, "_rows_key", None) != key:
             with torch.no_grad():
                 self._rows = weight[self.vocab_ids].contiguous() if self.vocab_ids.numel() else weight.detach()

@@ -156,7 +156,7 @@ class PackedWeight:
         self.table: tuple[int, ...] = ()
 
     def get(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
-        key = (_version_key(weight), _version_key(bias) if self.int8 else None)
+        key = (version_key(weight), version_key(bias) if self.int8 else None)
         if key != self.key:
             self.packed = (_pack_int8(weight, bias) if self.int8
                            else torch.ops.mkldnn._reorder_linear_weight(weight.detach().to(torch.bfloat16), None)
@@ -166,7 +166,7 @@ class PackedWeight:
 
     def get_mkl(self, weight: torch.Tensor):
         # MKL asks that a weight be packed with the thread count it is multiplied with
-        key = (_version_key(weight), torch.get_num_threads())
+        key = (version_key(weight), torch.get_num_threads())
         if key != self.mkl_key:
             self.mkl = torch.ops.mkl._mkl_reorder_linear_weight(weight.detach(), MKL_PACK_ROWS)
             self.mkl_key = key
@@ -190,7 +190,9 @@ class PackedWeight:
                 f"mkl={self.mkl is not None})")
 
 
-def _version_key(t: torch.Tensor | None):
+def version_key(t: torch.Tensor | None):
+    """What identifies a tensor's current values for a cache of something derived from them: its storage and
+    its version counter (an in-place change bumps it; an inference tensor has none and cannot change)."""
     return None if t is None else (t.data_ptr(), 0 if t.is_inference() else t._version)
 
 

@@ -30,6 +30,7 @@ from opttree.train.prompts import FIT_PARTS, LONG_INPUT_PROMPTS, train_prompts
 KINDS = {name: (kind.name, kind.bundled_path) for name, kind in TRAINING_KINDS.items()}
 
 EVAL_SET = paths.EVAL_PROMPTS
+MEASURE_DEVICE = "cpu"   # where the cards' figures are measured, by this command and by `opttree.train`'s own
 
 
 def eval_questions(path: str | Path = EVAL_SET) -> list[dict]:
@@ -157,6 +158,23 @@ def write_card(path: str | Path, card: dict) -> Path:
     return path
 
 
+def record_fit(pair, card: dict, n: int, sharegpt: int = 0) -> dict:
+    """Fit the tree temperature on `n` held-out training prompts (and `sharegpt` held-out ShareGPT opening
+    turns) and put it, with what it ran on, into `card`."""
+    fit = fit_tree_temperature(pair, n, sharegpt=sharegpt)
+    fit.update(provenance(pair))
+    card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
+    return fit
+
+
+def record_tau_eval(pair, card: dict, n: int) -> dict:
+    """τ on `n` eval prompts (round-robin over categories), with what it ran on, as the card's `tau_eval`."""
+    result = measure_tau(pair, n)
+    result.update(provenance(pair))
+    card["tau_eval"] = result
+    return result
+
+
 def provenance(pair) -> dict:
     """What a measurement ran on: the draft's kernel ("int8" under OPTTREE_DRAFT_INT8=1), what its LM-head
     rows ran on (bf16 on CPUs that multiply it natively, nets/few_row_linear.py) and the device."""
@@ -179,7 +197,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--questions", default=str(spec_bench.DEFAULT_PATH),
                     help="--set public: Spec-Bench's question.jsonl (checked against its pinned sha256)")
     ap.add_argument("--threads", type=int, default=2)
-    device_arg(ap, default="cpu")
+    device_arg(ap, default=MEASURE_DEVICE)
     ap.add_argument("--fit-temperature", type=int, default=0, metavar="N",
                     help="first fit the tree temperature on N held-out training prompts")
     ap.add_argument("--fit-sharegpt", type=int, default=0, metavar="N",
@@ -228,26 +246,21 @@ def main(argv=None):
         write_card(card_path, card)
         print(json.dumps({k: fit[k] for k in ("acceptance_by_rank", "conditional", "rows", "wall_s")}))
         return
-    ran_on = provenance(pair)
     if args.fit_temperature:
-        fit = fit_tree_temperature(pair, args.fit_temperature, sharegpt=args.fit_sharegpt)
-        fit.update(ran_on)
-        card["tree_temperature"], card["tree_temperature_fit"] = fit["tree_temperature"], fit
+        fit = record_fit(pair, card, args.fit_temperature, args.fit_sharegpt)
         print(json.dumps(fit["tau_by_temperature"]), flush=True)
     if args.set != "eval":          # a whole set, dated; the public one names its source file
         questions = public if args.set == "public" else eval_questions(
             paths.FINAL_PROMPTS if args.set == "final" else LONG_INPUT_PROMPTS)
         result = measure_tau(pair, 0, questions=questions)
         result["date"] = time.strftime("%Y-%m-%d")
-        result.update(ran_on)
+        result.update(provenance(pair))
         if args.set == "public":
             result["source"] = {**spec_bench.SOURCE, "subset": "mt-bench, first turns"}
         card[SET_KEYS[args.set]] = result
     else:
-        result = measure_tau(pair, args.prompts)
-        result.update(ran_on)
         card.pop("machine", None)
-        card["tau_eval"] = result
+        result = record_tau_eval(pair, card, args.prompts)
     write_card(card_path, card)
     print(json.dumps({k: result[k] for k in ("tau", "tau_mean_of_prompts", "n_prompts", "wall_s")}))
 

@@ -169,8 +169,12 @@ def test_tiny_training_run_end_to_end(tmp_path):
     classic = main(["--kind", "classic", "--out", str(tmp_path / "classic.safetensors"), "--layers", "1",
                     "--no-generate"] + common)
     exit_head = main(["--kind", "early-exit", "--exit-layer", "3", "--out", str(tmp_path / "exit.safetensors"),
-                      "--draft-vocab", "300", "--no-generate"] + common)
+                      "--draft-vocab", "300", "--no-generate"] + common + ["--tau-prompts", "1"])
     assert head["steps"] == 2 and classic["steps"] == 2 and exit_head["steps"] == 2
+    # τ after training: measured where the card command measures, and the card says what it ran on
+    tau = exit_head["tau_eval"]
+    assert tau["n_prompts"] == 1 and tau["tau"] >= 1.0 and tau["device"] == "cpu" and tau["draft_kernel"]
+    assert json.loads((tmp_path / "exit.json").read_text())["tau_eval"] == tau
     assert exit_head["exit_layer"] == 3 and len(exit_head["heldout_chain_agreement_by_depth"]) == 5
     # Train further on a fresh schedule, in bf16 autocast: the step count goes on from the checkpoint.
     more = main(["--kind", "head", "--out", str(tmp_path / "head.safetensors"), "--draft-vocab", "300",

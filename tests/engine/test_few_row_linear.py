@@ -321,6 +321,28 @@ def _head_with_draft_vocab(pair, n: int = 24):
     return head.requires_grad_(False)
 
 
+def test_draft_rows_follow_changes_of_the_lm_head_and_the_vocabulary(monkeypatch):
+    """The gathered draft-vocabulary rows are cached; an in-place change of the target's LM head or of
+    the head's vocabulary ids gathers them again, so the logits always read the current weights."""
+    monkeypatch.setenv("OPTTREE_DRAFT_ROWS", "fp32")
+    pair = tiny_pair("eagle")
+    head, lm_head = _head_with_draft_vocab(pair), pair.target.get_output_embeddings()
+    feats = torch.randn(1, 3, lm_head.weight.shape[1])
+
+    def check():
+        with torch.inference_mode():
+            got, ids = head.draft_logits(feats, lm_head)
+        torch.testing.assert_close(got, feats @ lm_head.weight[head.vocab_ids].T, rtol=1e-5, atol=1e-5)
+        assert torch.equal(ids, head.vocab_ids)
+
+    check()
+    with torch.no_grad():
+        lm_head.weight.add_(1.0)
+    check()
+    head.vocab_ids.copy_(head.vocab_ids.flip(0))
+    check()
+
+
 @needs_bf16
 def test_draft_rows_on_bf16_rank_like_fp32(monkeypatch):
     """OPTTREE_DRAFT_ROWS=bf16: the head's draft-vocabulary rows run on a bf16 copy (fp32 out), close to
