@@ -27,6 +27,7 @@ from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.prompts import encode_prompt
 from opttree.engine import batch_cost
 from opttree.engine.speculative import run, run_acceptance
+from opttree.models.loading import last_logits_only
 from opttree.trees.sequoia import expected_accepted
 
 CHECK_NODES = (4, 8, 16, 25)
@@ -41,7 +42,8 @@ def batched_ar(pair, prompt_ids: list[list[int]], batch: int, steps: int, clock=
     length = min(len(p) for p in prompt_ids)      # one prefix length for every batch size
     rows = [prompt_ids[i % len(prompt_ids)][:length] for i in range(batch)]
     cache = new_cache(target)
-    out = target(input_ids=torch.tensor(rows, device=device), past_key_values=cache, use_cache=True)
+    out = target(input_ids=torch.tensor(rows, device=device), past_key_values=cache, use_cache=True,
+                 **last_logits_only(target))
     nxt = out.logits[:, -1].argmax(-1, keepdim=True)
     times = []
     for _ in range(steps):

@@ -27,6 +27,9 @@ Odds = tuple[float, int]   # a token's draft probability q and its rank (tokens 
 class Drafter:
     feature_layers: tuple[int, ...] = ()   # the target's hidden states begin_step reads, side by side
     source = "draft"        # what the trace calls this drafter's nodes (trace.SOURCES)
+    # Whether `observe` reads the prompt's rows at prefill. Only then does the prefill compute the
+    # target's logits for every prompt token; otherwise it computes none it would throw away.
+    reads_prompt_rows = False
 
     def __init__(self, vocab_size: int, temperature: float = 1.0):
         self.vocab_size = vocab_size  # the target's: draft logits are cut or padded to it
@@ -68,8 +71,9 @@ class Drafter:
 
     def observe(self, tokens: list[int], logits: torch.Tensor) -> None:
         """The target's logits after each of `tokens` (row i follows tokens[i]): the prompt's rows at
-        prefill, then every row of each verification (root and all nodes, rejected ones included).
-        Model drafters ignore them; Token Recycling learns its table from them."""
+        prefill (only for a drafter that `reads_prompt_rows`), then every row of each verification
+        (root and all nodes, rejected ones included). Model drafters ignore them; Token Recycling
+        learns its table from them."""
 
 
 def top_of(probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -34,7 +34,7 @@ class RetrievalFusion(Drafter):
     def __init__(self, inner: Drafter, length: int, corpus: np.ndarray | None = None, matches: int = FUSION_MATCHES):
         super().__init__(inner.vocab_size, inner.temperature)
         self.inner, self.length, self.corpus, self.matches = inner, length, corpus, matches
-        self.feature_layers = inner.feature_layers
+        self.feature_layers, self.reads_prompt_rows = inner.feature_layers, inner.reads_prompt_rows
         self.found = Retrieved()
         self.draft_q: dict[tuple, tuple[float, int]] = {}
         self.expanded: dict[tuple, int] = {}

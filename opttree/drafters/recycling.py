@@ -5,7 +5,8 @@ rejected branches). Token Recycling keeps them: an adjacency table holds, for ea
 tokens the target ranked highest right after it, with the target's probability of each, as last
 seen. Each step the tree is read from the table (a node's children are its token's row), and after
 the verification every row the target scored, rejected nodes included, overwrites its token's row.
-The prompt's rows (computed anyway by the prefill) fill the table before the first step.
+The prompt's rows fill the table before the first step (the prefill computes them for this drafter
+only, `reads_prompt_rows`).
 
 Stored densely: K = 8 int32 ids and K float16 probabilities per vocabulary entry, 48 bytes a token
 (2.4 MB for a 49k vocabulary), whatever the run's length.
@@ -87,6 +88,7 @@ class RecyclingTable:
 
 class RecyclingDrafter(SparseDrafter):
     source = "recycled"
+    reads_prompt_rows = True    # the prompt's rows are the table's first entries
 
     def __init__(self, vocab_size: int, table: RecyclingTable | None = None):
         super().__init__(vocab_size)

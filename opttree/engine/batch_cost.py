@@ -33,6 +33,7 @@ from opttree import paths
 from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import tree_inputs
 from opttree.engine import cost
+from opttree.models.loading import last_logits_only
 from opttree.trees.auto_size import StepCost, interpolate, monotone
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE, draft_ms, expected_accepted, optimal_tree
 
@@ -62,7 +63,7 @@ def forward_runner(pair, batches, prefix_tokens: int = PREFIX_TOKENS):
         for b in batches:
             caches[b] = new_cache(target)
             prefix = torch.randint(0, vocab, (b, prefix_tokens), generator=g).to(device)
-            target(input_ids=prefix, past_key_values=caches[b], use_cache=True)
+            target(input_ids=prefix, past_key_values=caches[b], use_cache=True, **last_logits_only(target))
 
     @torch.inference_mode()
     def run(b: int, t: int) -> None:

@@ -41,6 +41,7 @@ from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
 from opttree.machine import cpu_isa, cpu_name
+from opttree.models.loading import last_logits_only
 from opttree.nets.few_row_linear import (
     MKL,
     PROBE_ROWS,
@@ -118,7 +119,7 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
     vocab = target.config.vocab_size
     prefix = torch.tensor([_prefix(pair, prefix_tokens)], device=device)
     cache = new_cache(target)
-    target(input_ids=prefix, past_key_values=cache, use_cache=True)
+    target(input_ids=prefix, past_key_values=cache, use_cache=True, **last_logits_only(target))
     trees = {n: synthetic_tree(n - 1, vocab, seed=n) for n in sizes}  # n tokens = root + n-1 nodes
     times = {(k, n): [] for k in kernels for n in sizes}
     chosen = choice_of(target) or {}
@@ -172,7 +173,8 @@ def time_draft(pair, widths=WIDTHS, prefix_tokens: int = PREFIX_TOKENS, reps: in
     committed = _prefix(pair, prefix_tokens)
     feats = None
     if drafter.feature_layers:
-        out = pair.target(input_ids=torch.tensor([committed], device=device), output_hidden_states=True)
+        out = pair.target(input_ids=torch.tensor([committed], device=device), output_hidden_states=True,
+                          **last_logits_only(pair.target))
         layers = drafter.feature_layers
         feats = drafter_features({layer: out.hidden_states[layer][0] for layer in layers}, layers)
     drafter.begin_step(committed, feats)

@@ -8,6 +8,7 @@ import torch
 from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.verify import accept, drafter_features, keep_accepted, verify_tree
 from opttree.engine.step_timer import StepTimer
+from opttree.models.loading import last_logits_only
 from opttree.trees.draft_tree import DraftTree
 
 
@@ -30,16 +31,19 @@ class TargetState:
         self.last_state = None   # the target's state at the token before the next root, for a length controller
 
     def prefill(self) -> None:
-        """Every prompt token but the last, which is the first step's root, verified with the tree."""
+        """Every prompt token but the last, which is the first step's root, verified with the tree.
+        Its logits are computed only for a drafter that reads them (`last_logits_only`)."""
         if len(self.committed) < 2:
             return
+        rows = bool(self.drafter) and self.drafter.reads_prompt_rows
         out = self.target(input_ids=torch.tensor([self.committed[:-1]], device=self.device),
-                          past_key_values=self.cache, use_cache=True, output_hidden_states=bool(self.layers))
+                          past_key_values=self.cache, use_cache=True, output_hidden_states=bool(self.layers),
+                          **({} if rows else last_logits_only(self.target)))
         self.features = drafter_features({layer: out.hidden_states[layer][0] for layer in self.layers},
                                          self.feat_layers)
         if self.state_layer is not None:
             self.last_state = out.hidden_states[-1][0][-1]
-        if self.drafter:   # the prompt's rows: Token Recycling's first table
+        if rows:   # the prompt's rows: Token Recycling's first table
             self.drafter.observe(self.committed[:-1], out.logits[0])
 
     def begin_step(self) -> None:

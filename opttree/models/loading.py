@@ -6,6 +6,8 @@ models the same way (same device choice, dtype, attention implementation and err
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass, field
 
 import torch
@@ -110,6 +112,19 @@ def _load_message(spec: str, exc: Exception) -> str:
     return (f"could not load model {spec!r}: {first[:300]} "
             f"(use '{bundled.BUNDLED_ID}' for the bundled offline model, a local folder, or a "
             "Hugging Face id with network access)")
+
+
+def last_logits_only(model) -> dict:
+    """The forward argument that keeps only the last position's logits, where the model's forward takes
+    it (transformers' causal LMs: `logits_to_keep`); none where it does not. For forwards that read no
+    other row: a prompt's prefill computes the LM head over every token otherwise (a sixth of its time
+    for SmolLM2, and 0.2 MB of logits a token)."""
+    return {"logits_to_keep": 1} if _takes_logits_to_keep(type(model)) else {}
+
+
+@functools.cache
+def _takes_logits_to_keep(cls) -> bool:
+    return "logits_to_keep" in inspect.signature(cls.forward).parameters
 
 
 def input_device(model) -> torch.device:

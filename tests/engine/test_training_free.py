@@ -112,6 +112,41 @@ def test_recycling_learns_from_every_row_the_target_scored(monkeypatch):
     assert len(seen) == 1 + len(trace["steps"])
 
 
+@pytest.mark.parametrize("kind,retrieval,method", [("recycling", "off", "opt-tree"), ("eagle", "off", "opt-tree"),
+                                                   ("eagle", "on", "opt-tree"), ("classic", "off", "ar")])
+def test_the_prefill_computes_the_prompts_logits_only_for_a_drafter_that_reads_them(kind, retrieval, method,
+                                                                                    monkeypatch):
+    """Token Recycling reads every prompt row; the model drafters (fused or not) and AR read none, so their
+    prefill keeps only the last position's logits. Either way the output is the target's."""
+    from opttree.engine.target_state import TargetState
+
+    pair, rows, real = tiny_pair(kind), [], TargetState.prefill
+
+    def prefill(self):
+        hook = pair.target.register_forward_hook(lambda m, args, out: rows.append(out.logits.shape[1]))
+        try:
+            real(self)
+        finally:
+            hook.remove()
+
+    monkeypatch.setattr(TargetState, "prefill", prefill)
+    prompt = [5, 6, 7, 5, 6, 8, 9]
+    trace = run(pair, "", DecodeConfig(method=method, nodes=8, max_new_tokens=10, retrieval=retrieval),
+                prompt_ids=prompt)
+    assert rows == [len(prompt) - 1 if kind == "recycling" else 1]
+    assert trace["output_ids"] == reference(pair.target, prompt, 10)
+
+
+def test_a_model_without_logits_to_keep_gets_every_row():
+    from opttree.models.loading import last_logits_only
+
+    class Plain(torch.nn.Module):
+        def forward(self, input_ids, past_key_values=None, use_cache=False, output_hidden_states=False):
+            return input_ids
+
+    assert last_logits_only(Plain()) == {} and last_logits_only(tiny_pair("eagle").target) == {"logits_to_keep": 1}
+
+
 def test_recycling_tree_is_read_from_the_table():
     pair = tiny_pair("recycling", vocab=48)
     table = RecyclingTable(48)
