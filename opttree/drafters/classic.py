@@ -6,6 +6,7 @@ import torch
 
 from opttree.decoding.kv_cache import compact, new_cache
 from opttree.drafters.model_drafter import ModelDrafter
+from opttree.models.loading import last_logits_only
 from opttree.trees.draft_tree import DraftTree
 
 
@@ -24,7 +25,9 @@ class ClassicDrafter(ModelDrafter):
         new = committed[self.n_cached:]
         ids = torch.tensor([new], device=self.device)
         pos = torch.arange(self.n_cached, len(committed), device=self.device)[None]
-        out = self.model(input_ids=ids, position_ids=pos, past_key_values=self.cache, use_cache=True)
+        # only the last row's logits are read: the first step reads the whole prompt
+        out = self.model(input_ids=ids, position_ids=pos, past_key_values=self.cache, use_cache=True,
+                         **last_logits_only(self.model))
         self.n_cached = self.prefix = len(committed)
         self.root_pos = len(committed) - 1
         self.root_probs = self.probs(out.logits[0, -1])

@@ -113,7 +113,8 @@ def test_recycling_learns_from_every_row_the_target_scored(monkeypatch):
 
 
 @pytest.mark.parametrize("kind,retrieval,method", [("recycling", "off", "opt-tree"), ("eagle", "off", "opt-tree"),
-                                                   ("eagle", "on", "opt-tree"), ("classic", "off", "ar")])
+                                                   ("eagle", "on", "opt-tree"), ("classic", "off", "opt-tree"),
+                                                   ("classic", "off", "ar")])
 def test_the_prefill_computes_the_prompts_logits_only_for_a_drafter_that_reads_them(kind, retrieval, method,
                                                                                     monkeypatch):
     """Token Recycling reads every prompt row; the model drafters (fused or not) and AR read none, so their
@@ -130,10 +131,18 @@ def test_the_prefill_computes_the_prompts_logits_only_for_a_drafter_that_reads_t
             hook.remove()
 
     monkeypatch.setattr(TargetState, "prefill", prefill)
+    drafted = []   # the classic draft reads the whole prompt at its first step, and only its last row's logits
+    hook = pair.draft_model.register_forward_hook(lambda m, args, out: drafted.append(out.logits.shape[1])) \
+        if kind == "classic" else None
     prompt = [5, 6, 7, 5, 6, 8, 9]
-    trace = run(pair, "", DecodeConfig(method=method, nodes=8, max_new_tokens=10, retrieval=retrieval),
-                prompt_ids=prompt)
+    try:
+        trace = run(pair, "", DecodeConfig(method=method, nodes=8, max_new_tokens=10, retrieval=retrieval),
+                    prompt_ids=prompt)
+    finally:
+        if hook is not None:
+            hook.remove()
     assert rows == [len(prompt) - 1 if kind == "recycling" else 1]
+    assert drafted[:1] == ([1] if kind == "classic" and method != "ar" else [])
     assert trace["output_ids"] == reference(pair.target, prompt, 10)
 
 
