@@ -83,6 +83,7 @@ class StepData:
     verify_ms: float
     p_target: list[float] | None = None   # per node: the target's p of its token at its parent's row
     topk_rows: list[dict] | None = None   # {"node", "ids", "p", "q"} per recorded row (texts added here)
+    prefill_ms: float | None = None       # the prompt's prefill before this step: a run's first step only
 
 
 def draft_weights(cost: dict | None) -> str:
@@ -170,7 +171,9 @@ def by_depth_text(rates, shown: int = 6) -> str:
     return " · ".join(f"{r * 100:.0f}%" for r in rates[:shown]) + (" …" if len(rates) > shown else "")
 
 
-def summarize(steps: list[dict], new_tokens: int, wall_s: float) -> dict:
+def summarize(steps: list[dict], new_tokens: int, wall_s: float, prefill_ms: float | None = None) -> dict:
+    """A run's figures. `wall_s` and `tokens_per_s` time the whole run, the prompt's prefill included
+    (`prefill_ms` of it; None when not measured): speculative decoding shortens the steps, not the prefill."""
     n = len(steps)
     return {
         "new_tokens": new_tokens, "steps": n,
@@ -178,6 +181,7 @@ def summarize(steps: list[dict], new_tokens: int, wall_s: float) -> dict:
         "tau": round(new_tokens / n, 4) if n else 0.0,
         "wall_s": round(wall_s, 4),
         "tokens_per_s": round(new_tokens / wall_s, 3) if wall_s > 0 else 0.0,
+        "prefill_ms": None if prefill_ms is None else round(prefill_ms, 2),
         "mean_nodes": round(sum(len(s["tokens"]) for s in steps) / n, 2) if n else 0.0,
         "mean_depth": round(sum(max(s["depth"], default=0) for s in steps) / n, 2) if n else 0.0,
         "mean_expected_accept": round(sum(s["expected_accept"] for s in steps) / n, 4) if n else 0.0,

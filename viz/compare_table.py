@@ -13,8 +13,8 @@ ALL = "all"    # the table's budget filter: every row
 
 
 COLUMNS = ["method", "budget", "nodes / step", "τ ± SE", "speedup vs AR ± SE", "same output as AR", "depth",
-           "accepted / step", "acceptance", "ms draft+build / verify", "why slower than AR"]
-WIDTHS = ["10%", "6%", "9%", "10%", "11%", "8%", "5%", "6%", "6%", "9%", "20%"]   # ± figures on one line
+           "accepted / step", "acceptance", "ms draft+build / verify", "prefill ms / run", "why slower than AR"]
+WIDTHS = ["10%", "6%", "9%", "10%", "11%", "8%", "5%", "6%", "6%", "9%", "6%", "14%"]   # ± figures on one line
 
 
 def prompts_text(n: int) -> str:
@@ -26,7 +26,8 @@ def table_label(summary: dict | None) -> str:
     if not summary:
         return "Each method's figures (press Compare)"
     return (f"Each figure is a mean over {prompts_text(summary['prompts'])} ± one standard error (SE) over them; "
-            "tokens per step (τ) and speedup are per prompt, then averaged")
+            "tokens per step (τ) and speedup are per prompt, then averaged. Speedup times whole runs, the "
+            "prompt's prefill included (its own column): speculative decoding shortens the steps, not the prefill")
 
 
 def budget_label(budget) -> str:
@@ -91,7 +92,7 @@ def table_row(row: dict, ar: dict | None, cost, greedy: bool, context: float | N
             same_cell(row, greedy), _num(row.get("mean_depth")),
             _num(row.get("mean_accepted_draft_tokens"), ".2f") if drafted else "—",
             f"{rate * 100:.0f}%" if drafted and isinstance(rate, (int, float)) else "—", ms,
-            _why(row, ar, cost, context)]
+            _num(row.get("mean_prefill_ms"), ".0f"), _why(row, ar, cost, context)]
 
 
 def compare_table(summary: dict | None, budget: str = ALL) -> dict:

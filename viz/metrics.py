@@ -56,9 +56,16 @@ def run_summary(trace: dict | None) -> str:
         models += f" · draft {html.escape(str(m['draft']))}"
     return (f"{models}\n\nRun: **{html.escape(str(m.get('method')))}**, {s['new_tokens']} tokens in "
             f"{s['steps']} steps · "
-            f"τ = **{s['tau']:.2f}** tokens/step · {s['tokens_per_s']:.1f} tokens/s · "
+            f"τ = **{s['tau']:.2f}** tokens/step · {s['tokens_per_s']:.1f} tokens/s{prefill_text(s)} · "
             f"mean E(A) {s.get('mean_expected_accept', 0):.2f} vs **{s.get('mean_accepted_draft_tokens', 0):.2f}** "
             f"accepted draft tokens a step{calibrated}" + acceptance_text(s) + belief_note(s))
+
+
+def prefill_text(summary: dict) -> str:
+    """What the run's tokens/s includes: the prompt's prefill, which drafting does not shorten (older
+    traces did not time it)."""
+    ms = summary.get("prefill_ms")
+    return f" (the whole run, the prompt's {ms:.0f} ms prefill included)" if isinstance(ms, (int, float)) else ""
 
 
 def belief_note(summary: dict) -> str:

@@ -80,7 +80,7 @@ def shape_name(method: str) -> str:
 
 
 AGGREGATE_KEYS = ("tokens_per_s", "exact_match", "mean_nodes", "mean_depth", "mean_accepted_draft_tokens",
-                  "draft_acceptance_rate", "mean_draft_ms", "mean_build_ms", "mean_verify_ms")
+                  "draft_acceptance_rate", "mean_draft_ms", "mean_build_ms", "mean_verify_ms", "mean_prefill_ms")
 
 
 def summary(result: dict) -> dict:

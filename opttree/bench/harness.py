@@ -22,7 +22,8 @@ Result JSON (the documented fields):
               tokens_per_s, speedup, speedup_median, exact_match, mean_draft_ms, mean_build_ms,
               mean_verify_ms, draft_share, mean_nodes, mean_depth, mean_expected_accept,
               mean_accepted_draft_tokens, draft_acceptance_rate, acceptance_by_depth,
-              drafted_by_depth, ea_a_pearson_r, ea_a_steps} (acceptance names: trace.acceptance)
+              drafted_by_depth, mean_prefill_ms, ea_a_pearson_r, ea_a_steps} (acceptance names:
+              trace.acceptance; mean_prefill_ms: the prompts' prefill a run, timed within wall_s)
   by_category {category: {method: aggregate}}
   meta        … and the timing's bookkeeping: `warmup_order` (the methods run before any timing, in order)
               and `run_order` ([prompt id, [methods in the order they ran on it]] per prompt)
@@ -69,7 +70,7 @@ BENCH_METHODS = ("ar", HF_METHOD, HF_LOOKUP, "chain", "binary", "eagle-static", 
 SHORTCUTS = {"recycling": "recycling:tr-static", "lookup": "lookup:opt-tree"}
 SUMMARY_KEYS = ("new_tokens", "steps", "tau", "tokens_per_s", "mean_draft_ms", "mean_build_ms",
                 "mean_verify_ms", "mean_nodes", "mean_depth", "mean_expected_accept", "mean_accepted_draft_tokens",
-                "acceptance_by_depth", "drafted_by_depth")
+                "acceptance_by_depth", "drafted_by_depth", "prefill_ms")
 clock = time.perf_counter    # what each run is timed with (a test hands it a fake clock)
 
 
@@ -263,6 +264,8 @@ def aggregate(rows: list[dict], ar_rows: dict, ea_a: list, greedy: bool) -> dict
         have = [r for r in rows if r.get(key) is not None]
         n = sum(r["steps"] for r in have)
         out[key] = round(sum(r[key] * r["steps"] for r in have) / n, 3) if have and n else None
+    prefills = [r["prefill_ms"] for r in rows if r.get("prefill_ms") is not None]   # per run, not per step
+    out["mean_prefill_ms"] = round(statistics.fmean(prefills), 2) if prefills else None
     out.update(combined_acceptance(rows))
     # The share of a step's time spent drafting and building the tree (the rest is verification).
     parts = [out["mean_draft_ms"], out["mean_build_ms"], out["mean_verify_ms"]]

@@ -93,12 +93,14 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
     if asked != cfg.retrieval:
         trace["meta"]["retrieval_asked"] = asked    # the setting; meta["retrieval"] is what the run did
     text_of = TokenTexts(pair.tokenizer)
-    start = time.perf_counter()
+    start, prefill_ms = time.perf_counter(), None
     for step in decode(pair, prompt_ids, cfg, cancel, record_target, cost.step_cost(curve), context, paths):
+        prefill_ms = step.prefill_ms if step.prefill_ms is not None else prefill_ms
         trace["output_ids"].extend(step.committed)
         trace["steps"].append(step_record(len(trace["steps"]), step, text_of, pair.tokenizer.decode))
         trace["output_text"] = pair.tokenizer.decode(trace["output_ids"], skip_special_tokens=True)
-        trace["summary"] = summarize(trace["steps"], len(trace["output_ids"]), time.perf_counter() - start)
+        trace["summary"] = summarize(trace["steps"], len(trace["output_ids"]), time.perf_counter() - start,
+                                     prefill_ms)
         yield trace
 
 
@@ -189,7 +191,9 @@ def decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel=None, record_t
     lengths = length_control.controller_for(cfg, lambda: length_predictor_for(pair))  # None: the δ rule
     state = TargetState(pair, drafter, lengths, prompt_ids)
     _check(cancel)   # a run can be stopped before its prefill too (time limit, Stop)
+    t0 = time.perf_counter()
     state.prefill()
+    prefill_ms = (time.perf_counter() - t0) * 1e3     # handed to the trace with the first step
     picker = TokenPicker(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed)
     rows_left, produced = (ROWS_PER_RUN if record_target else 0), 0
     while produced < cfg.max_new_tokens:
@@ -215,6 +219,7 @@ def decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel=None, record_t
         produced += len(kept)
         yield StepData(tree, info, accepted, bonus, rejected, kept, draft_ms=timer.ms("draft"),
                        build_ms=timer.ms("build"), verify_ms=timer.ms("verify"),
-                       p_target=p_target, topk_rows=topk_rows)
+                       p_target=p_target, topk_rows=topk_rows, prefill_ms=prefill_ms)
+        prefill_ms = None
         if kept[-1] in pair.eos_ids:
             return

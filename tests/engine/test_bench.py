@@ -25,7 +25,7 @@ MT = ('{"question_id": 1, "category": "math", "turns": ["t1 t2 t3", "t4"]}\n'
 AGG_FIELDS = {"prompts", "new_tokens", "steps", "tau", "tokens_per_s", "speedup", "speedup_median", "exact_match",
               "mean_draft_ms", "mean_build_ms", "mean_verify_ms", "draft_share", "mean_nodes", "mean_depth",
               "mean_expected_accept", "mean_accepted_draft_tokens", "draft_acceptance_rate", "acceptance_by_depth",
-              "drafted_by_depth", "ea_a_pearson_r", "ea_a_steps"}
+              "drafted_by_depth", "mean_prefill_ms", "ea_a_pearson_r", "ea_a_steps"}
 
 
 @pytest.fixture(autouse=True)
@@ -169,6 +169,11 @@ def test_bench_writes_documented_json(tmp_path, pair):
         assert AGG_FIELDS <= set(agg), m
         assert agg["prompts"] == 2 and agg["new_tokens"] == 24
     assert r["methods"]["opt-tree@4"]["mean_nodes"] <= 4 < r["methods"]["opt-tree"]["mean_nodes"]
+    # Each run's prefill is timed within its wall time; transformers' assisted generation does its own.
+    assert all(0 < x["prefill_ms"] < 1000 * x["wall_s"] for x in r["runs"] if x["method"] != "hf-assisted")
+    ar_prefills = [x["prefill_ms"] for x in r["runs"] if x["method"] == "ar"]
+    assert r["methods"]["ar"]["mean_prefill_ms"] == pytest.approx(sum(ar_prefills) / 2, abs=0.01)
+    assert r["methods"]["hf-assisted"]["mean_prefill_ms"] is None
     for m in ("opt-tree", "binary", "eagle-dynamic", "hf-assisted", "opt-tree@4", "opt-tree@auto"):
         assert r["methods"][m]["exact_match"] == 1.0, m  # greedy fp32: identical to ar
     assert 0 < r["methods"]["opt-tree@auto"]["draft_share"] < 1

@@ -350,6 +350,26 @@ def test_run_summary_names_the_target_and_draft_it_ran(trace):
     meta = {**trace["meta"], "target": "HuggingFaceTB/SmolLM2-135M-Instruct (hub stand-in)", "draft": "<b>head</b>"}
     text = run_summary({**trace, "meta": meta})
     assert "Target HuggingFaceTB/SmolLM2-135M-Instruct (hub stand-in)" in text and "&lt;b&gt;head" in text
+    # tokens/s times the whole run: the prefill is named with it; a trace that did not time it says nothing
+    ms = trace["summary"]["prefill_ms"]
+    assert f"tokens/s (the whole run, the prompt's {ms:.0f} ms prefill included)" in text
+    older = {**trace, "summary": {**trace["summary"], "prefill_ms": None}}
+    assert "prefill" not in run_summary(older)
+
+
+def test_a_runs_prefill_is_timed_once_and_within_its_wall_time():
+    """The trace's summary holds the prompt's prefill (first step), the same in every streamed update; a
+    one-token prompt has nothing to prefill."""
+    from opttree.engine.speculative import stream_run
+
+    pair = tiny_pair("eagle")
+    cfg = DecodeConfig(method="opt-tree", nodes=6, max_new_tokens=8)
+    seen = [t["summary"]["prefill_ms"] for t in stream_run(pair, "", cfg, prompt_ids=list(range(5, 40)))]
+    assert len(seen) > 1 and len(set(seen)) == 1 and seen[0] > 0
+    last = run(pair, "", cfg, prompt_ids=list(range(5, 40)))["summary"]
+    assert 0 < last["prefill_ms"] < 1000 * last["wall_s"]
+    ar = run(pair, "", DecodeConfig(method="ar", max_new_tokens=3), prompt_ids=[5])["summary"]
+    assert 0 <= ar["prefill_ms"] < 5
 
 
 def test_the_page_css_is_assets_app_css_with_the_figure_colours():

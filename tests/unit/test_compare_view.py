@@ -14,7 +14,7 @@ def row(method, shape, budget, tau, speedup, nodes, capacity=None, **more):
             "speedup": speedup, "speedup_se": 0.1, "prompts": 5, "tokens_per_s": 40.0 * speedup,
             "exact_match": 1.0, "mean_nodes": nodes, "mean_depth": 3.0, "mean_accepted_draft_tokens": tau - 1,
             "draft_acceptance_rate": 0.3, "mean_draft_ms": 5.0, "mean_build_ms": 1.0, "mean_verify_ms": 25.0,
-            **more}
+            "mean_prefill_ms": 123.4, **more}
 
 
 SUMMARY = {
@@ -67,6 +67,9 @@ def test_table_shows_means_with_their_spread_over_the_prompts():
     slow = next(r for r in data if r[:2] == ["opt-tree", "n = 60"])
     assert slow[-1].startswith("verifying 59 tokens costs") and data[1][-1] == ""
     assert next(r for r in data if r[0] == "binary")[head.index("same output as AR")] == "yes (5/5)"
+    assert data[1][head.index("prefill ms / run")] == "123" and "prefill included" in table_label(SUMMARY)
+    older = {**SUMMARY, "rows": [{**r, "mean_prefill_ms": None} for r in SUMMARY["rows"]]}   # not timed
+    assert compare_table(older)["data"][1][head.index("prefill ms / run")] == "—"
     # A curve measured after a long prefix too is read at the runs' mean context: after 1,024 tokens,
     # 59 tokens cost (60 + 120 · 51/56) / 40 one-token forwards.
     longer = {**SUMMARY, "context_tokens": 1024.0, "cost": {**COST, "prefix_tokens": 128, "longer": {
