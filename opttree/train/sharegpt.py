@@ -36,6 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TextIO
 
+from opttree.drafters.retrieval import MAX_CORPUS_BYTES
 from opttree.train.prompt_parts import five_grams, shares_five_words
 from opttree.train.prompts import LONG_INPUT_PROMPTS
 
@@ -232,15 +233,46 @@ def write_subset(out: str | Path, turns: int, limit: int = 0, path: str | Path |
     return {"conversations": kept, "turns": turns, "bytes": Path(out).stat().st_size}
 
 
+def write_corpus(out: str | Path, max_bytes: int, path: str | Path | None = None) -> dict:
+    """A retrieval corpus (`--retrieval-corpus`, a UTF-8 text file): the assistant turns of the usable
+    conversations outside the held-out split, in file order, a blank line between turns, stopping before
+    the turn that would pass `max_bytes`. The text is ChatGPT's, not the target's: benchmarks/fusion_rule.md
+    measures what it adds to retrieval fusion."""
+    size = conversations_read = 0
+    with open(out, "w", encoding="utf-8") as f:
+        for conv in conversations(path):
+            if conv.heldout:
+                continue
+            for role, text in conv.turns:
+                piece = text.strip() + "\n\n"
+                if role != ASSISTANT or not piece.strip():
+                    continue
+                if size + len(piece.encode("utf-8")) > max_bytes:
+                    return {"conversations": conversations_read, "bytes": size}
+                f.write(piece)
+                size += len(piece.encode("utf-8"))
+            conversations_read += 1
+    return {"conversations": conversations_read, "bytes": size}
+
+
 def main(argv=None) -> dict:
     import argparse  # the command line only
 
     ap = argparse.ArgumentParser(prog="python -m opttree.train.sharegpt",
-                                 description="write the part of ShareGPT that recipe (b) reads, to carry elsewhere")
-    ap.add_argument("--subset", required=True, help="the ShareGPT-format JSON file to write")
+                                 description="write the part of ShareGPT that recipe (b) reads, to carry elsewhere, "
+                                             "or its answers as a retrieval corpus")
+    out = ap.add_mutually_exclusive_group(required=True)
+    out.add_argument("--subset", help="the ShareGPT-format JSON file to write")
+    out.add_argument("--corpus", help="the text file of assistant turns to write (a --retrieval-corpus)")
     ap.add_argument("--turns", type=int, default=2, help="user turns kept per conversation (recipe (b)'s --turns)")
     ap.add_argument("--conversations", type=int, default=0, help="at most this many conversations (0: all)")
+    ap.add_argument("--bytes", type=int, default=MAX_CORPUS_BYTES - 1024,
+                    help="--corpus: at most this many bytes (default: just under the corpus limit)")
     args = ap.parse_args(argv)
+    if args.corpus:
+        result = write_corpus(args.corpus, min(args.bytes, MAX_CORPUS_BYTES))
+        print(json.dumps(result))
+        return result
     result = write_subset(args.subset, args.turns, args.conversations)
     print(json.dumps(result))
     return result

@@ -157,3 +157,20 @@ def test_a_subset_keeps_what_recipe_b_reads_and_the_same_split(tmp_path):
     two = tmp_path / "two.json"
     S.write_subset(two, turns=2, limit=2, path=path)
     assert [c.turns for c in S.conversations(two)] == [c.turns for c in full[:2]]
+
+
+def test_a_corpus_holds_the_answers_outside_the_held_out_split_within_its_bytes(tmp_path, monkeypatch):
+    """--corpus: the assistant turns of the conversations the reader keeps, held-out ones left out, a blank
+    line between turns, cut before the turn that would pass the byte limit."""
+    path = tmp_path / "sample.json"
+    path.write_text(_sample_text(RECORDS), encoding="utf-8")
+    monkeypatch.setattr(S, "is_heldout", lambda cid, share=S.HELDOUT_SHARE: cid == "bbb")
+    full = [c for c in S.conversations(path) if not c.heldout]
+    answers = [t for c in full for r, t in c.turns if r == S.ASSISTANT]
+    out = tmp_path / "corpus.txt"
+    got = S.write_corpus(out, 10_000, path=path)
+    assert out.read_text(encoding="utf-8") == "".join(a + "\n\n" for a in answers)
+    assert got == {"conversations": len(full), "bytes": len(out.read_bytes())}
+    assert "Both parts" not in out.read_text(encoding="utf-8")            # bbb is held out
+    small = S.write_corpus(out, len((answers[0] + "\n\n").encode()) + 3, path=path)
+    assert out.read_text(encoding="utf-8") == answers[0] + "\n\n" and small["bytes"] == len(answers[0]) + 2
