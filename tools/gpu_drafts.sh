@@ -65,13 +65,15 @@ keep() {      # calls 1 and 2: what this call carried waits in $KIT for the next
     ls -la "$KIT"
 }
 
-logged() {    # a command's output goes to the log; when it fails, the log's tail is printed and the run ends
+failed() {    # the log's tail, then the run ends with the failed command's status
+    tail -20 "$OUT/run.log"
+    exit "$1"
+}
+
+logged() {    # a command's output goes to the log; when it fails, the run ends (failed)
     local rc=0
     "$@" >> "$OUT/run.log" 2>&1 || rc=$?
-    if [ "$rc" != 0 ]; then
-        tail -20 "$OUT/run.log"
-        exit "$rc"
-    fi
+    [ "$rc" = 0 ] || failed "$rc"
 }
 
 timed() {     # a generation stopped by its budget keeps its whole shards; any other failure ends the run
@@ -81,8 +83,7 @@ timed() {     # a generation stopped by its budget keeps its whole shards; any o
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
         echo "$4 stopped by its budget at $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
     elif [ "$rc" != 0 ]; then
-        tail -20 "$OUT/run.log"
-        exit "$rc"
+        failed "$rc"
     fi
 }
 

@@ -21,6 +21,7 @@ import torch
 from opttree.bench.env import machine_info, note_load
 from opttree.config import BUNDLED_ID
 from opttree.decoding.kv_cache import new_cache
+from opttree.engine.cost import sync
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models.loading import last_logits_only, load_target
 
@@ -40,8 +41,7 @@ def prefill_ms(target, lengths, reps: int, device) -> dict:
             for form in (FORMS if rep % 2 else FORMS[::-1]):
                 t0 = time.perf_counter()
                 target(input_ids=ids, past_key_values=new_cache(target), use_cache=True, **keep[form])
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
+                sync(device)
                 if rep:
                     times[form].append((time.perf_counter() - t0) * 1e3)
         out[n] = times
@@ -66,7 +66,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=None, help="write the timings and the machine here (JSON)")
     args = ap.parse_args(argv)
-    lengths = [int(x) for x in args.lengths.split(",") if x.strip()]
+    try:
+        lengths = [int(x) for x in args.lengths.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--lengths takes whole numbers separated by commas, not {args.lengths!r}")
     if not lengths or min(lengths) < 1 or args.reps < 1:
         ap.error("--lengths needs positive token counts and --reps at least 1")
     torch.set_num_threads(args.threads)

@@ -26,6 +26,7 @@ from opttree.config import DecodeConfig
 from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.prompts import encode_prompt
 from opttree.engine import batch_cost
+from opttree.engine.cost import sync
 from opttree.engine.speculative import run, run_acceptance
 from opttree.models.loading import last_logits_only
 from opttree.trees.sequoia import expected_accepted
@@ -50,8 +51,7 @@ def batched_ar(pair, prompt_ids: list[list[int]], batch: int, steps: int, clock=
         t0 = clock()
         out = target(input_ids=nxt, past_key_values=cache, use_cache=True)
         nxt = out.logits[:, -1].argmax(-1, keepdim=True)
-        if torch.device(device).type == "cuda":
-            torch.cuda.synchronize(device)
+        sync(device)
         times.append((clock() - t0) * 1e3)
     return {"batch": batch, "prefix_tokens": length, "steps": steps, "median_ms": round(statistics.median(times), 3),
             "best_ms": round(min(times), 3)}

@@ -72,8 +72,7 @@ def forward_runner(pair, batches, prefix_tokens: int = PREFIX_TOKENS):
         ids = torch.randint(0, vocab, (b, t), generator=g).to(device)
         target(input_ids=ids, position_ids=pos.expand(b, -1), attention_mask=mask.expand(b, -1, -1, -1).contiguous(),
                past_key_values=caches[b], use_cache=True)
-        if torch.device(device).type == "cuda":
-            torch.cuda.synchronize(device)
+        cost.sync(device)
         truncate(caches[b], prefix_tokens)
 
     return run

@@ -85,7 +85,8 @@ def device_name(device) -> str:
     return cpu_name()
 
 
-def _sync(device) -> None:
+def sync(device) -> None:
+    """Wait for the device's queued work, so that a clock read after it times the work (CUDA runs ahead)."""
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -136,10 +137,10 @@ def time_verify(pair, sizes=SIZES, prefix_tokens: int = PREFIX_TOKENS, reps: int
                         apply_choice(target, mkl_only)
                     elif k == "copy-kv":
                         use_copying_attention(target)
-                    _sync(device)
+                    sync(device)
                     t0 = time.perf_counter()
                     verify_tree(target, cache, 0, trees[n], device)
-                    _sync(device)
+                    sync(device)
                     ms = (time.perf_counter() - t0) * 1e3
                     if k == "plain":
                         use_few_row_linear(target)
@@ -188,17 +189,17 @@ def time_draft(pair, widths=WIDTHS, prefix_tokens: int = PREFIX_TOKENS, reps: in
         committed = committed + committed[-NEW_TOKENS:]
         if feats is not None:
             feats = torch.cat([feats, feats[-NEW_TOKENS:]])
-        _sync(device)
+        sync(device)
         t0 = time.perf_counter()
         drafter.begin_step(committed, feats)
-        _sync(device)
+        sync(device)
         if rep >= warmup:
             base.append((time.perf_counter() - t0) * 1e3)
         for w in (widths if rep % 2 == 0 else tuple(reversed(widths))):
-            _sync(device)
+            sync(device)
             t0 = time.perf_counter()
             drafter.top_children(trees[w], list(range(w)), w)
-            _sync(device)
+            sync(device)
             if rep >= warmup:
                 times[w].append((time.perf_counter() - t0) * 1e3)
             drafter.end_step([])

@@ -193,7 +193,9 @@ def decode(pair, prompt_ids: list[int], cfg: DecodeConfig, cancel=None, record_t
     _check(cancel)   # a run can be stopped before its prefill too (time limit, Stop)
     t0 = time.perf_counter()
     state.prefill()
-    prefill_ms = (time.perf_counter() - t0) * 1e3     # handed to the trace with the first step
+    cost.sync(pair.device)
+    # handed to the trace with the first step; None when the prompt is one token (nothing to prefill)
+    prefill_ms = (time.perf_counter() - t0) * 1e3 if len(prompt_ids) > 1 else None
     picker = TokenPicker(cfg.temperature, cfg.top_k, cfg.top_p, cfg.seed)
     rows_left, produced = (ROWS_PER_RUN if record_target else 0), 0
     while produced < cfg.max_new_tokens:

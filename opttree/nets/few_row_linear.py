@@ -192,7 +192,8 @@ class PackedWeight:
 
 def version_key(t: torch.Tensor | None):
     """What identifies a tensor's current values for a cache of something derived from them: its storage and
-    its version counter (an in-place change bumps it; an inference tensor has none and cannot change)."""
+    its version counter (an in-place change bumps it). An inference tensor keeps no counter, so an in-place
+    change to one under inference mode is not seen: weights are changed outside it (training, loading)."""
     return None if t is None else (t.data_ptr(), 0 if t.is_inference() else t._version)
 
 

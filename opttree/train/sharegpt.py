@@ -22,6 +22,9 @@ Each record becomes a `Conversation` of user and assistant turns:
     so that it measures text no draft trained on;
   - held-out or not by a hash of the conversation's id without its `_N` part suffix, so the parts
     of one split conversation fall on the same side (`HELDOUT_SHARE` of them held out).
+
+`python -m opttree.train.sharegpt --subset F` writes what recipe (b) reads, to carry to a machine without
+the package; `--corpus F` writes the training-side answers as a retrieval corpus (`write_corpus`).
 """
 
 from __future__ import annotations

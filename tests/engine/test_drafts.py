@@ -154,9 +154,19 @@ def test_classic_draft_works_as_transformers_assistant(pairs):
 
 
 @needs_target
-def test_tiny_training_run_end_to_end(tmp_path):
+def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     from opttree.drafters.registry import load_pair
+    from opttree.train import __main__ as train_main
     from opttree.train.__main__ import main
+    from opttree.train.card import MEASURE_DEVICE
+
+    measured_on = []      # where the τ after training loads its pair: the card command's device, not --device
+
+    def load_for_tau(*args, **kwargs):
+        measured_on.append(kwargs.get("device"))
+        return load_pair(*args, **kwargs)
+
+    monkeypatch.setattr(train_main, "load_pair", load_for_tau)
 
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"id": i, "prompt": p}) + "\n" for i, p in enumerate(PROMPTS * 2)))
@@ -173,6 +183,7 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert head["steps"] == 2 and classic["steps"] == 2 and exit_head["steps"] == 2
     # τ after training: measured where the card command measures, and the card says what it ran on
     tau = exit_head["tau_eval"]
+    assert measured_on == [MEASURE_DEVICE] == ["cpu"]
     assert tau["n_prompts"] == 1 and tau["tau"] >= 1.0 and tau["device"] == "cpu" and tau["draft_kernel"]
     assert json.loads((tmp_path / "exit.json").read_text())["tau_eval"] == tau
     assert exit_head["exit_layer"] == 3 and len(exit_head["heldout_chain_agreement_by_depth"]) == 5

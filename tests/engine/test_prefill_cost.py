@@ -7,7 +7,7 @@ from tiny import tiny_pair
 from opttree.bench import prefill_cost
 
 
-def test_both_forms_are_timed_for_every_length_and_the_table_reads_them(monkeypatch):
+def test_both_forms_are_timed_for_every_length_and_the_table_reads_them():
     target = tiny_pair("classic").target
     kept = []
     hook = target.register_forward_hook(lambda m, args, out: kept.append(out.logits.shape[1]))
@@ -23,7 +23,7 @@ def test_both_forms_are_timed_for_every_length_and_the_table_reads_them(monkeypa
     assert len(lines) == 4 and lines[2].startswith("| 5 |") and lines[3].endswith("% |")
 
 
-@pytest.mark.parametrize("argv", [["--lengths", "0"], ["--lengths", ","], ["--reps", "0"]])
+@pytest.mark.parametrize("argv", [["--lengths", "0"], ["--lengths", ","], ["--lengths", "64,many"], ["--reps", "0"]])
 def test_bad_lengths_and_repetitions_are_refused(argv):
     with pytest.raises(SystemExit):
         prefill_cost.main(argv)

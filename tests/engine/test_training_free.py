@@ -13,8 +13,11 @@ from opttree.drafters.context import DraftContext
 from opttree.drafters.recycling import K, RecyclingDrafter, RecyclingTable
 from opttree.drafters.registry import make_drafter
 from opttree.drafters.retrieval import continuation_tree, continuations, load_corpus
+from opttree.engine.cost import load_or_measure
 from opttree.engine.speculative import run
+from opttree.engine.target_state import TargetState
 from opttree.errors import BadInput
+from opttree.models.loading import last_logits_only
 from opttree.trace import validate_trace
 from opttree.trees.static import TR_STATIC, shape_paths
 
@@ -119,9 +122,8 @@ def test_the_prefill_computes_the_prompts_logits_only_for_a_drafter_that_reads_t
                                                                                     monkeypatch):
     """Token Recycling reads every prompt row; the model drafters (fused or not) and AR read none, so their
     prefill keeps only the last position's logits. Either way the output is the target's."""
-    from opttree.engine.target_state import TargetState
-
     pair, rows, real = tiny_pair(kind), [], TargetState.prefill
+    load_or_measure(pair)       # the cost curve's own draft forwards happen before the hooks, not in the run
 
     def prefill(self):
         hook = pair.target.register_forward_hook(lambda m, args, out: rows.append(out.logits.shape[1]))
@@ -146,9 +148,7 @@ def test_the_prefill_computes_the_prompts_logits_only_for_a_drafter_that_reads_t
     assert trace["output_ids"] == reference(pair.target, prompt, 10)
 
 
-def test_a_model_without_logits_to_keep_gets_every_row():
-    from opttree.models.loading import last_logits_only
-
+def test_last_logits_only_asks_nothing_of_a_model_without_logits_to_keep():
     class Plain(torch.nn.Module):
         def forward(self, input_ids, past_key_values=None, use_cache=False, output_hidden_states=False):
             return input_ids
