@@ -26,7 +26,7 @@ from opttree.train import classic as CL
 from opttree.train import data as D
 from opttree.train import early_exit as EE
 from opttree.train import head as H
-from opttree.train.common import CKPT_DIR, device_arg, load_target
+from opttree.train.common import CKPT_DIR, MEASURE_DEVICE, device_arg, load_target
 from opttree.train.generate import DEFAULT_DIR, gen_stats, run_generation
 
 
@@ -125,15 +125,15 @@ def main(argv=None) -> dict:
             **result}
     card_path = Path(args.out).with_suffix(".json")
     C.write_card(card_path, card)
-    if args.fit_temperature or args.tau_prompts:   # measured where the card command measures (C.MEASURE_DEVICE)
-        pair = load_pair(args.target, drafter=C.KINDS[args.kind][0], draft=args.out, device=C.MEASURE_DEVICE)
+    if args.fit_temperature or args.tau_prompts:   # measured where the card command measures (MEASURE_DEVICE)
+        pair = load_pair(args.target, drafter=C.KINDS[args.kind][0], draft=args.out, device=MEASURE_DEVICE)
         if args.fit_temperature:
             fit = C.record_fit(pair, card, args.fit_temperature, args.fit_sharegpt)
             print(f"tree temperature {fit['tree_temperature']} (τ by temperature on held-out prompts: "
                   f"{fit['tau_by_temperature']})", flush=True)
             C.write_card(card_path, card)
         if args.tau_prompts:
-            C.record_tau_eval(pair, card, args.tau_prompts)
+            C.record_tau(pair, card, n=args.tau_prompts)
             print(f"τ on {card['tau_eval']['n_prompts']} eval prompts: {card['tau_eval']['tau']}", flush=True)
             C.write_card(card_path, card)
     print(json.dumps({k: card[k] for k in ("heldout_top1_by_depth", "steps", "train_wall_s")}), flush=True)

@@ -23,14 +23,13 @@ from opttree.errors import BadInput
 from opttree.models.draft_assets import ACCEPTANCE_KEY
 from opttree.train import spec_bench
 from opttree.train.acceptance import measure_acceptance
-from opttree.train.common import device_arg
+from opttree.train.common import MEASURE_DEVICE, device_arg
 from opttree.train.prompts import FIT_PARTS, LONG_INPUT_PROMPTS, train_prompts
 
 # A draft kind (`python -m opttree.train --kind`) -> the drafter that decodes with it, its bundled file.
 KINDS = {name: (kind.name, kind.bundled_path) for name, kind in TRAINING_KINDS.items()}
 
 EVAL_SET = paths.EVAL_PROMPTS
-MEASURE_DEVICE = "cpu"   # where the cards' figures are measured, by this command and by `opttree.train`'s own
 
 
 def eval_questions(path: str | Path = EVAL_SET) -> list[dict]:
@@ -167,11 +166,12 @@ def record_fit(pair, card: dict, n: int, sharegpt: int = 0) -> dict:
     return fit
 
 
-def record_tau_eval(pair, card: dict, n: int) -> dict:
-    """τ on `n` eval prompts (round-robin over categories), with what it ran on, as the card's `tau_eval`."""
-    result = measure_tau(pair, n)
+def record_tau(pair, card: dict, key: str = "tau_eval", n: int = 0, questions: list[dict] | None = None) -> dict:
+    """τ on `questions` (default: `n` eval prompts, round-robin over categories), with what it ran on, as the
+    card's `key` (SET_KEYS' values)."""
+    result = measure_tau(pair, n, questions=questions)
     result.update(provenance(pair))
-    card["tau_eval"] = result
+    card[key] = result
     return result
 
 
@@ -252,15 +252,13 @@ def main(argv=None):
     if args.set != "eval":          # a whole set, dated; the public one names its source file
         questions = public if args.set == "public" else eval_questions(
             paths.FINAL_PROMPTS if args.set == "final" else LONG_INPUT_PROMPTS)
-        result = measure_tau(pair, 0, questions=questions)
+        result = record_tau(pair, card, SET_KEYS[args.set], questions=questions)
         result["date"] = time.strftime("%Y-%m-%d")
-        result.update(provenance(pair))
         if args.set == "public":
             result["source"] = {**spec_bench.SOURCE, "subset": "mt-bench, first turns"}
-        card[SET_KEYS[args.set]] = result
     else:
         card.pop("machine", None)
-        result = record_tau_eval(pair, card, args.prompts)
+        result = record_tau(pair, card, n=args.prompts)
     write_card(card_path, card)
     print(json.dumps({k: result[k] for k in ("tau", "tau_mean_of_prompts", "n_prompts", "wall_s")}))
 

@@ -22,6 +22,9 @@ def load_target(name: str, device: str = "auto"):
     return load_causal_lm(name, resolve_device(device), torch.float32)
 
 
+MEASURE_DEVICE = "cpu"   # where the commands that measure a draft run by default: the cards' figures are CPU figures
+
+
 def device_arg(ap, default: str = "auto") -> None:
     """`--device`, the same for every training command (`cpu` by default for the commands that measure a
     draft: the cards' figures are CPU figures)."""

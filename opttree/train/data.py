@@ -84,6 +84,12 @@ def vocab_map(vocab_ids: torch.Tensor, target_vocab: int, device) -> torch.Tenso
     return full_to_draft
 
 
+def draft_rows(lm_w: torch.Tensor, vocab_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For a head over a draft vocabulary: `vocab_map` and a copy of the LM head's rows of its tokens,
+    both on the LM head's device."""
+    return vocab_map(vocab_ids, lm_w.shape[0], lm_w.device), lm_w[vocab_ids.to(lm_w.device)].detach().clone()
+
+
 def vocab_coverage(seqs: list[dict], ids: torch.Tensor) -> float:
     """The share of greedy response tokens that a draft vocabulary `ids` contains."""
     keep = torch.zeros(int(max(int(s["ids"].max()) for s in seqs) + 1) if seqs else 1, dtype=torch.bool)

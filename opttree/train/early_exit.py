@@ -108,8 +108,7 @@ def train_exit_head(args, target, train, test) -> dict:
         init_from(head, args.init_from)
     full_to_draft, W = None, lm_w
     if vocab_ids.numel():
-        full_to_draft = D.vocab_map(vocab_ids, lm_w.shape[0], lm_w.device)
-        W = lm_w[vocab_ids.to(lm_w.device)].detach().clone()
+        full_to_draft, W = D.draft_rows(lm_w, vocab_ids)
     print(f"computing the target's layer-{n} states for {len(train) + len(test)} sequences", flush=True)
     add_exit_states(target, train + test, n)
 

@@ -178,8 +178,7 @@ def train_head(args, target, train, test) -> dict:
     full_to_draft = None
     W = lm_w
     if vocab_ids.numel():
-        full_to_draft = D.vocab_map(vocab_ids, lm_w.shape[0], lm_w.device)
-        W = lm_w[vocab_ids.to(lm_w.device)].detach().clone()
+        full_to_draft, W = D.draft_rows(lm_w, vocab_ids)
     h = cfg["hidden_size"]
     feat_scale = float(torch.cat([s["feats"][:64, -h:].float() for s in train[:64]]).std())
     weights = [args.depth_decay ** i for i in range(args.unroll)]

@@ -43,7 +43,7 @@ from opttree.engine.speculative import run
 from opttree.errors import BadInput
 from opttree.nets.few_row_linear import kernel_of
 from opttree.nets.length_predictor import DEFAULT_PREDICTOR, HIDDEN, LengthPredictor, load_length_predictor
-from opttree.train.common import device_arg
+from opttree.train.common import MEASURE_DEVICE, device_arg
 from opttree.train.generate import load_shards, shard_paths
 from opttree.train.prompts import FIT_PARTS, train_prompts
 
@@ -158,7 +158,7 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--tokens", type=int, default=64, help="new tokens per prompt")
     ap.add_argument("--nodes", type=int, default=25, help="the fixed budget of the labelling runs")
     ap.add_argument("--threads", type=int, default=2)
-    device_arg(ap, default="cpu")
+    device_arg(ap, default=MEASURE_DEVICE)
     ap.add_argument("--out", default=str(DEFAULT_PREDICTOR))
     ap.add_argument("--seed", type=int, default=0)
     # Chosen on the training prompts alone (their last 15 % as validation, never the held-out ones):

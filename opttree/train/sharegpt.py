@@ -247,13 +247,13 @@ def write_corpus(out: str | Path, max_bytes: int, path: str | Path | None = None
             if conv.heldout:
                 continue
             for role, text in conv.turns:
-                piece = text.strip() + "\n\n"
-                if role != ASSISTANT or not piece.strip():
+                if role != ASSISTANT or not text.strip():
                     continue
-                if size + len(piece.encode("utf-8")) > max_bytes:
+                piece = text.strip() + "\n\n"
+                if size + (n := len(piece.encode("utf-8"))) > max_bytes:
                     return {"conversations": conversations_read, "bytes": size}
                 f.write(piece)
-                size += len(piece.encode("utf-8"))
+                size += n
             conversations_read += 1
     return {"conversations": conversations_read, "bytes": size}
 

@@ -158,7 +158,7 @@ def test_tiny_training_run_end_to_end(tmp_path, monkeypatch):
     from opttree.drafters.registry import load_pair
     from opttree.train import __main__ as train_main
     from opttree.train.__main__ import main
-    from opttree.train.card import MEASURE_DEVICE
+    from opttree.train.common import MEASURE_DEVICE
 
     measured_on = []      # where the τ after training loads its pair: the card command's device, not --device
 
