@@ -119,11 +119,16 @@ def test_api_fuzz_answers_cleanly(app, prompt, values):
     assert "run failed" not in log.read_text(), "the server logged an internal error"
 
 
+# The target repeats the word for all 2,048 tokens (about 90 s on a 2-core CPU). A prompt it answers
+# briefly would end on its own before a busy machine let the test cancel it, and nothing would close.
+LONG_RUN_PROMPT = "Repeat the word hello 1000 times."
+
+
 def long_run_data(model: str) -> list:
     """/generate's inputs for a run far longer than any test waits for (AR, 2048 tokens)."""
     values = {name: SETTINGS[name].default for name in SETTING_NAMES}
     values.update(method="ar", max_new_tokens=2048)
-    return [model, "Count from one to one thousand, one number per line."] + [values[n] for n in SETTING_NAMES]
+    return [model, LONG_RUN_PROMPT] + [values[n] for n in SETTING_NAMES]
 
 
 def wait_for_log(log, needle: str, count: int, limit_s: float = 120.0) -> bool:
@@ -164,6 +169,7 @@ def test_api_clients_that_go_away_free_their_lane_slots(app):
             if line.startswith("data:") and json.loads(line[5:]).get("msg") == "process_generating":
                 break
     assert wait_for_log(log, closed, before + 1), "dropped connection: run not closed\n" + log.read_text()[-3000:]
+    assert not job.done(), f"the run to cancel ended by itself: {job.outputs()[-1].get('output_text')!r}"
     job.cancel()
     assert wait_for_log(log, closed, before + 2), "cancelled job: run not closed\n" + log.read_text()[-3000:]
     trace, _ = call(url, "Say hi.", "opt-tree", 0.0, 4)
