@@ -41,7 +41,6 @@ from opttree.drafters.registry import load_pair
 from opttree.engine.cost import draft_kernel
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
-from opttree.nets.few_row_linear import kernel_of
 from opttree.nets.length_predictor import DEFAULT_PREDICTOR, HIDDEN, LengthPredictor, load_length_predictor
 from opttree.train.common import MEASURE_DEVICE, device_arg
 from opttree.train.generate import load_shards, shard_paths
@@ -211,7 +210,8 @@ def main(argv=None) -> dict:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    cache = rows_cache(args, pair.draft_name, kernel_of(pair.draft_model), draft_kernel(pair.draft_model)["draft_rows"])
+    kernel = draft_kernel(pair.draft_model)
+    cache = rows_cache(args, pair.draft_name, kernel["draft_kernel"], kernel["draft_rows"])
     cached = cache.exists()
     if cached:                         # the decoding is the slow part: refits reuse its rows (no prompt is read)
         x, y, hx, hy, ux, uy = torch.load(cache).values()

@@ -309,11 +309,12 @@ def test_a_refit_from_cached_rows_reads_no_prompts_and_records_the_same_counts(t
     assert card["rows_from_cache"] is True
     assert card["data"] == {"train_prompts": 12, "of_them_sharegpt": 6, "train_rows": 40, "heldout_prompts": 2,
                             "heldout_rows": 6, "heldout_sharegpt_prompts": 2, "heldout_sharegpt_rows": 5}
-    kernel_of = lp.kernel_of
-    monkeypatch.setattr(lp, "kernel_of", lambda model: "int8")   # the same draft on int8: its own rows
+    draft_kernel = lp.draft_kernel
+    # the same draft on int8: its own rows
+    monkeypatch.setattr(lp, "draft_kernel", lambda model: {**draft_kernel(model), "draft_kernel": "int8"})
     with pytest.raises(AssertionError, match="training prompts were read"):
         lp.main(argv)
-    monkeypatch.setattr(lp, "kernel_of", kernel_of)
+    monkeypatch.setattr(lp, "draft_kernel", draft_kernel)
     cache.unlink()
     with pytest.raises(AssertionError, match="training prompts were read"):
         lp.main(argv)
