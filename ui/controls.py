@@ -134,8 +134,11 @@ def checked_settings(raw: dict) -> dict:
 
 def control_values(settings: dict) -> dict:
     """The controls' values that run `settings`: a budget also sets the auto/fixed switch, and the
-    auto budget (nodes = 0) leaves the slider's n alone."""
+    auto budget (nodes = 0) leaves the slider's n alone. A method the page's menu does not offer (AR, from
+    a link or an imported trace) leaves the menu as it is: set, it would empty the menu and Run would refuse."""
     out = dict(settings)
+    if out.get("method") not in (value for _, value in METHOD_CHOICES):
+        out.pop("method", None)
     if "nodes" in out:
         out[NODES_MODE] = mode_for(out["nodes"])
         if out["nodes"] == AUTO_NODES:

@@ -52,7 +52,7 @@ def _error(rows: list[dict], key: str) -> dict:
 
 
 def _traces(summary: dict, key: str, what: str) -> list[dict]:
-    data = []
+    data, labelled = [], False
     for i, (shape, rows) in enumerate(shapes(summary).items()):
         colour = COLOURS[i % len(COLOURS)]
         fixed = sorted((r for r in rows if r["budget"] and isinstance(r.get(key), (int, float))),
@@ -66,12 +66,17 @@ def _traces(summary: dict, key: str, what: str) -> list[dict]:
                                          symbol=["circle-open" if r.get("capacity") else "circle" for r in fixed]),
                              hovertemplate=[_hover(r, key, what) for r in fixed]))
         if auto:
-            data.append(dict(type="scatter", mode="markers+text", name=f"{shape} · auto", legendgroup=shape,
-                             showlegend=not fixed, x=[max(r.get("mean_nodes") or 1, 1) for r in auto],
-                             y=[r[key] for r in auto], error_y=_error(auto, key), text=["auto"] * len(auto),
-                             textposition="top center", textfont=dict(size=10, color=colour),
+            # The auto stars sit close together (every shape's auto budget picks a few nodes): one says
+            # "auto", the subtitle's ★ and each star's hover say the rest, and no labels print on each other.
+            data.append(dict(type="scatter", mode="markers" if labelled else "markers+text", name=f"{shape} · auto",
+                             legendgroup=shape, showlegend=not fixed,
+                             x=[max(r.get("mean_nodes") or 1, 1) for r in auto], y=[r[key] for r in auto],
+                             error_y=_error(auto, key),
+                             text=None if labelled else ["auto"] + [""] * (len(auto) - 1),
+                             textposition="top center", textfont=dict(size=10, color=style.GUIDE),
                              marker=dict(color=colour, size=15, symbol="star", line=dict(color=style.GUIDE, width=1)),
                              hovertemplate=[_hover(r, key, what) for r in auto]))
+            labelled = True
     return data
 
 

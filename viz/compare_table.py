@@ -14,7 +14,10 @@ ALL = "all"    # the table's budget filter: every row
 
 COLUMNS = ["method", "budget", "nodes / step", "τ ± SE", "speedup vs AR ± SE", "same output as AR", "depth",
            "accepted / step", "acceptance", "ms draft+build / verify", "prefill ms / run", "why slower than AR"]
-WIDTHS = ["10%", "6%", "9%", "10%", "11%", "8%", "5%", "6%", "6%", "9%", "6%", "14%"]   # ± figures on one line
+# ± figures on one line, and no header word split across lines in the page's 1,230 px table (a bold header
+# character is about 8.5 px there, a cell's padding 16 px)
+WIDTHS = ["9%", "6%", "8%", "10%", "10%", "8%", "5%", "7%", "9%", "9%", "7%", "12%"]
+HEADER_CHAR_PX, CELL_PAD_PX, TABLE_PX = 8.5, 16, 1230
 
 
 def prompts_text(n: int) -> str:

@@ -73,12 +73,16 @@ def mark_groups(marks: dict[str, float] | None, close: float = 1.15) -> list[tup
     return groups
 
 
+LEGEND_PX = 110     # the bottom margin: tick labels and the axis title (40 px), then three legend rows
+
+
 def cost_figure(cost: dict | None, marks: dict[str, float] | None = None) -> go.Figure:
     """Target forward time vs tokens and one draft layer vs width (ms); `marks` maps a label to the
     mean tokens a method verified per step (drawn as dotted lines)."""
-    layout = dict(template=style.TEMPLATE, height=320, margin=dict(l=50, r=10, t=46, b=40),
+    # The legend's rows (three in a half-width panel) sit at the figure's foot, under the axis title.
+    layout = dict(template=style.TEMPLATE, height=380, margin=dict(l=50, r=10, t=46, b=LEGEND_PX),
                   title=dict(text="What a forward costs here", x=0.01, font=dict(size=14)),
-                  legend=dict(orientation="h", y=-0.25, x=0))
+                  legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0))
     if not usable(cost):
         layout["annotations"] = [dict(text="Run Compare (or Measure) to see this machine's costs", showarrow=False,
                                       xref="paper", yref="paper", x=0.5, y=0.5)]
@@ -116,9 +120,13 @@ def cost_figure(cost: dict | None, marks: dict[str, float] | None = None) -> go.
     threads = f", {cost['threads']} threads" if cost.get("threads") else ""
     load = cost.get("load_avg")       # a curve measured on a busy machine prices trees too high
     busy = f" · load average {load[0]:.1f} then" if load else ""
+    # The subtitle's small print holds about 95 characters a line in a half-width panel.
+    sub, lines = style.wrap_lines(f"{where}{threads} · measured {cost.get('measured_utc', '')}{busy}", 95)
+    sub = sub.replace("<br>", "</sup><br><sup>")
+    layout["margin"] = {**layout["margin"], "t": 46 + 12 * (lines - 1)}
+    layout["height"] += 12 * (lines - 1)
     layout.update(shapes=shapes, annotations=notes,
-                  title=dict(text=f"What a forward costs here<br><sup>{where}{threads} · measured "
-                                  f"{cost.get('measured_utc', '')}{busy}</sup>", x=0.01, font=dict(size=14)),
+                  title=dict(text=f"What a forward costs here<br><sup>{sub}</sup>", x=0.01, font=dict(size=14)),
                   xaxis=dict(type="log", tickvals=sorted(set(tokens) | set(widths if isinstance(widths, list) else [])),
                              title=dict(text="tokens per forward (tree nodes + root) / draft width")),
                   yaxis=dict(title=dict(text="ms"), rangemode="tozero"))

@@ -16,6 +16,20 @@ from opttree.trace import committed_draft
 
 from . import style
 
+BADGE_PX = 44           # the panel's label (Gradio's) covers this much of the figure's top-left corner
+TITLE_CHARS = 64        # a 13-14 px title's line in a half-width panel
+NOTE_PX = 14            # one line of an 11 px note
+AXIS_TITLE_PX = 40      # an x axis's tick labels and title, below the plot
+
+
+def top_title(text: str, note_lines: int = 0, size: int = 13) -> tuple[dict, int]:
+    """A title wrapped to the panel's width, its top below the panel's label, and the top margin that
+    holds it and `note_lines` lines of notes between it and the plot."""
+    text, lines = style.wrap_lines(text, TITLE_CHARS)
+    title = dict(text=text, x=0.01, xanchor="left", yref="container", y=1, yanchor="top", pad=dict(t=BADGE_PX),
+                 font=dict(size=size))
+    return title, BADGE_PX + lines * (size + 5) + note_lines * NOTE_PX + 8
+
 
 def _base(height: int, title: str) -> go.Figure:
     fig = go.Figure()
@@ -59,8 +73,14 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
         if step["length"].get("control") == "predictor":
             return why_predictor(step, meta)
         return why_thompson(step, meta)
-    layout = dict(template=style.TEMPLATE, height=320, margin=dict(l=50, r=10, t=64, b=40), showlegend=False,
-                  title=dict(text="Why this shape: E(A) by depth", x=0.01, y=0.97, font=dict(size=14)))
+    reason = str((step or {}).get("stop_reason") or "") if meta.get("method") == "opt-tree" else ""
+    # The rule's own words go in the band between the title and the plot (where no other label is);
+    # a fused tree adds a retrieval note after " · ".
+    stopped, lines = style.wrap_lines("stopped: " + html.escape(reason.replace("E(A) grew by", "gain"))
+                                      .replace(" · ", "<br>")) if reason else ("", 0)
+    title, top = top_title("Why this shape: E(A) by depth", lines, size=14)
+    layout = dict(template=style.TEMPLATE, height=256 + top, margin=dict(l=50, r=10, t=top, b=40), showlegend=False,
+                  title=title)
     if not step or not step.get("ea_by_depth"):
         return go.Figure(dict(data=[], layout=layout), _validate=False)
     ea = step["ea_by_depth"]
@@ -78,14 +98,9 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
                            line=dict(color=style.ACCEPTED, dash="dash")))
         notes.append(dict(xref="paper", x=0, yref="y", y=delta, xanchor="left", yanchor="bottom",
                           showarrow=False, text=f"δ = {delta:g}: deepen only while a layer adds more"))
-    reason = str(step.get("stop_reason") or "")
-    if meta.get("method") == "opt-tree" and reason:
-        # The rule's own words in the band between the title and the plot (where no other label is),
-        # and a ring on the layer where growth stopped. A fused tree adds a retrieval note after " · ".
-        text = html.escape(reason.replace("E(A) grew by", "gain")).replace(" · ", "<br>")
+    if stopped:     # and a ring on the layer where growth stopped
         notes.append(dict(xref="paper", x=0, yref="paper", y=1.0, xanchor="left", yanchor="bottom", showarrow=False,
-                          align="left", text=f"stopped: {text}",
-                          font=dict(size=11, color=style.ACCEPTED)))
+                          align="left", text=stopped, font=dict(size=11, color=style.ACCEPTED)))
         data.append(dict(type="scatter", x=[len(ea) - 1], y=[ea[-1]], mode="markers", name="stopped here",
                          hoverinfo="skip", marker=dict(symbol="circle-open", size=16, color=style.ACCEPTED,
                                                        line=dict(width=2))))
@@ -126,8 +141,9 @@ def why_thompson(step: dict, meta: dict) -> go.Figure:
                   font=dict(size=11, color=style.ACCEPTED), xanchor="left")]
     title = (f"Why this shape (Thompson sampling): θ̃ = {theta:.2f} drawn from Beta({a:g}, {b:g}) "
              f"(mean {mean:.2f}, {a + b - 2:g} depths seen)")
-    layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=40, b=40), showlegend=True,
-                  title=dict(text=title, x=0.01, font=dict(size=13)), shapes=shapes, annotations=notes,
+    title, top = top_title(title)
+    layout = dict(template=style.TEMPLATE, height=260 + top, margin=dict(l=50, r=10, t=top, b=40), showlegend=True,
+                  title=title, shapes=shapes, annotations=notes,
                   legend=dict(orientation="h", y=-0.25, x=0),
                   xaxis=dict(title=dict(text="layer L"), dtick=1),
                   yaxis=dict(title=dict(text="expected tokens it adds"), range=[0, 1.05]))
@@ -169,8 +185,9 @@ def why_predictor(step: dict, meta: dict) -> go.Figure:
     what = (f"Â = {predicted:.2f} from the target's last hidden state → at most {chosen} "
             f"layer{'s' if chosen != 1 else ''}"
             if predicted is not None else f"no hidden state yet → up to the maximum depth ({chosen} layers)")
-    layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=40, b=40), showlegend=False,
-                  title=dict(text=f"Why this shape (learned predictor): {what}", x=0.01, font=dict(size=13)),
+    title, top = top_title(f"Why this shape (learned predictor): {what}")
+    layout = dict(template=style.TEMPLATE, height=260 + top, margin=dict(l=50, r=10, t=top, b=40), showlegend=False,
+                  title=title,
                   yaxis=dict(title=dict(text="tokens"), rangemode="tozero"))
     return go.Figure(dict(data=data, layout=layout), _validate=False)
 
@@ -189,25 +206,29 @@ def why_auto(step: dict, meta: dict | None = None) -> go.Figure:
                  colorscale="Blues", colorbar=dict(title=dict(text="tokens/s"), thickness=12),
                  hovertemplate="%{text}: %{z:.1f} expected tokens/s<extra></extra>")]
     best = [max(r) if r else None for r in rows]
-    notes = []
+    notes, chosen_lines, stop_lines = [], 0, 0
     if d and n:
         j = z[d - 1][n - 1] if d <= len(z) and n <= width else None
         data.append(dict(type="scatter", x=[n], y=[d], mode="markers", name="chosen",
                          marker=dict(symbol="star", size=18, color=style.ACCEPTED, line=dict(color="#fff", width=1)),
                          hovertemplate=f"chosen: {n} nodes, depth {d}<extra></extra>"))
         drafted = f", drafting modelled at {draft[d - 1]:.1f} ms" if d <= len(draft) else ""
+        text, chosen_lines = style.wrap_lines(f"chosen: {n} nodes over {d} layer(s), {j:.1f} expected tokens/s "
+                                              f"(modelled from the cost curve){drafted}{fused_note(auto)}"
+                                              if isinstance(j, (int, float)) else "chosen")
         notes.append(dict(xref="paper", x=0, yref="paper", y=1.0, yanchor="bottom", xanchor="left", showarrow=False,
-                          font=dict(size=11), text=f"chosen: {n} nodes over {d} layer(s), "
-                          f"{j:.1f} expected tokens/s (modelled from the cost curve){drafted}{fused_note(auto)}"
-                          if isinstance(j, (int, float)) else "chosen"))
+                          align="left", font=dict(size=11), text=text))
     reason = str(step.get("stop_reason") or "")
-    if reason:
-        notes.append(dict(xref="paper", x=0, yref="paper", y=-0.32, xanchor="left", showarrow=False,
-                          font=dict(size=11, color=style.ACCEPTED), text="stopped: " + html.escape(reason)))
-    layout = dict(template=style.TEMPLATE, height=300, margin=dict(l=50, r=10, t=56, b=60), showlegend=False,
-                  title=dict(text="Why this shape (auto): expected tokens/s = (E(A) + 1) / (draft + verify time)"
-                             + length_note(step),
-                             x=0.01, font=dict(size=13)),
+    if reason:      # below the x axis's title
+        text, stop_lines = style.wrap_lines("stopped: " + html.escape(reason))
+        notes.append(dict(xref="paper", x=0, yref="paper", y=0, yanchor="top", yshift=-AXIS_TITLE_PX,
+                          xanchor="left", align="left", showarrow=False, font=dict(size=11, color=style.ACCEPTED),
+                          text=text))
+    title, top = top_title("Why this shape (auto): expected tokens/s = (E(A) + 1) / (draft + verify time)"
+                           + length_note(step), chosen_lines)
+    bottom = AXIS_TITLE_PX + stop_lines * NOTE_PX + 6
+    layout = dict(template=style.TEMPLATE, height=190 + top + bottom, margin=dict(l=50, r=10, t=top, b=bottom),
+                  showlegend=False, title=title,
                   annotations=notes, xaxis=dict(title=dict(text="nodes verified (n)")),
                   yaxis=dict(title=dict(text="layers drafted (d)"), dtick=1, autorange="reversed"),
                   meta=dict(best_by_depth=best))

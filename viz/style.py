@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import math
 import string
+import textwrap
 
 import plotly.io as pio
 
@@ -90,6 +91,21 @@ def visible(text: str) -> str:
 def hover_safe(text: str) -> str:
     """Token text for Plotly hover/labels: visible whitespace and no markup Plotly would interpret."""
     return html.escape(visible(text), quote=False)
+
+
+# Characters a line of a chart's note or title may hold in a half-width panel (about 420 px): Plotly
+# draws text on one line however long, so a longer one is cut at the figure's edge.
+NOTE_CHARS = 70
+
+
+def wrap_lines(text: str, width: int = NOTE_CHARS) -> tuple[str, int]:
+    """`text` (Plotly markup; "<br>" breaks kept) broken at spaces into lines of at most `width`
+    characters, joined by "<br>", and how many lines that makes. A word longer than `width` stays whole."""
+    out = []
+    for part in text.split("<br>"):
+        out.extend(textwrap.wrap(part, width, break_long_words=False, break_on_hyphens=False) or [""])
+    return "<br>".join(out), len(out)
+
 
 def svg_rgb(colour: str) -> str:
     """'#2a3f5f' or 'white' as Plotly writes it into an SVG element's style: 'rgb(42, 63, 95)'."""

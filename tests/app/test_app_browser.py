@@ -8,6 +8,7 @@ on the machine and its load)."""
 import json
 import statistics
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from app_server import ARTIFACTS, CHROMIUM, browser_on_app, drafting_model_id
@@ -49,6 +50,27 @@ STATUS_TEXT = """(sel) => {
         || document.querySelector(sel);
     return el.innerText;
 }"""
+
+
+# A run that outlasts a Stop or queue check on a busy machine: an open-ended prompt the target answers past
+# the slider's 256 tokens (about 100 steps). The default prompt ends after about 90 tokens, a few seconds, and
+# a run that ends by itself before Stop (or before a second visitor queues) fails a test; those tests say so.
+LONG_RUN = {"prompt": "Write a long story about a lighthouse keeper and a storm.", "max_new_tokens": "256"}
+
+
+def open_long_run(pg):
+    """Explore opened by a deep link set for LONG_RUN (not started)."""
+    pg.goto(pg.url.split("?")[0] + "?" + urlencode(LONG_RUN))
+    pg.wait_for_selector(PLOT)
+    pg.wait_for_function("(want) => document.querySelector('#prompt textarea').value === want",
+                         arg=LONG_RUN["prompt"])
+
+
+def wait_stopped(pg):
+    """Waits for the run's end and says whether Stop ended it or it ran out by itself first."""
+    pg.wait_for_function(f"() => /Stopped|Done/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
+    status = pg.evaluate(STATUS_TEXT, "#status")
+    assert "Stopped" in status, f"the run ended before Stop reached it: {status!r}"
 
 
 def start_and_wait(pg, click_selector, status="#status"):
@@ -290,15 +312,11 @@ def test_stop_export_and_import(page, tmp_path):
     from opttree.trace import dumps
 
     pg = page
-    pg.get_by_role("tab", name="Explore").click()
-    # An open-ended prompt that runs its 256 tokens (the default count ends after about 90, a few seconds,
-    # so under a loaded CI machine the run could finish before Stop reaches it)
-    pg.locator("#prompt textarea").fill("Write a long story about a lighthouse keeper and a storm.")
-    set_slider(pg, "max-new-tokens", 256)
+    open_long_run(pg)
     pg.click("#run")
     pg.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
     pg.click("#stop")
-    pg.wait_for_function(f"() => /Stopped/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
+    wait_stopped(pg)
     stopped_at = step_value(pg)
     assert stopped_at >= 1 and plot_state(pg)["points"] > 0     # the partial run stays on screen
 
@@ -328,21 +346,21 @@ def test_stop_export_and_import(page, tmp_path):
 
 def test_queue_position_and_closing_a_tab_frees_the_lane(page):
     pg = page
-    pg.get_by_role("tab", name="Explore").click()
     other = pg.context.browser.new_page()  # a second visitor (its own Gradio session)
     other.goto(pg.url)
-    other.wait_for_selector(PLOT)
     for p in (pg, other):
-        set_slider(p, "max-new-tokens", 256)
+        open_long_run(p)
     other.click("#run")
     other.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
     pg.click("#run")
-    pg.wait_for_function(f"() => /position 1 in the queue/.test(({STATUS_TEXT})('#status'))")
+    pg.wait_for_function(f"() => /position 1 in the queue|Running|Done/.test(({STATUS_TEXT})('#status'))")
+    assert "position 1 in the queue" in pg.evaluate(STATUS_TEXT, "#status"), \
+        f"not queued behind the other visitor, whose run reads {other.evaluate(STATUS_TEXT, '#status')!r}"
     shot(pg, "08-queued.png")
     other.close()                          # the unload event cancels the other visitor's run
     pg.wait_for_function(f"() => /Running/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
     pg.click("#stop")
-    pg.wait_for_function(f"() => /Stopped/.test(({STATUS_TEXT})('#status'))", timeout=RUN_TIMEOUT_MS)
+    wait_stopped(pg)
     # The final "Stopped." must stay (a late reply from the Stop click once overwrote it), and a
     # Stop with nothing running says so.
     pg.wait_for_timeout(1500)

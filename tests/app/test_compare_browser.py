@@ -92,7 +92,12 @@ def test_compare_at_the_defaults_shows_the_spread_the_budget_and_a_verdict(page)
 def test_stop_ends_a_comparison(page):
     pg = page
     pg.locator("#compare-prompts label", has_text="only").click()
+    tokens = pg.locator("#compare-tokens input[type=number]")    # the longest runs: Stop lands mid-way
+    tokens.fill("64")
+    tokens.press("Enter")
+    assert tokens.input_value() == "64"
     pg.click("#compare-run")
     pg.wait_for_function(f"() => /Warming up|Prompt/.test(({STATUS})('#compare-status'))", timeout=COMPARE_S * 1000)
     pg.click("#compare-stop")
-    pg.wait_for_function(f"() => /Stopped/.test(({STATUS})('#compare-status'))", timeout=120_000)
+    pg.wait_for_function(f"() => /Stopped|Done/.test(({STATUS})('#compare-status'))", timeout=120_000)
+    assert "Stopped" in status(pg), f"the comparison ended before Stop reached it: {status(pg)!r}"

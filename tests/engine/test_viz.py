@@ -254,7 +254,8 @@ def test_why_shape_shows_the_auto_objective():
     # retrieval fusion sized the verified tree itself: both views say so beside the draft's own choice
     fused = auto_step(fused_nodes=7, fused_tokens_per_s=41.5)
     fig = why_shape(fused, {"method": "opt-tree", "nodes": 0, "max_depth": 10})
-    assert "fused with retrieval: 7 nodes, 41.5 expected tokens/s" in fig.layout.annotations[0].text
+    chosen = fig.layout.annotations[0].text.replace("<br>", " ")     # wrapped to the panel's width
+    assert "fused with retrieval: 7 nodes, 41.5 expected tokens/s" in chosen
     md = step_metrics({"steps": [fused], "summary": summarize([fused], 2, 1.0), "meta": {}}, 0)
     assert "| with retrieval fused in | 7 nodes, 41.5 expected tokens/s" in md
 

@@ -49,7 +49,10 @@ def test_speed_chart_marks_the_auto_budget_and_ar():
     assert fig.layout.xaxis.title.text == BUDGET_AXIS and "machine" in fig.layout.title.text
     assert fig.layout.shapes[0].y0 == 1 and fig.layout.annotations[0].text == "AR"
     auto = next(t for t in fig.data if t.name == "binary · auto")
-    assert list(auto.y) == [1.7] and list(auto.text) == ["auto"]
+    assert list(auto.y) == [1.7]
+    # the stars sit close together: one of them carries the word, so no two labels print on each other
+    stars = [t for t in fig.data if t.marker.symbol == "star"]
+    assert len(stars) == 2 and [list(t.text or []) for t in stars] == [["auto"], []]
     assert summary_cost(SUMMARY).layout.shapes[0].x0 in (6.0, 7.0)
     for empty in (tau_budget_figure(None), speed_budget_figure(None)):
         assert not empty.data and "Press Compare" in empty.layout.annotations[0].text
@@ -88,3 +91,13 @@ def test_verdict_text_names_its_prompts_and_escapes():
     odd = {**SUMMARY, "verdict": "<b>x</b>", "stopped_early": "time budget reached: 2 of 5 prompts run"}
     assert "&lt;b&gt;" in verdict_text(odd) and "2 of 5 prompts run" in verdict_text(odd)
     assert verdict_text(None) == "" and "One prompt has no spread" in verdict_text({**SUMMARY, "prompts": 1})
+
+
+def test_table_columns_share_the_width_and_hold_their_header_words():
+    from viz.compare_table import CELL_PAD_PX, COLUMNS, HEADER_CHAR_PX, TABLE_PX, WIDTHS
+
+    shares = [float(w.rstrip("%")) for w in WIDTHS]
+    assert len(shares) == len(COLUMNS) and sum(shares) == 100
+    for header, share in zip(COLUMNS, shares):
+        longest = max(len(word) for word in header.split())
+        assert longest * HEADER_CHAR_PX + CELL_PAD_PX <= TABLE_PX * share / 100, header

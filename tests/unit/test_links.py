@@ -53,6 +53,15 @@ def test_bad_values_fall_back_instead_of_breaking_the_page():
     assert "step" not in link and "prompt" not in link and not link.get("run") and "lesson" not in link
 
 
+def test_a_method_the_menu_does_not_offer_leaves_the_menu_alone():
+    from ui.controls import METHOD_CHOICES, control_values
+
+    assert "ar" not in {value for _, value in METHOD_CHOICES}          # Explore draws trees: no AR in its menu
+    assert parse_link({"method": "ar", "max_depth": "5"})["settings"] == {"max_depth": 5}
+    assert parse_link({"method": "binary"})["settings"] == {"method": "binary"}
+    assert control_values({"method": "ar", "nodes": 25}) == {"nodes": 25, NODES_MODE: "fixed"}
+
+
 def test_a_copied_link_round_trips_with_its_budget():
     for nodes, written in ((25, "25"), (0, "auto")):
         settings = {**app_defaults(), "nodes": nodes, "method": "binary", "temperature": 0.5, "seed": 7}

@@ -89,6 +89,10 @@ def test_the_chart_stars_each_batch_sizes_best_and_the_sentence_says_where_it_st
     assert list(fig.data[-1].x) == [25, 4, 0] and "modelled" in fig.layout.title.text
     text = serving.batch_summary(best)
     assert "pays up to B = 4" in text and "from B = 16" in text and "B = 16: AR" in text
+    # measured costs are noisy: a tree may pay again at a larger batch; the sentence names both sides
+    gap = {**best, 8: {"batch": 8, "nodes": 0, "speedup": 1.0}, 16: {"batch": 16, "nodes": 1, "speedup": 1.04}}
+    text = serving.batch_summary(gap)
+    assert "pays at B = 1, 4, 16 and not at B = 8" in text and "up to" not in text
     empty = serving.speedup_figure([], {})
     assert not empty.data and "Measure" in empty.layout.annotations[0].text
     assert "not a measured batched run" in serving.MODEL_NOTE

@@ -90,3 +90,64 @@ def test_ea_vs_a_cautions_below_100_steps():
     many = {**few, "ea": few["ea"] * FEW_STEPS, "a": few["a"] * FEW_STEPS}
     assert "noisy" in ea_density([few])[0].layout.title.text
     assert "noisy" not in ea_density([many])[0].layout.title.text
+
+
+def test_long_chart_text_wraps_at_spaces():
+    from viz.style import wrap_lines
+
+    assert wrap_lines("one two three", 7) == ("one two<br>three", 2)
+    assert wrap_lines("a<br>b c", 10) == ("a<br>b c", 2)                     # breaks already there stay
+    assert wrap_lines("internationalisation x", 5) == ("internationalisation<br>x", 2)   # a word stays whole
+    assert wrap_lines("") == ("", 1)
+
+
+def why_lines(fig) -> list[tuple[str, str]]:
+    """(where, line) for every line of a figure's title and notes."""
+    parts = [("title", fig.layout.title.text)] + [("note", a.text) for a in fig.layout.annotations]
+    return [(where, line) for where, text in parts for line in text.split("<br>")]
+
+
+def test_why_this_shape_keeps_its_words_inside_the_panel_and_clear_of_its_label():
+    from viz.step_charts import AXIS_TITLE_PX, BADGE_PX, NOTE_PX, TITLE_CHARS, why_shape
+    from viz.style import NOTE_CHARS
+
+    reason = ("layer 2 did not raise the best expected throughput · retrieval: no earlier occurrence of the "
+              "last token, so nothing was fused into this step's tree")
+    auto = {"ea_by_depth": [0.0, 0.9], "stop_reason": reason, "length": {"control": "thompson", "depth": 3},
+            "auto": {"objective": [[30.0, 31.0], [29.0]], "draft_model_ms": [1.0, 3.0], "chosen_depth": 1,
+                     "chosen_nodes": 2, "fused_nodes": 7, "fused_tokens_per_s": 41.5}}
+    delta = {"ea_by_depth": [0.0, 1.0, 1.5], "stop_reason": "E(A) grew by 0.1 <= δ=0.3 at depth 2 · " + reason}
+    thompson = {"ea_by_depth": [0.0], "length": {"control": "thompson", "alpha": 9.0, "beta": 3.0, "theta": 0.8,
+                                                 "price": 0.3, "depth": 5}}
+    predictor = {"ea_by_depth": [0.0], "length": {"control": "predictor", "predicted": 1.234, "depth": 3},
+                 "depth": [1, 2], "accept_length": 1, "committed": [5, 6]}
+    meta = {"method": "opt-tree", "threshold": 0.3, "max_depth": 10}
+    for step in (auto, delta, thompson, predictor):
+        fig = why_shape(step, meta)
+        lines = why_lines(fig)
+        assert all(len(line) <= (TITLE_CHARS if where == "title" else NOTE_CHARS) for where, line in lines), lines
+        title = fig.layout.title
+        assert title.yref == "container" and title.yanchor == "top" and title.pad.t >= BADGE_PX
+        above = [a for a in fig.layout.annotations if a.yref == "paper" and a.y == 1.0 and a.yanchor == "bottom"]
+        title_lines = title.text.count("<br>") + 1
+        note_lines = sum(a.text.count("<br>") + 1 for a in above)
+        assert fig.layout.margin.t >= BADGE_PX + title_lines * title.font.size + note_lines * NOTE_PX
+    stop = next(a for a in why_shape(auto, meta).layout.annotations if a.text.startswith("stopped"))
+    assert stop.text.count("<br>") >= 1                                   # the long reason wraps
+    assert stop.yanchor == "top" and stop.y == 0 and stop.yshift <= -AXIS_TITLE_PX      # under the axis title
+    assert why_shape(auto, meta).layout.margin.b >= AXIS_TITLE_PX + (stop.text.count("<br>") + 1) * NOTE_PX
+    assert "depth capped at 3" in why_shape(auto, meta).layout.title.text.replace("<br>", " ")
+
+
+def test_the_cost_curves_legend_sits_below_its_axis_title():
+    from viz.cost_chart import cost_figure
+
+    cost = {"tokens": [1, 8, 64], "verify_ms": [20.0, 25.0, 60.0], "widths": [1, 64], "layer_ms": [2.0, 9.0]}
+    layout = cost_figure(cost).layout
+    assert layout.legend.yref == "container" and layout.legend.y == 0 and layout.legend.yanchor == "bottom"
+    assert layout.margin.b >= 40 + 3 * 20          # the axis title, then three legend rows
+    long = {**cost, "device": "Intel(R) Xeon(R) Processor", "isa": "avx512", "dtype": "float32", "threads": 2,
+            "measured_utc": "2026-11-28 13:31 UTC", "load_avg": [1.1, 1.0, 1.0]}
+    title = cost_figure(long).layout.title.text
+    small = [line.replace("<sup>", "").replace("</sup>", "") for line in title.split("<br>")[1:]]
+    assert len(small) == 2 and all(len(line) <= 95 for line in small) and "load average 1.1" in " ".join(small)
