@@ -85,6 +85,7 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
     except OptTreeError as exc:
         return {status: f"⚠️ {md_safe(str(exc))}", box: None}
     meta, prompt = trace["meta"], str(trace.get("prompt", ""))
+    method = str(meta.get("method", "?"))
     settings = checked_settings({**meta, "retrieval": meta.get("retrieval_asked", meta.get("retrieval"))})
     controls = control_values(settings)
     model = model_of(page, registry, meta)
@@ -94,7 +95,7 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
            page.status: "Replaying an imported trace (no model involved).",
            page.ran: links.ran_with(model or registry.default, prompt, controls),
            page.caption: explore.caption_update(imported_lesson(prompt, model, settings, registry.default)),
-           status: f"Loaded a {md_safe(meta.get('method', '?'))} run with {steps_of(trace)} steps: its prompt and "
+           status: f"Loaded {article(method)} {md_safe(method)} run with {steps_of(trace)} steps: its prompt and "
                    "settings are in Explore's controls; open Explore to replay it."}
     if prompt.strip():      # a run decoded from token ids has no prompt text: the box keeps its own
         out[page.prompt] = prompt
@@ -124,3 +125,8 @@ def wire(page: Page, parts: dict, registry) -> None:
     box = parts["import_file"]
     box.upload(bind(do_import, page, parts, registry), [box, page.colour, page.present, page.history],
                import_outputs(page, parts), **PRIVATE)
+
+
+def article(word: str) -> str:
+    """'an' before a method name read with a vowel sound (an opt-tree, an AR, an eagle-static run), else 'a'."""
+    return "an" if word[:1].lower() in "aeio" else "a"

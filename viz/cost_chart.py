@@ -119,7 +119,7 @@ def cost_figure(cost: dict | None, marks: dict[str, float] | None = None) -> go.
     where = ", ".join(str(cost[k]) for k in ("device", "isa", "dtype") if cost.get(k))
     threads = f", {cost['threads']} threads" if cost.get("threads") else ""
     load = cost.get("load_avg")       # a curve measured on a busy machine prices trees too high
-    busy = f" · load average {load[0]:.1f} then" if load else ""
+    busy = f" · load average {load[0]:.1f} at the time" if load else ""
     # The subtitle's small print holds about 95 characters a line in a half-width panel.
     sub, lines = style.wrap_lines(f"{where}{threads} · measured {cost.get('measured_utc', '')}{busy}", 95)
     sub = sub.replace("<br>", "</sup><br><sup>")

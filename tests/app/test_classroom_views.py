@@ -93,7 +93,7 @@ def test_an_import_restores_the_prompt_and_settings_and_reaches_ea_vs_a():
     assert auto[page.settings[NODES_MODE]] == "auto" and page.settings["nodes"] not in auto
     assert page.prompt not in auto                         # the box keeps its own text
     ar = files.do_import(page, parts, registry, dumps(tiny_trace(method="ar")).encode(), "log_p_hat", False, [])
-    assert page.settings["method"] not in ar and "Loaded a ar run" in ar[parts["import_status"]]   # menu unchanged
+    assert page.settings["method"] not in ar and "Loaded an ar run" in ar[parts["import_status"]]   # menu unchanged
     bundled = {"target": "smollm2-135m-instruct"}
     assert files.model_of(page, registry, {**bundled, "drafter": "eagle", "draft": "smollm2-eagle-head.safetensors"}) \
         == "smollm2-eagle"

@@ -275,7 +275,7 @@ def test_cost_chart_and_the_sentence_for_a_slower_method(trace):
     assert [t.name for t in longer.data][:2] == ["target forward (verify) after 128 tokens", "… after 1024 tokens"]
     assert list(longer.data[1].y) == [60.0, 90.0, 300.0] and list(longer.data[1].customdata) == [1.0, 1.5, 5.0]
     busy = cost_figure({**COST, "isa": "avx2", "load_avg": [3.5, 2.0, 1.0]}).layout.title.text
-    assert "Test CPU, avx2, float32" in busy and "load average 3.5 then" in busy
+    assert "Test CPU, avx2, float32" in busy and "load average 3.5 at the time" in busy
     assert "int8" not in fig.data[-1].name
     assert cost_figure({**COST, "draft_kernel": "int8"}).data[-1].name == "one draft layer (int8 weights)"
     fast, slow, ar = (json.loads(dumps(trace)) for _ in range(3))
