@@ -68,7 +68,7 @@ def _traces(summary: dict, key: str, what: str) -> list[dict]:
         if auto:
             # The auto stars sit close together (every shape's auto budget picks a few nodes): one says
             # "auto", the subtitle's ★ and each star's hover say the rest, and no labels print on each other.
-            data.append(dict(type="scatter", mode="markers" if labelled else "markers+text", name=f"{shape} · auto",
+            data.append(dict(type="scatter", mode="markers+text", name=f"{shape} · auto",
                              legendgroup=shape, showlegend=not fixed,
                              x=[max(r.get("mean_nodes") or 1, 1) for r in auto], y=[r[key] for r in auto],
                              error_y=_error(auto, key),
