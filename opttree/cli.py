@@ -38,11 +38,12 @@ from opttree.trees.sequoia import DEFAULT_ACCEPTANCE
 
 
 def cmd_generate(args) -> int:
-    from opttree.engine.speculative import run  # torch stays out of `--help`
+    from opttree.engine.speculative import run, warm_up  # torch stays out of `--help`
 
     cfg = decode_config(args, args.method)  # validate settings before loading anything
     clean_prompt(args.prompt)
     pair = load_from_args(args, need_draft=args.method != "ar")
+    warm_up(pair)     # the tokens/s printed below is a warm run's
     trace = run(pair, args.prompt, cfg, chat=not args.no_chat, context=context_from_args(args, pair))
     if args.trace:
         with open(args.trace, "w", encoding="utf-8") as f:

@@ -31,7 +31,10 @@ from opttree.trees.draft_tree import DraftTree
 from opttree.trees.methods import build_tree
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE
 
-__all__ = ["Cancelled", "new_trace", "run", "run_acceptance", "stream_run"]
+__all__ = ["Cancelled", "new_trace", "run", "run_acceptance", "stream_run", "warm_up"]
+
+# A short run at a fixed budget (no cost curve needed) that drafts, builds, verifies and commits.
+WARM_UP, WARM_UP_PROMPT = DecodeConfig(nodes=10, max_depth=4, max_new_tokens=8), 16
 
 
 class Cancelled(Exception):
@@ -112,6 +115,14 @@ def run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,
                             paths):
         pass
     return trace
+
+
+def warm_up(pair) -> None:
+    """One short untimed run of a freshly loaded pair. A process's first forwards pay one-time costs
+    (kernel set-up, allocations, lazy initialisation) that would otherwise land in the first run's
+    prefill and tokens/s and read as the method's cost (docs/architecture.md, "Timing")."""
+    ids = list(range(1, 1 + WARM_UP_PROMPT))     # any tokenizer's ids: no template, no text to encode
+    run(pair, "", WARM_UP, chat=False, prompt_ids=ids, record_target=False)
 
 
 def _check(cancel) -> None:

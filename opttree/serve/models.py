@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from opttree.drafters.registry import load_pair, with_drafter
 from opttree.engine import batch_cost, cost
-from opttree.engine.speculative import run_acceptance
+from opttree.engine.speculative import run_acceptance, warm_up
 from opttree.serve.allow_list import ModelEntry, Registry
 from opttree.serve.lane import Lane
 from opttree.serve.settings import ServerSettings
@@ -23,6 +23,12 @@ from opttree.serve.settings import ServerSettings
 def public_name(draft: str) -> str:
     """The draft's file name only: traces are shown and exported, server paths stay private."""
     return os.path.basename(draft) or draft
+
+
+def warmed(pair):
+    """A loaded pair after one short untimed run, so a visitor's first run is timed warm."""
+    warm_up(pair)
+    return pair
 
 
 @dataclass
@@ -40,7 +46,7 @@ class ModelCache:
         entry, notice = self.registry.resolve(model_id)
         with self._lock:
             if entry.id not in self._pairs:
-                self._pairs[entry.id] = (self.pair_factory or self._load)(entry)
+                self._pairs[entry.id] = self.pair_factory(entry) if self.pair_factory else warmed(self._load(entry))
         return self._pairs[entry.id], notice
 
     def _load(self, entry: ModelEntry):

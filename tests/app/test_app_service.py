@@ -17,6 +17,7 @@ from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.errors import BadInput
 from opttree.serve.allow_list import DRAFTERS, ModelEntry, Registry, load_registry
 from opttree.serve.lane import Lane
+from opttree.serve.models import ModelCache
 from opttree.serve.service import RunError, RunService
 from opttree.trace import validate_trace
 
@@ -280,6 +281,23 @@ def slow_service(pair, load_s: float, time_limit_s: float, on_load=None):
 def counting_forwards(pair):
     calls = []
     return calls, pair.target.register_forward_hook(lambda *args: calls.append(1))
+
+
+def test_a_loaded_pair_is_warmed_before_its_first_run(pair, monkeypatch):
+    """The cache runs a freshly loaded pair once, untimed, so a visitor's first run is not the process's
+    first forwards (their one-time costs would read as the method's); a pair is warmed once."""
+    loads = []
+    monkeypatch.setattr(ModelCache, "_load", lambda self, entry: loads.append(entry.id) or pair)
+    svc = RunService(registry=Registry([ModelEntry("tiny", "tiny", "t", "self")], default="tiny"))
+    calls, hook = counting_forwards(pair)
+    try:
+        svc.pair_for("tiny")
+        assert loads == ["tiny"] and calls, "loading the pair ran no untimed forward"
+        warm = len(calls)
+        svc.pair_for("tiny")
+        assert len(calls) == warm and loads == ["tiny"]
+    finally:
+        hook.remove()
 
 
 def test_time_limit_counts_loading_the_model(pair):

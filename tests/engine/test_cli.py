@@ -8,7 +8,10 @@ import sys
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from settings_fuzz import all_settings
+from tiny import tiny_pair
 
+import opttree.cli as cli
+import opttree.engine.speculative as speculative
 from opttree.cli import main
 from opttree.drafters.registry import KINDS
 from opttree.models.draft_assets import card_temperature
@@ -49,6 +52,18 @@ def test_drafter_flag_offers_the_training_free_drafters():
     args = build_parser().parse_args(["generate", "--prompt", "x", "--drafter", "recycling", "--retrieval", "on"])
     assert args.drafter == "recycling" and args.retrieval == "on"
     assert build_parser().parse_args(["generate", "--prompt", "x", "--drafter", "lookup"]).drafter == "lookup"
+
+
+def test_generate_times_a_warm_run(monkeypatch, capsys):
+    """`opttree generate` warms the loaded pair up before the run whose tokens/s it prints."""
+    pair, order = tiny_pair("classic"), []
+    real_run = speculative.run
+    monkeypatch.setattr(cli, "load_from_args", lambda args, need_draft: pair)
+    monkeypatch.setattr(speculative, "warm_up", lambda p: order.append(("warm", p)))
+    monkeypatch.setattr(speculative, "run", lambda p, *a, **k: order.append(("run", p)) or real_run(p, *a, **k))
+    assert main(["generate", "--prompt", "t1 t2 t3", "--nodes", "4", "--max-new-tokens", "4", "--no-chat"]) == 0
+    assert order == [("warm", pair), ("run", pair)]
+    assert "tok/s" in capsys.readouterr().err
 
 
 def test_non_numeric_slider_value_rejected_by_argparse(capsys):

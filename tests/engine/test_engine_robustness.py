@@ -13,7 +13,7 @@ from tiny import tiny_pair
 from opttree.config import LIMITS, METHODS, SETTINGS, DecodeConfig, python_type
 from opttree.decoding.prompts import clean_prompt
 from opttree.decoding.sampling import warp
-from opttree.engine.speculative import Cancelled, run, stream_run
+from opttree.engine.speculative import Cancelled, run, stream_run, warm_up
 from opttree.errors import BadInput
 from opttree.trace import loads
 
@@ -270,3 +270,24 @@ def test_feature_head_reads_the_whole_history_or_only_new_rows_alike():
         tail.end_step([])
     with pytest.raises(ValueError, match="features start at position"):
         tail.begin_step(seq + [12], feats[-1:][:0])   # rows missing: refused, never misread
+
+
+def test_warm_up_drafts_and_verifies_and_changes_no_later_run():
+    """warm_up runs the target and the draft (the forwards whose first calls are slow) and leaves nothing
+    behind: a run after it equals the same run on an identical pair that was never warmed."""
+    for kind in ("eagle", "classic", "early-exit", "recycling"):
+        pair, fresh = tiny_pair(kind), tiny_pair(kind)
+        parts = [pair.target] + ([pair.draft_model] if pair.draft_model is not None else [])
+        calls = {id(m): [] for m in parts}
+        hooks = [sub.register_forward_hook(lambda *a, c=calls[id(m)]: c.append(1))
+                 for m in parts for sub in m.modules()]
+        try:
+            warm_up(pair)
+        finally:
+            for h in hooks:
+                h.remove()
+        assert all(calls.values()), f"{kind}: warm_up left a model unrun"
+        cfg = DecodeConfig(nodes=10, max_depth=4, max_new_tokens=12)
+        after, never = run(pair, "t1 t2 t3 t4", cfg), run(fresh, "t1 t2 t3 t4", cfg)
+        assert after["output_ids"] == never["output_ids"], kind
+        assert [s["parents"] for s in after["steps"]] == [s["parents"] for s in never["steps"]], kind
