@@ -23,7 +23,7 @@ from opttree.drafters.registry import KINDS
 from opttree.engine import batch_cost
 from opttree.errors import OptTreeError
 from opttree.models.draft_assets import card_acceptance
-from opttree.trace import by_depth_text, dumps
+from opttree.trace import by_depth_text, dumps, percent
 from opttree.train.card import heldout_questions
 from opttree.trees.export import (
     EXPORT_METHODS,
@@ -55,7 +55,7 @@ def cmd_generate(args) -> int:
         print(trace["output_text"])
         s = trace["summary"]
         drafts = (f", {s['mean_accepted_draft_tokens']:.2f} accepted draft tokens/step, draft acceptance rate "
-                  f"{s['draft_acceptance_rate'] * 100:.0f}%, by depth {by_depth_text(s['acceptance_by_depth'])}"
+                  f"{percent(s['draft_acceptance_rate'])}, by depth {by_depth_text(s['acceptance_by_depth'])}"
                   if s["mean_nodes"] else "")
         print(f"\n[{cfg.method}] {s['new_tokens']} tokens in {s['steps']} steps: τ={s['tau']:.2f}, "
               f"{s['tokens_per_s']:.1f} tok/s{drafts}", file=sys.stderr)

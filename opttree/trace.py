@@ -164,11 +164,22 @@ def acceptance(steps: list[dict]) -> dict:
     }
 
 
+def percent(x: float, space: str = "") -> str:
+    """A share as a whole percentage that never rounds onto a bound it does not reach: 0.004 is '<1%',
+    not 0% (drafts were accepted), and 0.996 is '>99%', not 100% (an exact-match rate that rounds
+    to 100% would claim every output matched)."""
+    if 0 < x < 0.005:
+        return f"<1{space}%"
+    if 0.995 <= x < 1:
+        return f">99{space}%"
+    return f"{x * 100:.0f}{space}%"
+
+
 def by_depth_text(rates, shown: int = 6) -> str:
     """Per-depth acceptance rates in words: '90% · 70% · 45% …' (the first `shown` depths)."""
     if not rates:
         return "–"
-    return " · ".join(f"{r * 100:.0f}%" for r in rates[:shown]) + (" …" if len(rates) > shown else "")
+    return " · ".join(percent(r) for r in rates[:shown]) + (" …" if len(rates) > shown else "")
 
 
 def summarize(steps: list[dict], new_tokens: int, wall_s: float, prefill_ms: float | None = None) -> dict:

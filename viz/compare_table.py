@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 
+from opttree.trace import percent
 from viz.cost_chart import usable
 from viz.metrics import why_slower
 
@@ -94,7 +95,7 @@ def table_row(row: dict, ar: dict | None, cost, greedy: bool, context: float | N
             _pm(row.get("speedup"), row.get("speedup_se")) + ("×" if row.get("speedup") is not None else ""),
             same_cell(row, greedy), _num(row.get("mean_depth")),
             _num(row.get("mean_accepted_draft_tokens"), ".2f") if drafted else "—",
-            f"{rate * 100:.0f}%" if drafted and isinstance(rate, (int, float)) else "—", ms,
+            percent(rate) if drafted and isinstance(rate, (int, float)) else "—", ms,
             _num(row.get("mean_prefill_ms"), ".0f"), _why(row, ar, cost, context)]
 
 

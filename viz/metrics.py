@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from opttree.trace import by_depth_text, committed_draft
+from opttree.trace import by_depth_text, committed_draft, percent
 
 from .cost_chart import context_read, usable, verify_ratio
 
@@ -83,7 +83,7 @@ def acceptance_text(summary: dict) -> str:
     """The run's draft acceptance rate and per-depth rates (trace.acceptance); '' for a run without drafts."""
     if not summary.get("mean_nodes"):
         return ""
-    return (f"\n\nDraft acceptance rate **{summary.get('draft_acceptance_rate', 0) * 100:.0f}%** of the draft "
+    return (f"\n\nDraft acceptance rate **{percent(summary.get('draft_acceptance_rate', 0))}** of the draft "
             f"tokens verified · accepted at depth 1, 2, 3, …: {by_depth_text(summary.get('acceptance_by_depth'))}")
 
 

@@ -63,6 +63,7 @@ from opttree.engine import cost
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
 from opttree.nets.few_row_linear import kernel_of
+from opttree.trace import percent
 
 HF_METHODS = (HF_METHOD, HF_LOOKUP)
 BENCH_METHODS = ("ar", HF_METHOD, HF_LOOKUP, "chain", "binary", "eagle-static", "eagle-dynamic", "opt-tree",
@@ -415,11 +416,11 @@ def format_table(result: dict) -> str:
         return format(x, spec) if isinstance(x, (int, float)) else format("-", ">" + spec.split(".")[0])
 
     def rate(x):
-        return f"{x * 100:.0f}%" if isinstance(x, (int, float)) else "-"
+        return percent(x) if isinstance(x, (int, float)) else "-"
 
     for m, a in result["methods"].items():
-        exact = f"{a['exact_match'] * 100:.0f}%" if a.get("exact_match") is not None else "-"
-        share = f"{a['draft_share'] * 100:.0f}%" if a.get("draft_share") is not None else "-"
+        exact = percent(a['exact_match']) if a.get("exact_match") is not None else "-"
+        share = percent(a['draft_share']) if a.get("draft_share") is not None else "-"
         lines.append(f"{m:<22}{f(a['tau'], '6.2f')}{f(a['tokens_per_s'], '8.1f')}"
                      f"{f(a['speedup'], '8.2f')}x{exact:>7}{f(a['mean_draft_ms'], '8.1f')}"
                      f"{f(a['mean_build_ms'], '7.1f')}{f(a['mean_verify_ms'], '8.1f')}{share:>7}"

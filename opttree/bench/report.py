@@ -19,7 +19,7 @@ from opttree.bench.sweep import best_budget
 from opttree.bench.theory_table import markdown_table
 from opttree.bench.verdict import verdict
 from opttree.nets.few_row_linear import MKL, ONEDNN, PLAIN
-from opttree.trace import by_depth_text, draft_weights
+from opttree.trace import by_depth_text, draft_weights, percent
 
 
 def fmt(x, spec=".2f", dash="–"):
@@ -33,7 +33,7 @@ def _r(x):
 
 def pct(x):
     """A share as a whole percentage, or a dash."""
-    return f"{x * 100:.0f} %" if isinstance(x, (int, float)) else "–"
+    return percent(x, " ") if isinstance(x, (int, float)) else "–"
 
 
 def choice_text(choice: dict | None) -> str:

@@ -215,6 +215,20 @@ def test_acceptance_figures_by_hand():
                               "acceptance_by_depth": [], "drafted_by_depth": []}
 
 
+def test_a_share_never_rounds_onto_a_bound_it_does_not_reach():
+    """8 of 2,000 verified draft tokens accepted is not 0%, 199 of 200 outputs matching is not 100%:
+    the metrics line, Compare's table, the CLI and the bench reports print shares through percent."""
+    from opttree.bench.report import pct
+    from opttree.trace import percent
+    from viz.metrics import acceptance_text
+
+    assert [percent(x) for x in (0.0, 0.0055, 0.004, 0.5, 0.994, 0.995, 1.0)] == \
+        ["0%", "1%", "<1%", "50%", "99%", ">99%", "100%"]
+    assert pct(199 / 200) == ">99 %" and pct(1.0) == "100 %"
+    line = acceptance_text({"mean_nodes": 500, "draft_acceptance_rate": 8 / 2000, "acceptance_by_depth": [1.0, 0.002]})
+    assert "**<1%**" in line and "100% · <1%" in line
+
+
 def test_an_older_summary_name_is_replaced_on_load(trace):
     old = copy.deepcopy(trace)
     for key in ("mean_accepted_draft_tokens", "draft_acceptance_rate", "acceptance_by_depth", "drafted_by_depth"):
