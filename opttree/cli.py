@@ -7,7 +7,6 @@ import argparse
 import json
 import shlex
 import sys
-import traceback
 from pathlib import Path
 
 import torch
@@ -21,7 +20,7 @@ from opttree.config import DecodeConfig, models_from_args
 from opttree.decoding.prompts import clean_prompt
 from opttree.drafters.registry import KINDS
 from opttree.engine import batch_cost
-from opttree.errors import OptTreeError
+from opttree.errors import guarded
 from opttree.models.draft_assets import card_acceptance
 from opttree.trace import by_depth_text, dumps, percent
 from opttree.train.card import heldout_questions
@@ -199,33 +198,6 @@ def build_parser() -> argparse.ArgumentParser:
     for command in sub.choices.values():   # `opttree generate ... --verbose` as well as `opttree --verbose ...`
         command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     return parser
-
-
-def one_line(text: str, limit: int = 500) -> str:
-    """A message on one line (the CLI's promise: one `error:` line), shortened to `limit` characters."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def guarded(command, verbose: bool) -> int:
-    """Run `command()`; every failure becomes one `error:` line on stderr and a non-zero status.
-
-    Bad input (the project's own errors) exits with 2; anything unexpected with 1, its traceback
-    printed only with `--verbose`."""
-    try:
-        return command()
-    except OptTreeError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # noqa: BLE001 (the CLI's last line of defence: one line, not a traceback)
-        if verbose:
-            traceback.print_exc(file=sys.stderr)
-        hint = "" if verbose else " (run again with --verbose for the traceback)"
-        print(f"error: unexpected {type(exc).__name__}: {one_line(exc) or 'no message'}{hint}", file=sys.stderr)
-        return 1
 
 
 def main(argv=None) -> int:

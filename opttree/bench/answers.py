@@ -35,7 +35,7 @@ from opttree.bench.prompts import read_prompts
 from opttree.config import models_from_args
 from opttree.decoding.prompts import clean_prompt, encode_prompt
 from opttree.engine.speculative import run
-from opttree.errors import BadInput, OptTreeError
+from opttree.errors import BadInput, OptTreeError, guarded
 
 
 def question_file(bench_name: str, explicit: str | None) -> Path:
@@ -172,4 +172,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(guarded(main))

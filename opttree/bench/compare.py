@@ -21,6 +21,7 @@ from opttree.bench.harness import parse_spec
 from opttree.bench.prompts import BenchPrompt, read_prompts, with_given
 from opttree.bench.verdict import spread, verdict
 from opttree.config import AUTO_NODES, MODEL_DRAFTERS, SETTINGS, TRAINING_FREE, app_defaults
+from opttree.errors import guarded
 from opttree.trees.static import shape_paths
 
 BUDGETS = (4, 10, 25, 60)          # the fixed node budgets τ is measured at (the paper's n = 25 and 60 among them)
@@ -140,4 +141,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(guarded(main))

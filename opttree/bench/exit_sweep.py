@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from opttree.bench.report import fmt, pct
+from opttree.errors import guarded
 
 PRIMARY = "opt-tree@auto~thompson"   # EESD's controller on OPT-Tree's auto-sized trees
 
@@ -88,4 +89,4 @@ def main(argv=None) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

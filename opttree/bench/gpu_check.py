@@ -30,7 +30,7 @@ from opttree.bench.harness import run_bench
 from opttree.bench.prompts import read_prompts
 from opttree.bench.report import fmt, pct
 from opttree.config import DecodeConfig
-from opttree.errors import BadInput
+from opttree.errors import BadInput, guarded
 
 DTYPES = ("fp32", "bf16", "fp16")
 METHODS = ("ar", "opt-tree@60", "opt-tree@auto")
@@ -138,4 +138,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(guarded(main))

@@ -32,6 +32,7 @@ from opttree.bench.verdict import mean_se
 from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.drafters.registry import load_pair
 from opttree.engine.speculative import run
+from opttree.errors import guarded
 from opttree.nets import few_row_linear as FR
 from opttree.nets.feature_head import LM_ROWS, FeatureHead
 
@@ -121,4 +122,4 @@ def main(argv=None) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

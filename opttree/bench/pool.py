@@ -12,7 +12,7 @@ from pathlib import Path
 
 from opttree.bench.plots import plot_ea_vs_a
 from opttree.bench.sweep import ea_a_stats
-from opttree.errors import BadInput
+from opttree.errors import BadInput, guarded
 
 
 def pool_ea_a(result: dict, paths) -> dict:
@@ -48,4 +48,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(guarded(main))

@@ -22,7 +22,7 @@ from opttree.bench.env import machine_info, note_load
 from opttree.config import BUNDLED_ID
 from opttree.decoding.kv_cache import new_cache
 from opttree.engine.cost import sync
-from opttree.errors import BadInput, ModelLoadError
+from opttree.errors import BadInput, ModelLoadError, guarded
 from opttree.models.loading import last_logits_only, load_target
 
 FORMS = ("every row", "last row")
@@ -90,4 +90,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

@@ -18,7 +18,6 @@ cost of the weights' loading path from a cost of the engine.
 from __future__ import annotations
 
 import argparse
-import sys
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -28,7 +27,7 @@ from opttree.bench.prompts import read_prompts
 from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.drafters.registry import load_pair, with_drafter
 from opttree.engine import cost, speculative
-from opttree.errors import BadInput, ModelLoadError
+from opttree.errors import BadInput, ModelLoadError, guarded
 from opttree.models.loading import (
     ModelPair,
     input_device,
@@ -131,4 +130,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(guarded(main))

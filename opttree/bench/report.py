@@ -18,6 +18,7 @@ from opttree.bench.plots import plot_node_sweep, plot_threshold_sweep
 from opttree.bench.sweep import best_budget
 from opttree.bench.theory_table import markdown_table
 from opttree.bench.verdict import verdict
+from opttree.errors import guarded
 from opttree.nets.few_row_linear import MKL, ONEDNN, PLAIN
 from opttree.trace import by_depth_text, draft_weights, percent
 
@@ -380,4 +381,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(guarded(main))

@@ -24,6 +24,7 @@ import statistics
 
 from opttree.bench.harness import parse_spec
 from opttree.config import AUTO_NODES
+from opttree.errors import guarded
 
 STATIC = ("eagle-static", "binary", "chain", "sequoia")   # the static shapes a verdict weighs OPT-Tree against
 NOISE_SE = 2.0                                          # a paired difference must exceed this many SEs
@@ -248,4 +249,4 @@ def _read(path: str) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

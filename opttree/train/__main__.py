@@ -21,6 +21,7 @@ import torch
 
 from opttree.config import BUNDLED_ID
 from opttree.drafters.registry import load_pair
+from opttree.errors import guarded
 from opttree.train import card as C
 from opttree.train import classic as CL
 from opttree.train import data as D
@@ -144,4 +145,4 @@ TRAINERS = {"head": H.train_head, "classic": CL.train_classic, "early-exit": EE.
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

@@ -19,7 +19,7 @@ from opttree.drafters.registry import TRAINING_KINDS, load_pair
 from opttree.drafters.tree_temperature import for_decoding
 from opttree.engine.cost import draft_kernel
 from opttree.engine.speculative import run
-from opttree.errors import BadInput
+from opttree.errors import BadInput, guarded
 from opttree.models.draft_assets import ACCEPTANCE_KEY
 from opttree.train import spec_bench
 from opttree.train.acceptance import measure_acceptance
@@ -264,4 +264,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

@@ -27,6 +27,7 @@ from tqdm import tqdm
 from opttree import paths
 from opttree.config import BUNDLED_ID
 from opttree.decoding.prompts import encode_prompt
+from opttree.errors import guarded
 from opttree.models.loading import load_tokenizer
 from opttree.nets.feature_head import fused_layers
 from opttree.train.common import ThreadTuner, device_arg, load_target, save_atomic
@@ -281,4 +282,4 @@ def run_generation(args):
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

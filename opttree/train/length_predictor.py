@@ -40,7 +40,7 @@ from opttree.decoding.prompts import encode_prompt
 from opttree.drafters.registry import load_pair
 from opttree.engine.cost import draft_kernel
 from opttree.engine.speculative import run
-from opttree.errors import BadInput
+from opttree.errors import BadInput, guarded
 from opttree.nets.length_predictor import DEFAULT_PREDICTOR, HIDDEN, LengthPredictor, load_length_predictor
 from opttree.train.common import MEASURE_DEVICE, device_arg
 from opttree.train.generate import load_shards, shard_paths
@@ -251,4 +251,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

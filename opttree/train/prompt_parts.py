@@ -38,6 +38,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from opttree import paths
+from opttree.errors import guarded
 
 PARTS_DIR = paths.PROMPTS / "parts"
 HELDOUT_SHARE = 0.04
@@ -262,4 +263,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

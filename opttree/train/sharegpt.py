@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TextIO
 
 from opttree.drafters.retrieval import MAX_CORPUS_BYTES
+from opttree.errors import guarded
 from opttree.train.prompt_parts import five_grams, shares_five_words
 from opttree.train.prompts import LONG_INPUT_PROMPTS
 
@@ -282,4 +283,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

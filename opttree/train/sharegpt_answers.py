@@ -22,6 +22,7 @@ import argparse
 import time
 
 from opttree import paths
+from opttree.errors import guarded
 from opttree.train import sharegpt as S
 from opttree.train.generate import generate_batch
 from opttree.train.teacher_forcing import load_target_for, run_shards, shard_entry, source_args, template_ids
@@ -91,4 +92,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from opttree import paths
 from opttree.decoding.prompts import round_robin
-from opttree.errors import BadInput
+from opttree.errors import BadInput, guarded
 from opttree.train.prompt_parts import five_grams
 from opttree.train.prompts import train_prompts
 
@@ -161,4 +161,4 @@ def main(argv=None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

@@ -31,6 +31,7 @@ import torch
 
 from opttree import paths
 from opttree.config import BUNDLED_ID
+from opttree.errors import guarded
 from opttree.models.loading import load_tokenizer
 from opttree.nets.feature_head import fused_layers
 from opttree.train import sharegpt as S
@@ -262,4 +263,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(guarded(main))

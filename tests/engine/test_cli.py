@@ -109,6 +109,36 @@ def test_auto_node_budget_is_the_default_and_zero():
     assert "auto (the default" in " ".join(help_text.split())
 
 
+def test_every_python_m_tool_gives_bad_input_one_error_line():
+    """Every `python -m opttree.…` entry point runs its main through errors.guarded, so a bad flag value
+    that argparse accepts (a budget of 0 where the tool needs n ≥ 1) is one `error:` line and status 2,
+    not a traceback."""
+    from pathlib import Path
+
+    entry = 'if __name__ == "__main__":\n'
+    tools = [p for p in Path(ROOT, "opttree").rglob("*.py") if entry in p.read_text()]
+    assert len(tools) >= 15
+    for p in tools:
+        after = p.read_text().split(entry, 1)[1].splitlines()[0].strip()
+        assert after == "raise SystemExit(guarded(main))", f"{p}: {after}"
+    done = subprocess.run([sys.executable, "-m", "opttree.bench.profile_step", "--nodes", "0"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: --nodes, --tokens and --ops must be at least 1, --max-depth 1..20, and --dtypes must name at "
+        "least one dtype."]
+
+
+def test_guarded_turns_what_a_main_returns_into_a_status(capsys):
+    from opttree.errors import BadInput, guarded
+
+    assert guarded(lambda: 3) == 3 and guarded(lambda: {"result": 1}) == 0 and guarded(lambda: None) == 0
+
+    def bad():
+        raise BadInput("no such prompt set")
+    assert guarded(bad) == 2 and capsys.readouterr().err == "error: no such prompt set\n"
+
+
 def test_unexpected_failure_is_one_error_line(monkeypatch, capsys):
     """Not only the project's own errors: anything else is one `error:` line and status 1."""
     def broken(*args, **kwargs):
