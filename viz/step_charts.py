@@ -163,12 +163,14 @@ def chart_depth(meta: dict, chosen: int) -> int:
 
 
 def length_note(step: dict) -> str:
-    """A length controller's cap in words, for the auto table's title ('' when none)."""
+    """A length controller's cap in words, for the auto table's title ('' when none): what it allowed,
+    since a tighter cap (the tokens left, which the stop note names) may have cut the tree further."""
     length = step.get("length")
     if not isinstance(length, dict):
         return ""
     who = "Thompson sampling" if length.get("control") == "thompson" else "the learned predictor"
-    return f"; depth capped at {length['depth']} by {who}"
+    depth = length["depth"]
+    return f"; {who} allowed at most {depth} layer{'s' if depth != 1 else ''}"
 
 
 def why_predictor(step: dict, meta: dict) -> go.Figure:

@@ -34,7 +34,7 @@ from opttree.bench.env import progress_bar
 from opttree.bench.prompts import read_prompts
 from opttree.config import models_from_args
 from opttree.decoding.prompts import clean_prompt, encode_prompt
-from opttree.engine.speculative import run
+from opttree.engine.speculative import run, warm_up
 from opttree.errors import BadInput, OptTreeError, guarded
 
 
@@ -162,6 +162,7 @@ def main(argv=None) -> int:
         model_id = args.model_id or f"{Path(args.target).name}-{args.method}-{drafter}-n{cfg.nodes or 'auto'}"
         answer_file = args.answer_file or f"{args.bench_name}/model_answer/{model_id}.jsonl"
         pair = load_from_args(args, need_draft=args.method != "ar")
+        warm_up(pair)     # each answer's wall_time is a warm run's
         n = run_eval(pair, questions, cfg, answer_file, model_id, args.max_turns, context_from_args(args, pair),
                      file_source(qpath))
         print(f"wrote {n} answers to {answer_file}")

@@ -136,7 +136,8 @@ def test_why_this_shape_keeps_its_words_inside_the_panel_and_clear_of_its_label(
     assert stop.text.count("<br>") >= 1                                   # the long reason wraps
     assert stop.yanchor == "top" and stop.y == 0 and stop.yshift <= -AXIS_TITLE_PX      # under the axis title
     assert why_shape(auto, meta).layout.margin.b >= AXIS_TITLE_PX + (stop.text.count("<br>") + 1) * NOTE_PX
-    assert "depth capped at 3" in why_shape(auto, meta).layout.title.text.replace("<br>", " ")
+    # the controller's cap as what it allowed: the tokens left may cap the tree tighter (the stop note)
+    assert "allowed at most 3 layers" in why_shape(auto, meta).layout.title.text.replace("<br>", " ")
 
 
 def test_the_cost_curves_legend_sits_below_its_axis_title():
