@@ -315,19 +315,6 @@ def test_eval_answer_files_are_readable_by_spec_bench(tmp_path, pair):
     assert all(set(c["accept_lengths"]) == {1} for c in ar)
 
 
-def test_eval_times_warm_answers(tmp_path, pair, monkeypatch):
-    """`opttree eval` warms the loaded pair before the answers whose wall_time Spec-Bench reads."""
-    import opttree.bench.answers as answers
-
-    qf, order = tmp_path / "q.jsonl", []
-    qf.write_text('{"prompt": "t2 t2"}\n')
-    monkeypatch.setattr(answers, "load_from_args", lambda args, need_draft: pair)
-    monkeypatch.setattr(answers, "warm_up", lambda p: order.append(("warm", p)))
-    monkeypatch.setattr(answers, "run_eval", lambda p, qs, *a: order.append(("eval", p)) or len(qs))
-    assert answers.main(["--question-file", str(qf), "--answer-file", str(tmp_path / "a.jsonl")]) == 0
-    assert order == [("warm", pair), ("eval", pair)]
-
-
 def test_eval_cli_bad_question_file(tmp_path, capsys):
     from opttree.bench.answers import main
 

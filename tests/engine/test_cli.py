@@ -66,6 +66,19 @@ def test_generate_times_a_warm_run(monkeypatch, capsys):
     assert "tok/s" in capsys.readouterr().err
 
 
+def test_eval_times_warm_answers(tmp_path, monkeypatch):
+    """`opttree eval` warms the loaded pair before the answers whose wall_time Spec-Bench reads."""
+    import opttree.bench.answers as answers
+
+    qf, order, pair = tmp_path / "q.jsonl", [], tiny_pair("classic")
+    qf.write_text('{"prompt": "t2 t2"}\n')
+    monkeypatch.setattr(answers, "load_from_args", lambda args, need_draft: pair)
+    monkeypatch.setattr(answers, "warm_up", lambda p: order.append(("warm", p)))
+    monkeypatch.setattr(answers, "run_eval", lambda p, qs, *a: order.append(("eval", p)) or len(qs))
+    assert answers.main(["--question-file", str(qf), "--answer-file", str(tmp_path / "a.jsonl")]) == 0
+    assert order == [("warm", pair), ("eval", pair)]
+
+
 def test_non_numeric_slider_value_rejected_by_argparse(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["generate", "--prompt", "hi", "--nodes", "many"])
