@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -35,7 +34,7 @@ from opttree.bench.prompts import read_prompts
 from opttree.config import models_from_args
 from opttree.decoding.prompts import clean_prompt, encode_prompt
 from opttree.engine.speculative import run, warm_up
-from opttree.errors import BadInput, OptTreeError, guarded
+from opttree.errors import BadInput, guarded
 
 
 def question_file(bench_name: str, explicit: str | None) -> Path:
@@ -145,31 +144,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Answer the questions; bad input raises (the entry points, `opttree eval` and `python -m`, run this
+    through errors.guarded: one `error:` line, status 2)."""
     args = build_parser().parse_args(argv)
-    try:
-        if args.threads:
-            import torch  # torch stays out of `--help`
+    if args.threads:
+        import torch  # torch stays out of `--help`
 
-            torch.set_num_threads(args.threads)
-        if args.max_new_tokens is None:
-            args.max_new_tokens = 128
-        cfg = decode_config(args, args.method)
-        qpath = question_file(args.bench_name, args.question_file)
-        questions = read_questions(qpath)[args.question_begin:args.question_end]
-        if not questions:
-            raise BadInput("no questions selected (check --question-begin/--question-end).")
-        drafter = models_from_args(args).kind()
-        model_id = args.model_id or f"{Path(args.target).name}-{args.method}-{drafter}-n{cfg.nodes or 'auto'}"
-        answer_file = args.answer_file or f"{args.bench_name}/model_answer/{model_id}.jsonl"
-        pair = load_from_args(args, need_draft=args.method != "ar")
-        warm_up(pair)     # each answer's wall_time is a warm run's
-        n = run_eval(pair, questions, cfg, answer_file, model_id, args.max_turns, context_from_args(args, pair),
-                     file_source(qpath))
-        print(f"wrote {n} answers to {answer_file}")
-        return 0
-    except OptTreeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        torch.set_num_threads(args.threads)
+    if args.max_new_tokens is None:
+        args.max_new_tokens = 128
+    cfg = decode_config(args, args.method)
+    qpath = question_file(args.bench_name, args.question_file)
+    questions = read_questions(qpath)[args.question_begin:args.question_end]
+    if not questions:
+        raise BadInput("no questions selected (check --question-begin/--question-end).")
+    drafter = models_from_args(args).kind()
+    model_id = args.model_id or f"{Path(args.target).name}-{args.method}-{drafter}-n{cfg.nodes or 'auto'}"
+    answer_file = args.answer_file or f"{args.bench_name}/model_answer/{model_id}.jsonl"
+    pair = load_from_args(args, need_draft=args.method != "ar")
+    warm_up(pair)     # each answer's wall_time is a warm run's
+    n = run_eval(pair, questions, cfg, answer_file, model_id, args.max_turns, context_from_args(args, pair),
+                 file_source(qpath))
+    print(f"wrote {n} answers to {answer_file}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -316,11 +316,11 @@ def test_eval_answer_files_are_readable_by_spec_bench(tmp_path, pair):
 
 
 def test_eval_cli_bad_question_file(tmp_path, capsys):
-    from opttree.bench.answers import main
+    from opttree.cli import main  # `opttree eval` runs the answers module's main through errors.guarded
 
     qf = tmp_path / "q.jsonl"
     qf.write_text("{oops\n")
-    assert main(["--question-file", str(qf)]) == 2
+    assert main(["eval", "--question-file", str(qf)]) == 2
     assert "line 1: not valid JSON" in capsys.readouterr().err
 
 
