@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from opttree import paths
@@ -77,8 +78,30 @@ def converted_dir() -> Path:
         except OSError:
             pass    # a read-only cache still loads; transformers then attaches its GGUF quantizer, as before
         return out
-    _convert(gguf_path(), out)
+    with _conversion_lock(out):
+        if not _complete(out):      # another process may have converted while this one waited
+            _convert(gguf_path(), out)
     return out
+
+
+@contextmanager
+def _conversion_lock(out: Path):
+    """Hold a lock file beside `out` while converting, so processes started together (two apps, the test
+    workers) convert once and the others wait for it (tens of CPU seconds each on a small machine)
+    instead of converting side by side. Where no lock can be taken (a read-only cache, no `fcntl`), each
+    converts for itself and `publish` settles who wins."""
+    try:
+        import fcntl  # POSIX only: elsewhere each process converts for itself
+        out.parent.mkdir(parents=True, exist_ok=True)
+        f = open(out.with_name(out.name + ".lock"), "w")   # noqa: SIM115 (held open for the lock's lifetime)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+    finally:
+        f.close()   # closing the file releases the lock
 
 
 def drop_quantization_config(config_path: Path) -> bool:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -106,6 +108,29 @@ def test_a_finished_conversion_never_replaces_a_complete_cache(tmp_path):
     (out / "model.safetensors").unlink()                                 # incomplete: replaced
     bundled.publish(converted("c.tmp3", "third"), out)
     assert (out / "model.safetensors").read_text() == "third"
+
+
+def test_processes_started_together_convert_the_gguf_once(tmp_path, monkeypatch):
+    """Loads that start together wait for one conversion (the lock file) instead of each converting:
+    on a 2-core machine several side by side took minutes, past a first run's time limit."""
+    monkeypatch.setenv("OPTTREE_CACHE", str(tmp_path))
+    monkeypatch.setattr(bundled, "gguf_path", lambda: tmp_path / bundled.GGUF_NAME)
+    calls = []
+
+    def slow_convert(src, out):
+        calls.append(src)
+        time.sleep(0.3)
+        tmp = out.with_name(out.name + f".tmp{len(calls)}")
+        tmp.mkdir()
+        (tmp / "config.json").write_text("{}")
+        (tmp / "model.safetensors").write_text("weights")
+        bundled.publish(tmp, out)
+
+    monkeypatch.setattr(bundled, "_convert", slow_convert)
+    with ThreadPoolExecutor(3) as pool:      # each thread opens the lock file itself, as a process would
+        folders = list(pool.map(lambda _: bundled.converted_dir(), range(3)))
+    assert len(calls) == 1 and set(folders) == {tmp_path / bundled.BUNDLED_ID}
+    assert (folders[0] / "model.safetensors").read_text() == "weights"
 
 
 def test_a_gguf_named_by_opttree_gguf_stands_in_for_the_wheel(no_bundled_wheel, monkeypatch, tmp_path):
