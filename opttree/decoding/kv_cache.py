@@ -3,6 +3,11 @@ place), and compaction: after verification only the accepted path's keys/values 
 
 `DynamicCache.crop` is only right for chains (and `crop(n > 0)` raises in transformers 5.23), so we
 select the kept sequence positions directly in every layer.
+
+Every layer keeps the whole context, sliding-window and chunked-attention layers too (transformers
+would keep only their last window, which a tree's compaction cannot follow): a run is exact while it
+fits in the shortest such span (`local_attention_span`), where those layers see everything anyway,
+and the engine refuses longer runs.
 """
 
 from __future__ import annotations
@@ -25,8 +30,6 @@ def compact(cache, keep: torch.Tensor) -> None:
     for layer in cache.layers:
         if getattr(layer, "keys", None) is None or layer.keys.numel() == 0:
             continue
-        if hasattr(layer, "sliding_window") and getattr(layer, "sliding_window", None):
-            raise NotImplementedError("tree decoding does not support sliding-window KV caches")
         if start < n:
             tail = keep[start:].to(layer.keys.device)
             # A cache filled under inference mode holds inference tensors, which only take in-place
@@ -53,14 +56,33 @@ def truncate(cache, length: int) -> None:
 def new_cache(model):
     """A `DynamicCache` for `model` whose plain layers append in place (`_growing_layer`)."""
     from transformers import DynamicCache  # transformers is heavy: imported when a model is built
-    from transformers.cache_utils import DynamicLayer
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
     cache = DynamicCache(config=model.config)
     grow = _growing_layer()
-    cache.layers = [grow() if type(layer) is DynamicLayer else layer for layer in cache.layers]
+    # Sliding-window and chunked layers (one class) keep the whole context here too: see the module's note.
+    plain = (DynamicLayer, DynamicSlidingWindowLayer)
+    cache.layers = [grow() if type(layer) in plain else layer for layer in cache.layers]
     if getattr(cache, "layer_class_to_replicate", None) is DynamicLayer:   # a config without layer types
         cache.layer_class_to_replicate = grow
     return cache
+
+
+LOCAL_LAYER_TYPES = {"sliding_attention": "sliding_window", "chunked_attention": "attention_chunk_size"}
+
+
+def local_attention_span(config) -> int | None:
+    """The fewest positions a layer of the model with `config` attends over (a sliding window, an
+    attention chunk), or None when every layer attends over the whole context. A query at position i
+    sees key j only while i - j < span (sliding) or both share a chunk of `span`: up to `span`
+    positions, a run's attention is the plain causal one in every layer."""
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    types = getattr(cfg, "layer_types", None)
+    if types is None:       # transformers reads such a config as every layer of one kind
+        types = ["sliding_attention" if getattr(cfg, "sliding_window", None) is not None else
+                 "chunked_attention" if getattr(cfg, "attention_chunk_size", None) is not None else "full_attention"]
+    spans = [getattr(cfg, LOCAL_LAYER_TYPES[t], None) for t in set(types) if t in LOCAL_LAYER_TYPES]
+    return min((s for s in spans if isinstance(s, int) and s > 0), default=None)
 
 
 @functools.cache
