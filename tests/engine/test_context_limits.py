@@ -7,7 +7,17 @@ from __future__ import annotations
 import pytest
 import torch
 from tiny import ToyTokenizer, tiny_llama
-from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, MistralConfig, MistralForCausalLM, Qwen2Config
+from transformers import (
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    MistralConfig,
+    MistralForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
 
 from opttree.config import DecodeConfig
 from opttree.decoding.kv_cache import local_attention_span
@@ -54,11 +64,13 @@ def test_a_run_may_use_every_position_of_the_target_and_no_more():
         hook.remove()
 
 
+TINY = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=512, eos_token_id=None, bos_token_id=None, pad_token_id=None)
+
+
 def mistral(window: int | None, seed: int = 0):
     torch.manual_seed(seed)
-    cfg = MistralConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                        num_key_value_heads=2, max_position_embeddings=512, sliding_window=window,
-                        eos_token_id=None, bos_token_id=None, pad_token_id=None)
+    cfg = MistralConfig(**TINY, sliding_window=window)
     cfg._attn_implementation = "sdpa"
     return MistralForCausalLM(cfg)
 
@@ -74,8 +86,20 @@ def test_within_its_window_a_sliding_window_target_attends_causally():
         assert not torch.allclose(windowed(ids).logits[:, -1], full(ids).logits[:, -1], atol=1e-3)
 
 
-def test_a_sliding_window_target_decodes_exactly_within_its_window_and_refuses_beyond():
-    target = mistral(40)
+WINDOWED = {   # Mistral: every layer windowed; Gemma 3 (interleaved) and Qwen 2 (upper layers): some
+    "mistral": lambda: mistral(40),
+    "gemma3": lambda: Gemma3ForCausalLM(Gemma3TextConfig(**TINY, head_dim=8, sliding_window=40,
+                                                         sliding_window_pattern=2)),
+    "qwen2": lambda: Qwen2ForCausalLM(Qwen2Config(**TINY, sliding_window=40, use_sliding_window=True,
+                                                  max_window_layers=1)),
+}
+
+
+@pytest.mark.parametrize("family", WINDOWED)
+def test_a_sliding_window_target_decodes_exactly_within_its_window_and_refuses_beyond(family):
+    torch.manual_seed(0)
+    target = WINDOWED[family]()
+    target.config._attn_implementation = "sdpa"
     pair = with_draft(target)
 
     def plain(n: int) -> list[int]:     # greedy with no cache: every forward sees the model's own masks
