@@ -25,6 +25,9 @@ element.addEventListener('click', (e) => {
 """
 
 PRIVATE = dict(queue=False, api_visibility="private")   # pure view updates: never wait behind a model run
+# Events that read a step scrubber take its raw value: gr.Slider refuses a typed step past either end
+# before the handler runs (each view then shows a bare "Error"), and `clamp` makes any value a step.
+SCRUB = dict(PRIVATE, preprocess=False)
 
 
 @dataclass

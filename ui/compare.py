@@ -20,7 +20,7 @@ from opttree.bench.harness import iter_bench, parse_methods
 from opttree.config import BUNDLED_ID
 from opttree.errors import OptTreeError
 from opttree.serve.service import RunError
-from ui.common import HISTORY_RUNS, PRIVATE, Page, bind, clamp, history_views, md_safe, session_of, steps_of
+from ui.common import HISTORY_RUNS, SCRUB, Page, bind, clamp, history_views, md_safe, session_of, steps_of
 from ui.controls import STATIC_CHOICES, settings_from
 from viz.compare_charts import speed_budget_figure, summary_cost, tau_budget_figure
 from viz.compare_table import ALL, WIDTHS, budget_choices, compare_table, prompts_text, table_label, verdict_text
@@ -277,7 +277,7 @@ def wire(page: Page, parts: dict, service, stop, lane: dict) -> None:
     parts["measure"].click(bind(measure, service), [page.model], [parts["cost"], parts["status"]],
                            api_visibility="private", **lane)
     parts["budget"].input(at_table_budget, [parts["state"], parts["budget"], parts["right"], parts["step"]],
-                          [parts["table"], parts["step"], parts["left_plot"], parts["right_plot"]], **PRIVATE)
+                          [parts["table"], parts["step"], parts["left_plot"], parts["right_plot"]], **SCRUB)
     for evt in (parts["step"].input, parts["right"].input):
         evt(panels, [parts["state"], parts["budget"], parts["right"], parts["step"]],
-            [parts["left_plot"], parts["right_plot"]], trigger_mode="always_last", **PRIVATE)
+            [parts["left_plot"], parts["right_plot"]], trigger_mode="always_last", **SCRUB)

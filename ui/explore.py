@@ -14,6 +14,7 @@ from ui import links
 from ui.common import (
     HISTORY_RUNS,
     PRIVATE,
+    SCRUB,
     TOKEN_CLICK_JS,
     Page,
     bind,
@@ -257,17 +258,17 @@ def wire(page: Page, parts: dict, service, lane: dict) -> None:
     parts["stop"].click(bind(stop, service), None, page.status, queue=False, api_name="stop")
     scrub = [page.step, *page.views]
     at = [page.trace, page.step, page.colour, page.present]
-    page.step.input(show, at, scrub, trigger_mode="always_last", **PRIVATE)
-    page.colour.input(show, at, scrub, **PRIVATE)
+    page.step.input(show, at, scrub, trigger_mode="always_last", **SCRUB)
+    page.colour.input(show, at, scrub, **SCRUB)
     page.present.change(None, page.present, None, js=PRESENT_JS)
-    page.present.change(show, at, scrub, **PRIVATE)
-    parts["prev"].click(prev_step, at, scrub, **PRIVATE)
-    parts["next"].click(next_step, at, scrub, **PRIVATE)
+    page.present.change(show, at, scrub, **SCRUB)
+    parts["prev"].click(prev_step, at, scrub, **SCRUB)
+    parts["next"].click(next_step, at, scrub, **SCRUB)
     parts["text"].click(jump, [page.trace, page.colour, page.present], scrub, **PRIVATE)
     timer = parts["timer"]
-    parts["play"].click(play, at, [timer, *scrub], **PRIVATE)
+    parts["play"].click(play, at, [timer, *scrub], **SCRUB)
     parts["pause"].click(lambda: gr.Timer(active=False), None, timer, **PRIVATE)
-    timer.tick(tick, at, [timer, *scrub], **PRIVATE)
+    timer.tick(tick, at, [timer, *scrub], **SCRUB)
     page.settings["nodes"].input(fixed_mode, None, page.settings[NODES_MODE], **PRIVATE)
 
 

@@ -6,6 +6,7 @@ the lines that explain numbers which look contradictory."""
 from __future__ import annotations
 
 import gradio as gr
+import pytest
 from tiny import tiny_pair
 
 from opttree.config import SETTING_NAMES, SETTINGS, DecodeConfig
@@ -146,3 +147,32 @@ def test_labels_keep_a_label_apart_in_a_squeezed_tree_and_clear_the_roots_label(
     below = next(i for i in range(len(x)) if x[i] == 1 and y[i] > root_y)
     down = tree_figure({**step, "accepted": [below]}, context="x")
     assert [t for t in down.data if t.name == "root"][0].textposition == "top right"
+
+
+
+def test_a_step_typed_past_either_end_shows_the_nearest_step():
+    """gr.Slider refuses a typed value outside its range before any handler runs (each view then shows
+    a bare "Error"): every event that reads a step scrubber takes its raw value, which `clamp` bounds."""
+    import asyncio
+
+    from gradio.state_holder import SessionState
+
+    from opttree.serve.service import RunService
+    from ui.app import build_app
+
+    demo = build_app(RunService(registry=load_registry()))
+    by_elem = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
+    trace = tiny_trace()
+    last = len(trace["steps"])
+    for elem, scrubbing in (("step", {"show", "prev_step", "next_step", "play", "tick"}),
+                            ("compare-step", {"panels", "at_table_budget"})):
+        fns = [f for f in demo.fns.values() if by_elem[elem] in f.inputs and f.name in scrubbing]
+        assert {f.name for f in fns} == scrubbing and not any(f.preprocess for f in fns), elem
+    show = next(f for f in demo.fns.values() if f.name == "show" and by_elem["step"] in f.inputs)
+    for typed, shown in ((99, last), (0, 1), (-4, 1), (1, 1)):
+        state = SessionState(demo)
+        state[show.inputs[0]._id] = trace                   # the session's run
+        out = asyncio.run(demo.process_api(block_fn=show, inputs=[None, typed, "log_p_hat", False], state=state))
+        assert out["data"][0]["value"] == shown, typed
+    with pytest.raises(gr.Error):                   # what a plain slider does with it
+        gr.Slider(minimum=1, maximum=17, step=1).preprocess(99)
