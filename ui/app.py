@@ -99,9 +99,9 @@ def wire_links(demo, page: Page, parts: dict, tabs) -> None:
         None, run_flag, None, js=links.RUN_IF_LINKED_JS)
     parts["link"].click(bind(links.copy_link, page),
                         [page.ran, page.prompt, page.model, page.colour, page.step, page.present, *settings],
-                        parts["link_box"], **PRIVATE).then(
-        lambda: gr.Textbox(visible=True), None, parts["link_box"], **PRIVATE).then(
-        None, parts["link_box"], None, js="(link) => { navigator.clipboard?.writeText(link).catch(() => {}); }")
+                        page.link_box, **PRIVATE).then(
+        lambda: gr.Textbox(visible=True), None, page.link_box, **PRIVATE).then(
+        None, page.link_box, None, js="(link) => { navigator.clipboard?.writeText(link).catch(() => {}); }")
 
 
 def on_unload(service, request: gr.Request = None):

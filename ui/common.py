@@ -42,6 +42,7 @@ class Page:
     caption: gr.Markdown = None     # the lesson shown above the tree while its run is on screen
     link: gr.State = None           # what the page's URL asked for (ui/links.py), until a run uses it
     ran: gr.State = None            # what the shown run ran with (pair, prompt, settings): Copy link writes it
+    link_box: gr.Textbox = None     # the link Copy link wrote (shown once copied)
     model: gr.Dropdown = None
     prompt: gr.Textbox = None
     status: gr.Markdown = None

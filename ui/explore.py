@@ -51,8 +51,8 @@ def build(page: Page, registry) -> dict:
                 run_btn = gr.Button("Run", variant="primary", elem_id="run", min_width=70)
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop", min_width=70)
                 link_btn = gr.Button("🔗 Copy link", elem_id="copy-link", min_width=110)
-            link_box = gr.Textbox(label="Link to this run and this step (for a slide)",
-                                  visible=False, buttons=["copy"], elem_id="link")
+            page.link_box = gr.Textbox(label="Link to this run and this step (for a slide)",
+                                       visible=False, buttons=["copy"], elem_id="link")
             page.status = gr.Markdown("Ready.", elem_id="status")
             gr.Markdown("**One-click lessons** (each sets the prompt and settings, then runs):",
                         elem_id="lessons-head")
@@ -63,7 +63,7 @@ def build(page: Page, registry) -> dict:
             page.settings = settings_controls()
         with gr.Column(scale=3, elem_id="step-col"):
             parts = step_view(page)
-    return dict(run=run_btn, stop=stop_btn, link=link_btn, link_box=link_box, presets=presets, **parts,
+    return dict(run=run_btn, stop=stop_btn, link=link_btn, presets=presets, **parts,
                 timer=gr.Timer(0.8, active=False))
 
 
@@ -113,7 +113,7 @@ def run_inputs(page: Page) -> dict:
 
 def run_outputs(page: Page) -> list:
     return [page.trace, page.step, *page.run_views, page.status, page.history, page.ea_plot, page.ea_text,
-            page.learn_status, page.link, page.caption, page.ran]
+            page.learn_status, page.link, page.caption, page.ran, page.link_box]
 
 
 def caption_update(index: int | None):
@@ -134,8 +134,9 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     # The Learn tab's live tree says the lesson too, above the run's status.
     said = lessons.caption_markdown(lesson)
     learn = (lambda msg: f"{said}\n\n{msg}") if said else (lambda msg: msg)
-    yield {page.caption: caption_update(lesson), page.ran: links.ran_with(model, prompt, controls),
-           page.learn_status: learn("Starting…"), page.bars: accept_bars(None)}   # not the last run's bars
+    yield {page.caption: caption_update(lesson), page.learn_status: learn("Starting…"),
+           page.bars: accept_bars(None)}   # not the last run's bars
+    ran = links.ran_with(model, prompt, controls)       # Copy link's source once this run is on screen
     drawn = 0.0
     try:
         for up in service.stream(model, prompt, settings, session=session_of(request)):
@@ -152,7 +153,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
             verb = "Done" if up.state == "done" else "Running"
             msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
                    f"tokens, τ = {s['tau']:.2f}")
-            out = {page.status: msg, page.learn_status: learn(msg),
+            out = {page.status: msg, page.learn_status: learn(msg), **now_showing(page, ran),
                    **shown_run(page, trace, i, colour, present, bars=up.state == "done")}
             if up.state == "done":
                 if (link or {}).get("step"):     # a deep link's step, once (ui/links.py)
@@ -164,7 +165,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
         msg = f"⚠️ {md_safe(exc.message)}"
         out = {page.status: msg, page.learn_status: learn(msg)}
         if exc.trace and exc.trace.get("steps"):
-            out.update(shown_run(page, exc.trace, steps_of(exc.trace) - 1, colour, present))
+            out.update(shown_run(page, exc.trace, steps_of(exc.trace) - 1, colour, present), **now_showing(page, ran))
         yield out
 
 
@@ -173,6 +174,13 @@ def shown_run(page: Page, trace: dict, i: int, colour: str, present, bars: bool 
     accepted-length bars only with `bars`)."""
     return {page.trace: trace, page.step: slider_update(trace, i),
             **dict(zip(page.run_views, run_views(trace, i, colour, bool(present), bars)))}
+
+
+def now_showing(page: Page, ran: dict) -> dict:
+    """A run that replaces the one on screen: Copy link writes what it ran with (`links.ran_with`), and a
+    link copied before (it names the other run) is hidden. A refused run never gets here: the page
+    still shows, and links to, the run before it."""
+    return {page.ran: ran, page.link_box: gr.Textbox(value="", visible=False)}
 
 
 def with_history(page: Page, history, trace: dict) -> dict:

@@ -93,7 +93,7 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
            **explore.with_history(page, history, trace),
            **{page.settings[name]: value for name, value in controls.items()},
            page.status: "Replaying an imported trace (no model involved).",
-           page.ran: links.ran_with(model or registry.default, prompt, controls),
+           **explore.now_showing(page, links.ran_with(model or registry.default, prompt, controls)),
            page.caption: explore.caption_update(imported_lesson(prompt, model, settings, registry.default)),
            status: f"Loaded {article(method)} {md_safe(method)} run with {steps_of(trace)} steps: its prompt and "
                    "settings are in Explore's controls; open Explore to replay it."}
@@ -116,7 +116,7 @@ def imported_lesson(prompt: str, model, settings: dict, default_model) -> int | 
 def import_outputs(page: Page, parts: dict) -> list:
     return [parts["import_file"], parts["import_status"], page.prompt, page.model, *page.settings.values(),
             page.trace, page.step, *page.run_views, page.status, page.history, page.ea_plot, page.ea_text,
-            page.ran, page.caption]
+            page.ran, page.link_box, page.caption]
 
 
 def wire(page: Page, parts: dict, registry) -> None:

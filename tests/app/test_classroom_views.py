@@ -1,7 +1,8 @@
 """The classroom page's pieces without a browser: short hints with the full help folded, a run's
 settings back into the controls, which lesson a run is, the Learn topics, an import that restores
 its prompt, pair and settings and reaches E(A) vs A, presenter-sized trees and two-line titles, and
-the lines that explain numbers which look contradictory."""
+the lines that explain numbers which look contradictory, step scrubbers that take any typed step, and
+Copy link following the run on screen."""
 
 from __future__ import annotations
 
@@ -176,3 +177,28 @@ def test_a_step_typed_past_either_end_shows_the_nearest_step():
         assert out["data"][0]["value"] == shown, typed
     with pytest.raises(gr.Error):                   # what a plain slider does with it
         gr.Slider(minimum=1, maximum=17, step=1).preprocess(99)
+
+
+def test_copy_link_follows_the_run_on_screen_and_a_refused_run_leaves_it():
+    """A run that starts drawing becomes what Copy link writes and hides the link copied before (it named
+    the run before); a refused run (an empty prompt) changes neither: the page still shows the last run."""
+    from opttree.serve.allow_list import ModelEntry, Registry
+    from opttree.serve.service import RunService
+
+    pair = tiny_pair("classic", draft_is_target=True)
+    service = RunService(registry=Registry([ModelEntry("tiny", "tiny pair", "t", "self")], default="tiny"),
+                         pair_factory=lambda entry: pair)
+    page = Page(trace="trace", history="history", settings={k: k for k in SETTING_NAMES}, colour="colour",
+                link="link", model="model", prompt="prompt", status="status", step="step",
+                views=["tree", "text", "metrics", "why"], bars="bars", learn_plot="learn", learn_status="ls",
+                ea_plot="ea", ea_text="ea_text", present="present", caption="caption", ran="ran", link_box="box")
+    values = [getattr(DecodeConfig(max_new_tokens=6), k) for k in SETTING_NAMES]
+
+    def updates(prompt):
+        return list(explore.run_explore(page, service, None, "tiny", prompt, *values, None, "p_hat", False, {}))
+
+    refused = updates("   ")
+    assert "prompt is empty" in refused[-1]["status"]
+    assert not any("ran" in u or "box" in u for u in refused)
+    drawn = [u for u in updates("t1 t2") if "trace" in u]
+    assert drawn and all(u["ran"]["prompt"] == "t1 t2" and u["box"].visible is False for u in drawn)
