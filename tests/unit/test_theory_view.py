@@ -107,6 +107,21 @@ def test_toy_preset_and_bad_toy_input():
     assert wor - iid > 0.3 and "without replacement clearly helps" in text
 
 
+
+def test_the_gap_without_replacement_is_not_claimed_when_the_rest_bucket_holds_much_mass():
+    """A trace row's rest bucket counts as one token: i.i.d. draws repeat it where real tokens would not,
+    so a large bucket's gap between the two optima is flagged, not read as a gain."""
+    table = views.rates(views.preset_dists())                 # a real gap: +0.3 and more at k = 2
+    assert "clearly helps" in views.reading(table, 2) and "clearly helps" in views.reading(table, 2, 0.05)
+    flagged = views.reading(table, 2, 0.6)
+    assert "clearly helps" not in flagged and "the bucket of all other tokens holds 0.60" in flagged
+    trace = synthetic_trace()
+    row = trace["steps"][0]["topk_rows"][0]
+    scale = 0.3 / sum(row["p"])                             # the recorded tokens keep 0.3 of p: 0.7 in the bucket
+    row["p"] = [x * scale for x in row["p"]]
+    *_, text = views.step_view(trace, 0, row["node"])
+    assert "clearly helps" not in text
+
 def test_tab_handlers():
     trace = synthetic_trace()
     menu, dist, rates, text = tab.open_step(trace, 2)
