@@ -109,14 +109,20 @@ def progress_text(msg: dict) -> str:
 
 
 def plan_for(page: Page, service, model, prompt, values: list):
-    """(prompts, methods, settings, other pairs {drafter: id}, skipped extras, command line) of one
-    comparison, from the Explore settings and Compare's own inputs; BadInput on a bad prompt or method."""
+    """(prompts, methods, settings, other pairs {drafter: id}, notes, command line) of one comparison, from
+    the Explore settings and Compare's own inputs; `notes`: sentences for the status line on what runs other
+    than asked. BadInput on a bad prompt or method."""
     *settings_values, chosen, extras, prompt_set, budgets, tokens = values
-    statics = [m for m in (chosen or []) if m in {v for _, v in STATIC_CHOICES}] or ["binary"]
+    statics, notes = [m for m in (chosen or []) if m in {v for _, v in STATIC_CHOICES}], []
+    if not statics:     # the verdict weighs OPT-Tree against a static tree: one stands in
+        statics = ["binary"]
+        notes.append("No static tree was ticked: the binary tree stands in.")
     fixed = [int(b) for b in (budgets or []) if str(b).isdigit() and int(b) > 0]
     settings = {**settings_from(dict(zip(page.settings, settings_values))), "retrieval": "off",
                 "max_new_tokens": int(tokens or plan.TOKENS)}
     offered, others, skipped = extra_rows(service.registry, model, extras)
+    if skipped:
+        notes.append(f"Not offered for this pair: {', '.join(skipped)}.")
     scope = plan.ONE if prompt_set == plan.ONE else plan.ALL
     prompts = plan.compare_prompts(prompt, scope)
     methods = parse_methods(plan.compare_methods(statics, fixed, offered))
@@ -126,7 +132,7 @@ def plan_for(page: Page, service, model, prompt, values: list):
                                      None if entry.target == BUNDLED_ID else entry.target)
     except OptTreeError:
         command = ""
-    return prompts, methods, settings, others, skipped, command
+    return prompts, methods, settings, others, notes, command
 
 
 def run_compare(page: Page, parts: dict, service, request: gr.Request, model, prompt, *values):
@@ -134,7 +140,7 @@ def run_compare(page: Page, parts: dict, service, request: gr.Request, model, pr
     *values, history = values
     status = parts["status"]
     try:
-        prompts, methods, settings, others, skipped, command = plan_for(page, service, model, prompt, list(values))
+        prompts, methods, settings, others, notes, command = plan_for(page, service, model, prompt, list(values))
     except OptTreeError as exc:
         yield {status: f"⚠️ {md_safe(str(exc))}"}
         return
@@ -157,8 +163,7 @@ def run_compare(page: Page, parts: dict, service, request: gr.Request, model, pr
     except RunError as exc:
         yield {status: f"⚠️ {md_safe(exc.message)}"}
         return
-    note = f" Not offered for this pair: {', '.join(skipped)}." if skipped else ""
-    yield {status: done_text(result) + note, **views(page, parts, result, methods, history, command)}
+    yield {status: " ".join([done_text(result), *notes]), **views(page, parts, result, methods, history, command)}
 
 
 def done_text(result: dict) -> str:

@@ -230,3 +230,21 @@ def test_compare_extras_follow_the_allow_list():
     assert extra_rows(reg, "no-such-pair", ["lookup"]) == ([], {}, ["lookup"])
     offered, others, _ = extra_rows(reg, "smollm2-lookup", ["lookup", "recycling"])   # its own row: left out
     assert offered == ["recycling"] and others == {"recycling": "smollm2-recycling"}
+
+
+def test_a_comparison_with_no_static_tree_ticked_says_which_one_stands_in():
+    from opttree.config import SETTING_NAMES
+    from ui.common import Page
+    from ui.compare import plan_for
+
+    page = Page(settings={k: k for k in SETTING_NAMES})
+    service = RunService(registry=load_registry())
+    settings = [getattr(DecodeConfig(), k) for k in SETTING_NAMES]
+
+    def plan_with(statics):
+        return plan_for(page, service, "smollm2-eagle", "Hi", [*settings, statics, [], plan.ONE, ["4"], 8])
+
+    _, methods, _, _, notes, _ = plan_with([])
+    assert "binary@4" in methods and notes == ["No static tree was ticked: the binary tree stands in."]
+    _, methods, _, _, notes, _ = plan_with(["sequoia"])
+    assert "sequoia@4" in methods and "binary@4" not in methods and notes == []
