@@ -107,6 +107,13 @@ def steps_of(trace) -> int:
     return len((trace or {}).get("steps", []))
 
 
+def last_tree_step(trace) -> int:
+    """The 0-based index of a finished run's last step that drafted a tree (where its view lands): a run's
+    last step often has one token left, which the target picks alone, and an empty tree teaches nothing."""
+    steps = (trace or {}).get("steps", [])
+    return next((i for i in range(len(steps) - 1, -1, -1) if steps[i].get("tokens")), max(len(steps) - 1, 0))
+
+
 def clamp(trace, step) -> int:
     """0-based step index from a 1-based slider value (any junk becomes a valid index)."""
     n = steps_of(trace)

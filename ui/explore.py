@@ -20,6 +20,7 @@ from ui.common import (
     bind,
     clamp,
     history_views,
+    last_tree_step,
     md_safe,
     run_views,
     session_of,
@@ -158,6 +159,8 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
             if up.state == "done":
                 if (link or {}).get("step"):     # a deep link's step, once (ui/links.py)
                     out.update({page.link: {}, **shown_run(page, trace, clamp(trace, link["step"]), colour, present)})
+                elif last_tree_step(trace) != i:
+                    out.update(shown_run(page, trace, last_tree_step(trace), colour, present))
                 out.update(with_history(page, history, trace))
             yield out
             drawn = time.monotonic()

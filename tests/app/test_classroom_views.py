@@ -179,26 +179,41 @@ def test_a_step_typed_past_either_end_shows_the_nearest_step():
         gr.Slider(minimum=1, maximum=17, step=1).preprocess(99)
 
 
-def test_copy_link_follows_the_run_on_screen_and_a_refused_run_leaves_it():
-    """A run that starts drawing becomes what Copy link writes and hides the link copied before (it named
-    the run before); a refused run (an empty prompt) changes neither: the page still shows the last run."""
+def explore_page() -> Page:
+    """Explore's page with names for components: `run_explore`'s updates are keyed by them."""
+    return Page(trace="trace", history="history", settings={k: k for k in SETTING_NAMES}, colour="colour",
+                link="link", model="model", prompt="prompt", status="status", step="step",
+                views=["tree", "text", "metrics", "why"], bars="bars", learn_plot="learn", learn_status="ls",
+                ea_plot="ea", ea_text="ea_text", present="present", caption="caption", ran="ran", link_box="box")
+
+
+def explore_updates(prompt: str, **settings) -> list[dict]:
+    """The updates of one Explore run of `prompt` on a tiny pair whose draft is its target."""
     from opttree.serve.allow_list import ModelEntry, Registry
     from opttree.serve.service import RunService
 
     pair = tiny_pair("classic", draft_is_target=True)
     service = RunService(registry=Registry([ModelEntry("tiny", "tiny pair", "t", "self")], default="tiny"),
                          pair_factory=lambda entry: pair)
-    page = Page(trace="trace", history="history", settings={k: k for k in SETTING_NAMES}, colour="colour",
-                link="link", model="model", prompt="prompt", status="status", step="step",
-                views=["tree", "text", "metrics", "why"], bars="bars", learn_plot="learn", learn_status="ls",
-                ea_plot="ea", ea_text="ea_text", present="present", caption="caption", ran="ran", link_box="box")
-    values = [getattr(DecodeConfig(max_new_tokens=6), k) for k in SETTING_NAMES]
+    values = [getattr(DecodeConfig(**settings), k) for k in SETTING_NAMES]
+    return list(explore.run_explore(explore_page(), service, None, "tiny", prompt, *values, None, "p_hat", False, {}))
 
-    def updates(prompt):
-        return list(explore.run_explore(page, service, None, "tiny", prompt, *values, None, "p_hat", False, {}))
 
-    refused = updates("   ")
+def test_copy_link_follows_the_run_on_screen_and_a_refused_run_leaves_it():
+    """A run that starts drawing becomes what Copy link writes and hides the link copied before (it named
+    the run before); a refused run (an empty prompt) changes neither: the page still shows the last run."""
+    refused = explore_updates("   ", max_new_tokens=6)
     assert "prompt is empty" in refused[-1]["status"]
     assert not any("ran" in u or "box" in u for u in refused)
-    drawn = [u for u in updates("t1 t2") if "trace" in u]
+    drawn = [u for u in explore_updates("t1 t2", max_new_tokens=6) if "trace" in u]
     assert drawn and all(u["ran"]["prompt"] == "t1 t2" and u["box"].visible is False for u in drawn)
+
+
+def test_a_finished_run_lands_on_its_last_step_with_a_tree():
+    """The last step of a run often has one token left, which the target picks alone (no tree): the view
+    lands on the step before it, the scrubber still reaches every step."""
+    # The draft is the target, so a depth-3 step commits 4 tokens: 4 + 4, then 1 left with no tree.
+    final = explore_updates("t1 t2", method="chain", nodes=3, max_depth=3, max_new_tokens=9)[-1]
+    steps = final["trace"]["steps"]
+    assert [len(s["tokens"]) for s in steps] == [3, 3, 0] and final["status"].startswith("Done: step 3")
+    assert final["step"].value == 2 and final["step"].maximum == 3
