@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 
 from opttree.calibration import calibrate
 from opttree.trace import committed_draft
+from opttree.trees.length_control import controller_name
 
 from . import style
 
@@ -168,7 +169,7 @@ def length_note(step: dict) -> str:
     length = step.get("length")
     if not isinstance(length, dict):
         return ""
-    who = "Thompson sampling" if length.get("control") == "thompson" else "the learned predictor"
+    who = controller_name(length)
     depth = length["depth"]
     return f"; {who} allowed at most {depth} layer{'s' if depth != 1 else ''}"
 

@@ -106,6 +106,11 @@ def controller_for(cfg: DecodeConfig, load_predictor=None) -> ThompsonLength | P
     return PredictorLength(load_predictor(), cfg.max_depth)
 
 
+def controller_name(decision: dict) -> str:
+    """Who made a decision, in words."""
+    return "Thompson sampling" if decision.get("control") == "thompson" else "the learned predictor"
+
+
 def apply(cfg: DecodeConfig, decision: dict) -> DecodeConfig:
     """The step's settings under a decision: at most its depth, and no δ rule inside it."""
     return replace(cfg, max_depth=min(cfg.max_depth, decision["depth"]), threshold=0.0)

@@ -93,6 +93,9 @@ def test_thompson_runs_are_lossless_and_record_each_decision(drafter, method, no
     # Only the tokens-left cap is reported as a cap (30 tokens leave room for 6 layers at the start).
     assert "depth capped" not in trace["steps"][0]["stop_reason"]
     assert all(max(s["depth"]) <= s["length"]["depth"] for s in drafted)
+    # A tree that reached the controller's depth says so, not "max depth" (the setting is 6).
+    reasons = [s["stop_reason"] for s in drafted]
+    assert all("reached max depth" not in r or "depth capped" in r for r in reasons), reasons
     # The posterior the next step starts from counts what this step's verification showed.
     for s, nxt in zip(drafted, drafted[1:]):
         d, a = max(s["depth"]), len(s["accepted"])
