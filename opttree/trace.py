@@ -175,6 +175,11 @@ def percent(x: float, space: str = "") -> str:
     return f"{x * 100:.0f}{space}%"
 
 
+def counted(n: int, noun: str) -> str:
+    """'1 node', '3 nodes', '0 nodes': a count with its noun (plural by adding s)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def by_depth_text(rates, shown: int = 6) -> str:
     """Per-depth acceptance rates in words: '90% · 70% · 45% …' (the first `shown` depths)."""
     if not rates:
@@ -302,7 +307,8 @@ def _validate_step(i: int, step) -> None:
     n = len(step["tokens"]) if isinstance(step["tokens"], list) else -1
     _need(0 <= n <= MAX_NODES, f"{where}: tokens must be a list of at most {MAX_NODES}")
     for key in STEP_LISTS:
-        _need(isinstance(step[key], list) and len(step[key]) == n, f"{where}: {key} must have {n} entries")
+        _need(isinstance(step[key], list) and len(step[key]) == n,
+              f"{where}: {key} must hold one entry per node: tokens holds {n}")
     _need(all(isinstance(t, str) for t in step["texts"]), f"{where}: texts must be strings")
     if "source" in step:   # optional: older traces lack it
         _need(isinstance(step["source"], list) and len(step["source"]) == n

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from opttree.calibration import calibrate
-from opttree.trace import committed_draft
+from opttree.trace import committed_draft, counted
 from opttree.trees.length_control import controller_name
 
 from . import style
@@ -138,7 +138,7 @@ def why_thompson(step: dict, meta: dict) -> go.Figure:
     notes = [dict(xref="paper", x=1, yref="y", y=price, xanchor="right", yanchor="bottom", showarrow=False,
                   text=f"δ = {price:g}: a layer must add more"),
              dict(x=chosen, y=theta ** chosen, xref="x", yref="y", showarrow=True, arrowhead=2, ax=30, ay=-30,
-                  text=f"at most {chosen} layer{'s' if chosen != 1 else ''} (drafted {drafted})",
+                  text=f"at most {counted(chosen, 'layer')} (drafted {drafted})",
                   font=dict(size=11, color=style.ACCEPTED), xanchor="left")]
     title = (f"Why this shape (Thompson sampling): θ̃ = {theta:.2f} drawn from Beta({a:g}, {b:g}) "
              f"(mean {mean:.2f}, {a + b - 2:g} depths seen)")
@@ -171,7 +171,7 @@ def length_note(step: dict) -> str:
         return ""
     who = controller_name(length)
     depth = length["depth"]
-    return f"; {who} allowed at most {depth} layer{'s' if depth != 1 else ''}"
+    return f"; {who} allowed at most {counted(depth, 'layer')}"
 
 
 def why_predictor(step: dict, meta: dict) -> go.Figure:
@@ -185,9 +185,8 @@ def why_predictor(step: dict, meta: dict) -> go.Figure:
     data = [dict(type="bar", x=names, y=values, marker=dict(color=["#9ecae9", style.ACCEPTED, "#fdae6b", "#4c78a8"]),
                  text=[f"{v:.2f}" if isinstance(v, float) else str(v) for v in values], textposition="outside",
                  hovertemplate="%{x}: %{y}<extra></extra>")]
-    what = (f"Â = {predicted:.2f} from the target's last hidden state → at most {chosen} "
-            f"layer{'s' if chosen != 1 else ''}"
-            if predicted is not None else f"no hidden state yet → up to the maximum depth ({chosen} layers)")
+    what = (f"Â = {predicted:.2f} from the target's last hidden state → at most {counted(chosen, 'layer')}"
+            if predicted is not None else f"no hidden state yet → up to the maximum depth ({counted(chosen, 'layer')})")
     title, top = top_title(f"Why this shape (learned predictor): {what}")
     layout = dict(template=style.TEMPLATE, height=260 + top, margin=dict(l=50, r=10, t=top, b=40), showlegend=False,
                   title=title,

@@ -19,7 +19,7 @@ import html
 
 import plotly.graph_objects as go
 
-from opttree.trace import committed_draft
+from opttree.trace import committed_draft, counted
 
 from . import style
 from .tree_layout import tidy_layout
@@ -277,5 +277,5 @@ def step_title(trace: dict, index: int) -> str:
         return f"{meta.get('method', '')}"
     s = steps[index]
     # Two short lines: one long line was cut at a phone's width (Plotly never wraps a title).
-    return (f"{meta.get('method', '')} · step {index + 1}/{len(steps)} · {len(s['tokens'])} nodes<br>"
+    return (f"{meta.get('method', '')} · step {index + 1}/{len(steps)} · {counted(len(s['tokens']), 'node')}<br>"
             f"accepted {committed_draft(s)} · E(A) = {s['expected_accept']:.2f}")

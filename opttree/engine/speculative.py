@@ -26,7 +26,17 @@ from opttree.engine.step_timer import StepTimer
 from opttree.engine.target_state import TargetState
 from opttree.errors import BadInput
 from opttree.models.draft_assets import length_predictor_for
-from opttree.trace import ROWS_PER_RUN, ROWS_PER_STEP, TOPK, VERSION, BuildInfo, StepData, step_record, summarize
+from opttree.trace import (
+    ROWS_PER_RUN,
+    ROWS_PER_STEP,
+    TOPK,
+    VERSION,
+    BuildInfo,
+    StepData,
+    counted,
+    step_record,
+    summarize,
+)
 from opttree.trees import length_control
 from opttree.trees.draft_tree import DraftTree
 from opttree.trees.methods import build_tree
@@ -196,7 +206,7 @@ def grow_tree(plan: StepPlan, drafter, state: TargetState, expand, step_cost, ti
     if plan.decision and info.stop_reason == f"reached max depth {plan.decision['depth']}":
         # the builder's max depth was the controller's choice this step, not the setting
         depth = plan.decision["depth"]
-        info.stop_reason = (f"reached the {depth} layer{'s' if depth != 1 else ''} "
+        info.stop_reason = (f"reached the {counted(depth, 'layer')} "
                             f"{length_control.controller_name(plan.decision)} allowed")
     if plan.token_cap is not None:
         info.note(f"depth capped at {plan.token_cap}: {left} tokens left to generate")

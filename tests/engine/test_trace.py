@@ -229,6 +229,25 @@ def test_a_share_never_rounds_onto_a_bound_it_does_not_reach():
     assert "**<1%**" in line and "100% · <1%" in line
 
 
+
+def test_counts_and_a_step_with_mismatched_lists_read_plainly(trace):
+    """'1 node', not '1 nodes' (a tree's title, controller notes); a step whose texts do not match its
+    tokens says what it should hold, not 'texts must have 0 entries'."""
+    from opttree.trace import counted
+    from viz.tree_figure import step_title
+
+    assert [counted(n, "node") for n in (0, 1, 2)] == ["0 nodes", "1 node", "2 nodes"]
+    one = copy.deepcopy(trace)
+    step = one["steps"][0]
+    for key in ("tokens", "texts", "parents", "depth", "q", "p_hat", "rank"):
+        step[key] = step[key][:1]
+    step["parents"], step["accepted"] = [-1], []
+    assert " · 1 node<br>" in step_title(one, 0)
+    bad = copy.deepcopy(trace)
+    bad["steps"][0]["tokens"] = []
+    with pytest.raises(BadInput, match="step 0: texts must hold one entry per node: tokens holds 0"):
+        loads(dumps(bad))
+
 def test_an_older_summary_name_is_replaced_on_load(trace):
     old = copy.deepcopy(trace)
     for key in ("mean_accepted_draft_tokens", "draft_acceptance_rate", "acceptance_by_depth", "drafted_by_depth"):
