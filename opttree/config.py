@@ -34,7 +34,7 @@ LENGTH_CONTROL_LABELS = {"delta": "δ rule (OPT-Tree)", "thompson": "Thompson sa
                          "predictor": "learned predictor (AdaEAGLE)"}
 RETRIEVAL_CHOICES = ("off", "on", "auto")
 # retrieval = "auto" fuses retrieval into the draft tree wherever a draft model drafts (it prunes what
-# retrieval finds), on prompts long and short. Measured with the bundled pair at T = 0, the head at the
+# retrieval finds), on prompts long and short. Measured 2026-11-25/27 with the bundled pair at T = 0, the head at the
 # auto budget: on pasted passages of 458-716 tokens fusion lifts τ 1.61 -> 2.27 (1.12x -> 1.37x AR,
 # benchmarks/long_input.md); on the eval set's 48 chat prompts of 37-86 tokens τ 2.35 -> 2.45, speed
 # +7.0 % ± 2.4 % paired per prompt (benchmarks/fusion_rule.md).

@@ -22,7 +22,7 @@ def compact(cache, keep: torch.Tensor) -> None:
 
     After a verification `keep` is the whole prefix plus a few accepted tree slots. The prefix
     already sits where it belongs, so only the moved tail is gathered into place and the rest is
-    cut off as a view: copying the whole cache every step cost ~2 % of a small-tree step, and the
+    cut off as a view: copying the whole cache every step cost ~2 % of a small-tree step (2026-11-22), and the
     next forward writes after the view (`new_cache`'s layers) or concatenates onto it."""
     keep = keep.cpu()
     n = keep.numel()
@@ -89,7 +89,7 @@ def local_attention_span(config) -> int | None:
 def _growing_layer():
     """transformers' `DynamicLayer` appends by `torch.cat`: every forward copies every layer's whole
     cache, for AR's one token and a tree's many alike (after 1,536 tokens, 71 MB a forward of the
-    bundled target; avoiding it saves 2-12 ms of a 41-95 ms forward of 1-16 tokens on the 2-core CPU,
+    bundled target; avoiding it saves 2-12 ms of a 41-95 ms forward of 1-16 tokens on the 2-core CPU on 2026-11-28,
     benchmarks/growing_cache.md). This layer keeps its keys and values as views of buffers with
     room to spare and writes new positions into that room: a forward copies only its own rows, and a
     buffer is reallocated (a quarter larger than needed) when it fills. The views are what

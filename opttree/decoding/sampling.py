@@ -42,7 +42,7 @@ def theory_distribution(logits: torch.Tensor, temperature: float, top_k: int = 0
     has no distribution, so the model's own softmax at T = 1 stands in for p.
 
     With top-p the trace needs many rows a step, and `warp` sorts each whole row (~7 ms per row of a
-    49k vocabulary on a CPU); here the nucleus is found among each row's NUCLEUS_CANDIDATES most
+    49k vocabulary on the 2-core CPU, 2026-11-22); here the nucleus is found among each row's NUCLEUS_CANDIDATES most
     likely tokens (one top-k), and only rows whose nucleus is wider than that go through `warp`."""
     if temperature == 0.0:
         return torch.softmax(logits.float(), dim=-1)

@@ -11,8 +11,8 @@ noise hits them alike. Each point keeps its median and quartiles for the reports
 repetition (`best_ms`) for the cost model: a forward's work is fixed and interference (another
 process, a cold cache) only ever adds time, so the fastest of a few repetitions is the steadiest
 estimate — a median is pulled off by two slow repetitions of three, and one such point (a 1-token
-forward timed at 48 ms beside 2- and 4-token ones at 32 ms) made the auto budget think small trees
-cost as much as large ones. A measurement takes about fifteen seconds on a 2-core CPU and is cached as JSON
+forward timed at 48 ms beside 2- and 4-token ones at 32 ms, 2026-11-23) made the auto budget think small trees
+cost as much as large ones. A measurement takes about fifteen seconds on a 2-core CPU (2026-11-27) and is cached as JSON
 under `opttree.paths.costs_dir()`, keyed by device, dtype, torch threads, kernel, target and draft; the
 target's half (the verify forwards, most of the time) is also cached under the target alone, so another
 draft of the same target times only its own layers;

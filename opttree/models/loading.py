@@ -118,7 +118,7 @@ def last_logits_only(model) -> dict:
     """The forward argument that keeps only the last position's logits, where the model's forward takes
     it (transformers' causal LMs: `logits_to_keep`); none where it does not. For forwards that read no
     other row: a prompt's prefill computes the LM head over every token otherwise (a sixth of its time
-    for SmolLM2, and 0.2 MB of logits a token)."""
+    for SmolLM2 on the 2-core CPU, 2026-11-28, and 0.2 MB of logits a token)."""
     return {"logits_to_keep": 1} if _takes_logits_to_keep(type(model)) else {}
 
 

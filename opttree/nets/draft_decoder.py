@@ -4,7 +4,7 @@ A feature head (nets/feature_head.py) and an exit head (nets/exit_head.py) hold 
 transformers' `LlamaModel` (its parameter names are the checkpoints' and its modules carry the
 engine's CPU kernels), but a draft layer is called several times a step over a handful of rows, and
 `LlamaModel.forward`'s own bookkeeping (mask building, cache checks, output classes) costs about 0.7 ms
-of the ~9 ms a step spends drafting on the 2-core CPU (benchmarks/draft_decoder.md). This is the same
+of the ~9 ms a step spends drafting on the 2-core CPU (benchmarks/draft_decoder.md, 2026-11-28). This is the same
 maths, called module by module:
 
     x -> [input norm -> q, k, v -> RoPE -> attention over the cache -> o] + x

@@ -62,7 +62,7 @@ def rope_theta(cfg) -> float:
 class FeatureHead(nn.Module):
     # Input projections keep fp32 weights when the head runs on int8 (nets/few_row_linear.py): their
     # input puts the target's hidden state beside a token embedding, and one activation scale for both
-    # erases the embedding (with `fc` on int8 too, τ 2.55 -> 2.14 at n = 10, benchmarks/int8_drafts.md).
+    # erases the embedding (with `fc` on int8 too, τ 2.55 -> 2.14 at n = 10, benchmarks/int8_drafts.md, 2026-11-27).
     # LM_ROWS here would keep the LM-head rows fp32 too: τ-neutral at n = 10, but at the auto budget
     # within noise of fp32 (the rows are where int8 saves time; benchmarks/int8_drafts.md).
     int8_skip = ("fc", "fuse")
@@ -131,8 +131,9 @@ class FeatureHead(nn.Module):
     def _draft_rows(self, weight: torch.Tensor) -> tuple[torch.Tensor, PackedWeight]:
         """The LM-head rows the head proposes from (the draft vocabulary's, gathered once: gathering
         them per call copied 14 MB each time and was the largest single cost of a small-tree step on
-        CPU; with no draft vocabulary, the LM head's own weight, detached so that it never becomes a
-        parameter of the head), and the head's holder of their packed copy for its current kernel."""
+        CPU, measured 2026-11-27; with no draft vocabulary, the LM head's own weight, detached so that it
+        never becomes a parameter of the head), and the head's holder of their packed copy for its current
+        kernel."""
         key = (version_key(weight), weight.dtype, weight.device, version_key(self.vocab_ids))   # changed: gather again
         if getattr(self, "_rows_key", None) != key:
             with torch.no_grad():

@@ -31,7 +31,7 @@ Drafts on CPU can go one step further, on request (OPTTREE_DRAFT_INT8=1): int8 w
 layer streams its fp32 weights from memory as the target does; stored as int8 (one scale per output
 row), with each call's activations quantized on the fly (fbgemm's dynamic int8 linear), the bundled
 head drafts a step at the auto budget in about three quarters of the time (14.9 and 13.2 -> 10.2 and
-11.4 ms). Only the draft's proposals can change, never the output: the target, which decides every
+11.4 ms, 2026-11-27). Only the draft's proposals can change, never the output: the target, which decides every
 token, stays fp32 (`prepare` marks it, so a target drafting for itself stays fp32 too), and the
 sampling verifier reads the draft probabilities the tree was built from, whatever computed them. A
 model's input projections (`int8_skip`) stay fp32: their input sets the target's hidden state, whose
@@ -39,7 +39,7 @@ few huge channels fix the one activation scale a call gets, beside a token embed
 then erases. On the eval set the cheaper layers let the auto budget grow slightly deeper trees and
 the head decoded 3.5-7.8 % faster; at a fixed budget the int8 LM-head rows guess worse (τ -0.11 at
 n = 10) and the Learn tab's lessons no longer show what their captions say, so it stays off by
-default (benchmarks/int8_drafts.md).
+default (benchmarks/int8_drafts.md, 2026-11-27).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ KERNELS = (PLAIN, ONEDNN, MKL)
 _PLAIN, _ONEDNN, _MKL = range(3)
 # Rows MKL packs a weight for. Its packed layout serves any row count (checked against F.linear when the
 # choice is measured, kernel_choice.py): packed for 2, 4 or 8 rows the bundled target's layers ran 1-8
-# rows within 3 % of each other on the Xeon, packed for one row 35 % slower at four.
+# rows within 3 % of each other on the Xeon, packed for one row 35 % slower at four (2026-11-28).
 MKL_PACK_ROWS = 8
 
 
@@ -144,9 +144,9 @@ class PackedWeight:
     one for an int8 holder or the bf16 one for a bf16 holder; `get_mkl`: MKL's packed GEMM weight), each
     made on first use and redone only when the weight changed (in place, as an optimizer step does, or
     replaced). It lives next to the weight's owner, so a lookup is one attribute read (a global weak
-    dictionary cost ~4 % of a small-tree step). The copies are opaque tensors that cannot be deep-copied:
-    a copied model gets an empty holder instead. `table` is the kernel per row count (`kernel_table`;
-    empty: oneDNN at every count)."""
+    dictionary cost ~4 % of a small-tree step, measured 2026-11-28). The copies are opaque tensors that
+    cannot be deep-copied: a copied model gets an empty holder instead. `table` is the kernel per row
+    count (`kernel_table`; empty: oneDNN at every count)."""
 
     __slots__ = ("key", "packed", "int8", "bf16", "table", "mkl_key", "mkl")
 
@@ -315,7 +315,7 @@ def use_plain_linear(model: torch.nn.Module) -> None:
 # Row counts the kernel choice times (kernel_choice.py); any other count takes the nearest one below it.
 # 64 stands for every larger forward (a prompt's prefill, a fixed budget's big tree): on the Xeon MKL's
 # packed GEMM is the fastest at 4-16 rows of some layers and 30-40 % slower than either other kernel at
-# 128-512 (benchmarks/mkl_pack.md), so counts past 16 are measured, not taken from 16's choice.
+# 128-512 (benchmarks/mkl_pack.md, 2026-11-28), so counts past 16 are measured, not taken from 16's choice.
 PROBE_ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 64)
 
 
