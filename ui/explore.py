@@ -91,9 +91,9 @@ def step_view(page: Page) -> dict:
                         elem_id="keys-help")
             text_out = gr.HTML(text_html(None), js_on_load=TOKEN_CLICK_JS, elem_id="gen-text")
             metrics = gr.Markdown(step_metrics(None, None), elem_id="metrics")
-    with gr.Row():
-        page.bars = gr.Plot(accept_bars(None), label="Accepted length per step", elem_id="bars")
-        why_plot = gr.Plot(why_shape(None, None), label="Why this shape", elem_id="why")
+    with gr.Row():     # side by side where both fit 320 px, one above the other on a narrower page
+        page.bars = gr.Plot(accept_bars(None), label="Accepted length per step", elem_id="bars", min_width=320)
+        why_plot = gr.Plot(why_shape(None, None), label="Why this shape", elem_id="why", min_width=320)
     page.views = [tree_plot, text_out, metrics, why_plot]
     return dict(prev=prev_btn, next=next_btn, play=play_btn, pause=pause_btn, text=text_out)
 

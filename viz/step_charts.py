@@ -41,7 +41,7 @@ def _base(height: int, title: str) -> go.Figure:
 
 def accept_bars(trace: dict | None, current: int | None = None) -> go.Figure:
     """Accepted draft tokens per step (bars) with the bonus token stacked on top; current step outlined."""
-    fig = _base(260, "Tokens committed per step")
+    fig = _base(290, "Tokens committed per step")
     steps = (trace or {}).get("steps", [])
     xs = list(range(1, len(steps) + 1))
     # A step cut short by EOS or the token limit commits fewer tokens than accepted + bonus.
@@ -55,7 +55,10 @@ def accept_bars(trace: dict | None, current: int | None = None) -> go.Figure:
         hovertemplate="step %{x}: %{y} accepted<extra></extra>"))
     fig.add_trace(go.Bar(x=xs, y=bonus, name="bonus token", marker=dict(color=style.BONUS),
                          hovertemplate="step %{x}: +1 bonus<extra></extra>"))
-    fig.update_layout(barmode="stack", showlegend=True, legend=dict(orientation="h", y=1.15, x=0.4),
+    # The legend sits at the panel's foot, below the axis title, where no bar can reach it (two rows'
+    # room: at a narrow width its entries wrap).
+    fig.update_layout(barmode="stack", showlegend=True, margin=dict(b=40 + 2 * 20),
+                      legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom"),
                       xaxis=dict(title="step"), yaxis=dict(title="tokens", rangemode="tozero"))
     return fig
 
@@ -184,13 +187,13 @@ def why_predictor(step: dict, meta: dict) -> go.Figure:
     values = [predicted if predicted is not None else 0.0, chosen, max(step.get("depth") or [0]), accepted]
     data = [dict(type="bar", x=names, y=values, marker=dict(color=["#9ecae9", style.ACCEPTED, "#fdae6b", "#4c78a8"]),
                  text=[f"{v:.2f}" if isinstance(v, float) else str(v) for v in values], textposition="outside",
-                 hovertemplate="%{x}: %{y}<extra></extra>")]
+                 cliponaxis=False, hovertemplate="%{x}: %{y}<extra></extra>")]
     what = (f"Â = {predicted:.2f} from the target's last hidden state → at most {counted(chosen, 'layer')}"
             if predicted is not None else f"no hidden state yet → up to the maximum depth ({counted(chosen, 'layer')})")
     title, top = top_title(f"Why this shape (learned predictor): {what}")
     layout = dict(template=style.TEMPLATE, height=260 + top, margin=dict(l=50, r=10, t=top, b=40), showlegend=False,
                   title=title,
-                  yaxis=dict(title=dict(text="tokens"), rangemode="tozero"))
+                  yaxis=dict(title=dict(text="tokens"), range=[0, max(values) * 1.2 + 0.3]))   # room for the labels
     return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 

@@ -152,3 +152,19 @@ def test_the_cost_curves_legend_sits_below_its_axis_title():
     title = cost_figure(long).layout.title.text
     small = [line.replace("<sup>", "").replace("</sup>", "") for line in title.split("<br>")[1:]]
     assert len(small) == 2 and all(len(line) <= 95 for line in small) and "load average 1.1" in " ".join(small)
+
+
+def test_the_accepted_length_legend_and_the_predictors_labels_stay_clear_of_the_bars():
+    """The committed-tokens legend sits at the panel's foot, not over the tallest bar; the predictor's
+    value labels sit above their bars inside the axis range, not clipped at its top."""
+    from viz.step_charts import accept_bars, why_predictor
+
+    steps = [{"committed": [1] * k, "accept_length": k - 1, "accepted": list(range(k - 1))} for k in (2, 9, 3)]
+    layout = accept_bars({"steps": steps}).layout
+    assert layout.legend.yref == "container" and layout.legend.y == 0 and layout.legend.yanchor == "bottom"
+    assert layout.margin.b >= 40 + 20
+    step = {"length": {"control": "predictor", "predicted": 3.87, "depth": 5}, "depth": [1, 2, 3, 4, 5],
+            "accepted": [0, 1, 2, 3], "committed": [1, 2, 3, 4, 5], "accept_length": 4}
+    fig = why_predictor(step, {})
+    top = fig.layout.yaxis.range[1]
+    assert fig.data[0].cliponaxis is False and top >= 1.15 * max(fig.data[0].y)
