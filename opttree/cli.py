@@ -195,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_generate)
     register_bench(sub)
     register_serving(sub)
+    # `main` hands `opttree eval ...` to bench/answers.py before this parser: listed here for --help only.
+    sub.add_parser("eval", add_help=False, help="answer a question file (MT-bench / Spec-Bench JSONL) into "
+                   "FastChat-style answer files with the reference repo's flags; opttree eval --help lists them")
     for command in sub.choices.values():   # `opttree generate ... --verbose` as well as `opttree --verbose ...`
         command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     return parser

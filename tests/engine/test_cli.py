@@ -270,3 +270,15 @@ def test_drafts_of_one_target_share_its_verify_half(tmp_path, monkeypatch):
     assert renewed["points"] == again["points"] and renewed["longer"]["points"] == again["longer"]["points"]
     head.cost_curve = None
     assert cost.load_or_measure(head) == renewed and len(drafted) == 2       # cached again from then on
+
+
+def test_the_top_level_help_lists_every_command_eval_included(capsys):
+    from opttree.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = " ".join(capsys.readouterr().out.split())      # argparse wraps the help lines
+    assert all(name in listed for name in ("generate", "bench", "serving", "eval")) and "opttree eval --help" in listed
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    assert "--answer-file" in capsys.readouterr().out
