@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The feature head trained on a lent GPU (the device tool) within one session's 15 minutes of device
+# The feature head trained on a lent GPU (the device tool) within its 15 minutes of device
 # time: the same commands as on the CPU (docs/drafts.md, "How they are trained"), with --device cuda,
-# on data the GPU generates itself. docs/drafts.md, "A GPU run in one lent session", says why each step is
+# on data the GPU generates itself. docs/drafts.md, "A GPU run in 15 minutes of device time", says why each step is
 # shaped so.
 #
 # Here (the CPU machine):
