@@ -22,7 +22,7 @@ from opttree.bench.env import machine_info, note_load
 from opttree.config import BUNDLED_ID
 from opttree.decoding.kv_cache import new_cache
 from opttree.engine.cost import sync
-from opttree.errors import BadInput, ModelLoadError, guarded
+from opttree.errors import guarded
 from opttree.models.loading import last_logits_only, load_target
 
 FORMS = ("every row", "last row")
@@ -73,10 +73,7 @@ def main(argv=None) -> dict:
     if not lengths or min(lengths) < 1 or args.reps < 1:
         ap.error("--lengths needs positive token counts and --reps at least 1")
     torch.set_num_threads(args.threads)
-    try:
-        target = load_target(args.target, args.device, "fp32").target
-    except (BadInput, ModelLoadError) as exc:
-        raise SystemExit(f"error: {exc}") from None
+    target = load_target(args.target, args.device, "fp32").target     # bad input: errors.guarded's one line
     info = machine_info(target.device)
     times = prefill_ms(target, lengths, args.reps, target.device)
     print(table(times))

@@ -29,6 +29,9 @@ def test_bad_lengths_and_repetitions_are_refused(argv):
         prefill_cost.main(argv)
 
 
-def test_an_unknown_model_is_a_clear_error(tmp_path):
-    with pytest.raises(SystemExit, match="error:"):
-        prefill_cost.main(["--target", str(tmp_path / "no-such-model"), "--lengths", "4"])
+def test_an_unknown_model_is_a_clear_error(tmp_path, capsys):
+    from opttree.errors import guarded
+
+    assert guarded(lambda: prefill_cost.main(["--target", str(tmp_path / "no-such-model"), "--lengths", "4"])) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and len(err.strip().splitlines()) == 1 and "Traceback" not in err
