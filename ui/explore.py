@@ -138,7 +138,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     yield {page.caption: caption_update(lesson), page.learn_status: learn("Starting…"),
            page.bars: accept_bars(None)}   # not the last run's bars
     ran = links.ran_with(model, prompt, controls)       # Copy link's source once this run is on screen
-    drawn = 0.0
+    drawn, replaced = 0.0, {}       # `replaced`: once the run's first step is drawn (a link copied later stays)
     try:
         for up in service.stream(model, prompt, settings, session=session_of(request)):
             if up.state == "queued":
@@ -154,8 +154,9 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
             verb = "Done" if up.state == "done" else "Running"
             msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
                    f"tokens, τ = {s['tau']:.2f}")
-            out = {page.status: msg, page.learn_status: learn(msg), **now_showing(page, ran),
+            out = {page.status: msg, page.learn_status: learn(msg), **(replaced or now_showing(page, ran)),
                    **shown_run(page, trace, i, colour, present, bars=up.state == "done")}
+            replaced = {page.ran: ran}
             if up.state == "done":
                 if (link or {}).get("step"):     # a deep link's step, once (ui/links.py)
                     out.update({page.link: {}, **shown_run(page, trace, clamp(trace, link["step"]), colour, present)})
@@ -168,7 +169,8 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
         msg = f"⚠️ {md_safe(exc.message)}"
         out = {page.status: msg, page.learn_status: learn(msg)}
         if exc.trace and exc.trace.get("steps"):
-            out.update(shown_run(page, exc.trace, steps_of(exc.trace) - 1, colour, present), **now_showing(page, ran))
+            out.update(shown_run(page, exc.trace, steps_of(exc.trace) - 1, colour, present),
+                       **(replaced or now_showing(page, ran)))
         yield out
 
 
