@@ -169,8 +169,8 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
         msg = f"⚠️ {md_safe(exc.message)}"
         out = {page.status: msg, page.learn_status: learn(msg)}
         if exc.trace and exc.trace.get("steps"):
-            out.update(shown_run(page, exc.trace, steps_of(exc.trace) - 1, colour, present),
-                       **(replaced or now_showing(page, ran)))
+            out.update({**shown_run(page, exc.trace, steps_of(exc.trace) - 1, colour, present),
+                        **(replaced or now_showing(page, ran))})
         yield out
 
 

@@ -179,16 +179,28 @@ def test_a_step_typed_past_either_end_shows_the_nearest_step():
         gr.Slider(minimum=1, maximum=17, step=1).preprocess(99)
 
 
+class Part:
+    """A stand-in for a page component: a key that is not a string, as Gradio's components are (an update
+    built with `**{component: value}` fails on them, as on the page, and passes with string keys)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
 def explore_page() -> Page:
-    """Explore's page with names for components: `run_explore`'s updates are keyed by them."""
-    return Page(trace="trace", history="history", settings={k: k for k in SETTING_NAMES}, colour="colour",
-                link="link", model="model", prompt="prompt", status="status", step="step",
-                views=["tree", "text", "metrics", "why"], bars="bars", learn_plot="learn", learn_status="ls",
-                ea_plot="ea", ea_text="ea_text", present="present", caption="caption", ran="ran", link_box="box")
+    """Explore's page with a `Part` for each component `run_explore` updates."""
+    names = dict(trace="trace", history="history", colour="colour", link="link", model="model", prompt="prompt",
+                 status="status", step="step", bars="bars", learn_plot="learn", learn_status="ls", ea_plot="ea",
+                 ea_text="ea_text", present="present", caption="caption", ran="ran", link_box="box")
+    return Page(**{k: Part(v) for k, v in names.items()}, settings={k: Part(k) for k in SETTING_NAMES},
+                views=[Part(v) for v in ("tree", "text", "metrics", "why")])
 
 
-def explore_updates(prompt: str, **settings) -> list[dict]:
-    """The updates of one Explore run of `prompt` on a tiny pair whose draft is its target."""
+def explore_updates(prompt: str, stop_after: int | None = None, **settings) -> list[dict]:
+    """The updates of one Explore run of `prompt` on a tiny pair whose draft is its target, keyed by the
+    components' names; `stop_after`: press Stop once that many steps are drawn."""
+    from types import SimpleNamespace
+
     from opttree.serve.allow_list import ModelEntry, Registry
     from opttree.serve.service import RunService
 
@@ -196,7 +208,14 @@ def explore_updates(prompt: str, **settings) -> list[dict]:
     service = RunService(registry=Registry([ModelEntry("tiny", "tiny pair", "t", "self")], default="tiny"),
                          pair_factory=lambda entry: pair)
     values = [getattr(DecodeConfig(**settings), k) for k in SETTING_NAMES]
-    return list(explore.run_explore(explore_page(), service, None, "tiny", prompt, *values, None, "p_hat", False, {}))
+    request = SimpleNamespace(session_hash="tab-1")
+    updates = []
+    for u in explore.run_explore(explore_page(), service, request, "tiny", prompt, *values, None, "p_hat", False, {}):
+        updates.append({k.name: v for k, v in u.items()})
+        trace = updates[-1].get("trace")
+        if stop_after and trace and len(trace["steps"]) >= stop_after:
+            service.cancel_session("tab-1")
+    return updates
 
 
 def test_copy_link_follows_the_run_on_screen_and_a_refused_run_leaves_it():
@@ -218,3 +237,12 @@ def test_a_finished_run_lands_on_its_last_step_with_a_tree():
     steps = final["trace"]["steps"]
     assert [len(s["tokens"]) for s in steps] == [3, 3, 0] and final["status"].startswith("Done: step 3")
     assert final["step"].value == 2 and final["step"].maximum == 3
+
+
+def test_a_stopped_run_keeps_its_steps_on_screen():
+    """Stop ends the run at its next step: the status says so and the steps it drew stay, with Copy link on
+    them (a stopped run's last update once raised, and the page never left 'Running')."""
+    updates = explore_updates("t1 t2", stop_after=1, method="chain", nodes=1, max_depth=1, max_new_tokens=40)
+    final = updates[-1]
+    assert "Stopped" in final["status"] and 1 <= len(final["trace"]["steps"]) < 40
+    assert final["ran"]["prompt"] == "t1 t2"
