@@ -28,6 +28,10 @@ PRIVATE = dict(queue=False, api_visibility="private")   # pure view updates: nev
 # Events that read a step scrubber take its raw value: gr.Slider refuses a typed step past either end
 # before the handler runs (each view then shows a bare "Error"), and `clamp` makes any value a step.
 SCRUB = dict(PRIVATE, preprocess=False)
+# Stop is a queued event of its own (no concurrency limit: it never waits behind a run), so that with
+# nothing running it can say so in a toast (Gradio shows gr.Info for queued events only) and leave the
+# status, the last run's outcome, alone.
+STOP_EVENT = dict(concurrency_id="stop", concurrency_limit=None, show_progress="hidden")
 
 
 @dataclass

@@ -20,7 +20,7 @@ from opttree.bench.harness import iter_bench, parse_methods
 from opttree.config import BUNDLED_ID
 from opttree.errors import OptTreeError
 from opttree.serve.service import RunError
-from ui.common import HISTORY_RUNS, SCRUB, Page, bind, clamp, history_views, md_safe, session_of, steps_of
+from ui.common import HISTORY_RUNS, SCRUB, STOP_EVENT, Page, bind, clamp, history_views, md_safe, session_of, steps_of
 from ui.controls import STATIC_CHOICES, settings_from
 from viz.compare_charts import speed_budget_figure, summary_cost, tau_budget_figure
 from viz.compare_table import ALL, WIDTHS, budget_choices, compare_table, prompts_text, table_label, verdict_text
@@ -278,7 +278,7 @@ def wire(page: Page, parts: dict, service, stop, lane: dict) -> None:
     outputs += [page.history, page.ea_plot, page.ea_text]
     parts["run"].click(bind(run_compare, page, parts, service, names=inputs), list(inputs.values()), outputs,
                        api_name="compare", **lane)
-    parts["stop"].click(stop, None, parts["status"], queue=False, api_visibility="private")
+    parts["stop"].click(stop, None, parts["status"], api_visibility="private", **STOP_EVENT)
     parts["measure"].click(bind(measure, service), [page.model], [parts["cost"], parts["status"]],
                            api_visibility="private", **lane)
     parts["budget"].input(at_table_budget, [parts["state"], parts["budget"], parts["right"], parts["step"]],

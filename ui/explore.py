@@ -15,6 +15,7 @@ from ui.common import (
     HISTORY_RUNS,
     PRIVATE,
     SCRUB,
+    STOP_EVENT,
     TOKEN_CLICK_JS,
     Page,
     bind,
@@ -198,8 +199,9 @@ def with_history(page: Page, history, trace: dict) -> dict:
 def stop(service, request: gr.Request = None):
     # When a run was signalled, the run itself writes "Stopped." at its next step boundary;
     # writing "Stopping…" here too would race it (a late reply overwrote the final status).
-    n = service.cancel_session(session_of(request))
-    return gr.skip() if n else "Nothing is running."
+    if not service.cancel_session(session_of(request)):
+        gr.Info("Nothing is running: Stop has nothing to stop.")
+    return gr.skip()
 
 
 def apply_preset(page: Page, index: int):
@@ -268,7 +270,7 @@ def wire(page: Page, parts: dict, service, lane: dict) -> None:
     inputs, outputs = run_inputs(page), run_outputs(page)
     runner = bind(run_explore, page, service, names=inputs)
     parts["run"].click(runner, list(inputs.values()), outputs, api_name="run", **lane)
-    parts["stop"].click(bind(stop, service), None, page.status, queue=False, api_name="stop")
+    parts["stop"].click(bind(stop, service), None, page.status, api_name="stop", **STOP_EVENT)
     scrub = [page.step, *page.views]
     at = [page.trace, page.step, page.colour, page.present]
     page.step.input(show, at, scrub, trigger_mode="always_last", **SCRUB)

@@ -361,11 +361,12 @@ def test_queue_position_and_closing_a_tab_frees_the_lane(page):
     pg.click("#stop")
     wait_stopped(pg)
     # The final "Stopped." must stay (a late reply from the Stop click once overwrote it), and a
-    # Stop with nothing running says so.
+    # Stop with nothing running says so in a toast, leaving the status (the last run's outcome) alone.
     pg.wait_for_timeout(1500)
     assert "Stopped" in pg.evaluate(STATUS_TEXT, "#status")
     pg.click("#stop")
-    pg.wait_for_function(f"() => /Nothing is running/.test(({STATUS_TEXT})('#status'))")
+    pg.wait_for_selector("[data-testid='toast-body']:has-text('Nothing is running')")
+    assert "Stopped" in pg.evaluate(STATUS_TEXT, "#status")
 
 
 def test_deep_link_keys_and_copy_link(page):
