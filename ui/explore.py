@@ -128,7 +128,8 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     """Stream one run into the Explore views (and the Learn mirror, and the session's E(A)-vs-A plot).
 
     `request` comes first: Gradio passes it only to positional parameters, and the settings are variadic.
-    The first update says which lesson this run is (its caption above the tree) before the model starts."""
+    The run replaces the one on screen when its first step is drawn (`now_showing`): its lesson caption,
+    empty committed-token bars until it ends, what Copy link writes. A refused run changes none of them."""
     *values, history, colour, present, link = values
     controls = dict(zip(page.settings, values))
     settings = settings_from(controls)
@@ -136,8 +137,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     # The Learn tab's live tree says the lesson too, above the run's status.
     said = lessons.caption_markdown(lesson)
     learn = (lambda msg: f"{said}\n\n{msg}") if said else (lambda msg: msg)
-    yield {page.caption: caption_update(lesson), page.learn_status: learn("Starting…"),
-           page.bars: accept_bars(None)}   # not the last run's bars
+    yield {page.learn_status: learn("Starting…")}
     ran = links.ran_with(model, prompt, controls)       # Copy link's source once this run is on screen
     drawn, replaced = 0.0, {}       # `replaced`: once the run's first step is drawn (a link copied later stays)
     try:
@@ -155,8 +155,9 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
             verb = "Done" if up.state == "done" else "Running"
             msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
                    f"tokens, τ = {s['tau']:.2f}")
-            out = {page.status: msg, page.learn_status: learn(msg), **(replaced or now_showing(page, ran)),
-                   **shown_run(page, trace, i, colour, present, bars=up.state == "done")}
+            out = {page.status: msg, page.learn_status: learn(msg),
+                   **shown_run(page, trace, i, colour, present, bars=up.state == "done"),
+                   **(replaced or now_showing(page, ran, lesson, up.state == "done"))}
             replaced = {page.ran: ran}
             if up.state == "done":
                 if (link or {}).get("step"):     # a deep link's step, once (ui/links.py)
@@ -171,7 +172,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
         out = {page.status: msg, page.learn_status: learn(msg)}
         if exc.trace and exc.trace.get("steps"):
             out.update({**shown_run(page, exc.trace, steps_of(exc.trace) - 1, colour, present),
-                        **(replaced or now_showing(page, ran))})
+                        **(replaced or now_showing(page, ran, lesson, True))})
         yield out
 
 
@@ -182,11 +183,14 @@ def shown_run(page: Page, trace: dict, i: int, colour: str, present, bars: bool 
             **dict(zip(page.run_views, run_views(trace, i, colour, bool(present), bars)))}
 
 
-def now_showing(page: Page, ran: dict) -> dict:
-    """A run that replaces the one on screen: Copy link writes what it ran with (`links.ran_with`), and a
-    link copied before (it names the other run) is hidden. A refused run never gets here: the page
-    still shows, and links to, the run before it."""
-    return {page.ran: ran, page.link_box: gr.Textbox(value="", visible=False)}
+def now_showing(page: Page, ran: dict, lesson: int | None, ended: bool) -> dict:
+    """A run that replaces the one on screen, at its first drawn step: Copy link writes what it ran with
+    (`links.ran_with`), a link copied before (it names the other run) is hidden, the caption is this run's
+    lesson's (or none), and unless the run `ended` already (its own bars come with it) the committed-token
+    bars are emptied until it ends. A refused run never gets here: the page still shows, and links to,
+    the run before it."""
+    out = {page.ran: ran, page.link_box: gr.Textbox(value="", visible=False), page.caption: caption_update(lesson)}
+    return out if ended else {**out, page.bars: accept_bars(None)}
 
 
 def with_history(page: Page, history, trace: dict) -> dict:
@@ -251,7 +255,8 @@ def jump(trace, colour, present, evt: gr.EventData):
 
 
 def play(trace, step, colour, present):
-    start = 1 if clamp(trace, step) >= steps_of(trace) - 1 else step
+    # from the start when at the end (a finished run lands on its last step with a tree, maybe not the last)
+    start = 1 if clamp(trace, step) >= last_tree_step(trace) else step
     return (gr.Timer(active=steps_of(trace) > 1), *show(trace, start, colour, present))
 
 

@@ -93,8 +93,8 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
            **explore.with_history(page, history, trace),
            **{page.settings[name]: value for name, value in controls.items()},
            page.status: "Replaying an imported trace (no model involved).",
-           **explore.now_showing(page, links.ran_with(model or registry.default, prompt, controls)),
-           page.caption: explore.caption_update(imported_lesson(prompt, model, settings, registry.default)),
+           **explore.now_showing(page, links.ran_with(model or registry.default, prompt, controls),
+                                 imported_lesson(prompt, model, settings, registry.default), ended=True),
            status: f"Loaded {article(method)} {md_safe(method)} run with {steps_of(trace)} steps: its prompt and "
                    "settings are in Explore's controls; open Explore to replay it."}
     if prompt.strip():      # a run decoded from token ids has no prompt text: the box keeps its own

@@ -223,7 +223,7 @@ def test_copy_link_follows_the_run_on_screen_and_a_refused_run_leaves_it():
     the run before); a refused run (an empty prompt) changes neither: the page still shows the last run."""
     refused = explore_updates("   ", max_new_tokens=6)
     assert "prompt is empty" in refused[-1]["status"]
-    assert not any("ran" in u or "box" in u for u in refused)
+    assert not any(part in u for u in refused for part in ("ran", "box", "caption", "bars", "trace"))
     drawn = [u for u in explore_updates("t1 t2", max_new_tokens=6) if "trace" in u]
     assert drawn and all(u["ran"]["prompt"] == "t1 t2" for u in drawn)
     assert drawn[0]["box"].visible is False and not any("box" in u for u in drawn[1:])   # a link copied mid-run stays
@@ -237,6 +237,8 @@ def test_a_finished_run_lands_on_its_last_step_with_a_tree():
     steps = final["trace"]["steps"]
     assert [len(s["tokens"]) for s in steps] == [3, 3, 0] and final["status"].startswith("Done: step 3")
     assert final["step"].value == 2 and final["step"].maximum == 3
+    timer, shown, *_ = explore.play(final["trace"], 2, "log_p_hat", False)   # Play from there replays the run
+    assert timer.active and shown.value == 1
 
 
 def test_a_stopped_run_keeps_its_steps_on_screen():
