@@ -20,7 +20,7 @@ from opttree.config import DecodeConfig, models_from_args
 from opttree.decoding.prompts import clean_prompt
 from opttree.drafters.registry import KINDS
 from opttree.engine import batch_cost
-from opttree.errors import guarded
+from opttree.errors import BadInput, guarded
 from opttree.models.draft_assets import card_acceptance
 from opttree.trace import by_depth_text, dumps, percent
 from opttree.train.card import heldout_questions
@@ -181,8 +181,13 @@ def register_serving(sub) -> None:
 VERBOSE_HELP = "on an unexpected failure, print the traceback (otherwise one error line)"
 
 
+def eval_misplaced(args) -> int:
+    raise BadInput("write `opttree eval FLAGS` (eval first, after any --verbose): opttree eval --help lists its flags")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="opttree", description="OPT-Tree speculative decoding")
+    parser = argparse.ArgumentParser(prog="opttree", description="OPT-Tree speculative decoding",
+                                     allow_abbrev=False)   # `--verb eval` would reach the parser, not `main`
     parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="decode one prompt and print the text (or a JSON summary)")
@@ -195,9 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_generate)
     register_bench(sub)
     register_serving(sub)
-    # `main` hands `opttree eval ...` to bench/answers.py before this parser: listed here for --help only.
-    sub.add_parser("eval", add_help=False, help="answer a question file (MT-bench / Spec-Bench JSONL) into "
-                   "FastChat-style answer files with the reference repo's flags; opttree eval --help lists them")
+    # `main` hands `opttree eval ...` to bench/answers.py before this parser (it has its own flags): listed
+    # here for --help; a command line that reaches the parser with it anyway is told how to write it.
+    ev = sub.add_parser("eval", add_help=False, help="answer a question file (MT-bench / Spec-Bench JSONL) into "
+                        "FastChat-style answer files with the reference repo's flags; opttree eval --help lists them")
+    ev.set_defaults(func=eval_misplaced)
     for command in sub.choices.values():   # `opttree generate ... --verbose` as well as `opttree --verbose ...`
         command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     return parser

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from opttree.trace import by_depth_text, committed_draft, percent
+from opttree.trace import by_depth_text, committed_draft, counted, percent
 
 from .cost_chart import context_read, usable, verify_ratio
 
@@ -25,10 +25,10 @@ def step_metrics(trace: dict | None, index: int | None) -> str:
     auto = s.get("auto")
     if isinstance(auto, dict) and auto.get("chosen_nodes"):
         rows.append(("auto budget: chosen for this machine",
-                     f"{auto['chosen_nodes']} nodes over {auto.get('chosen_depth', '?')} layer(s), "
+                     f"{counted(auto['chosen_nodes'], 'node')} over {counted(auto.get('chosen_depth', '?'), 'layer')}, "
                      f"{auto.get('chosen_tokens_per_s', 0):.1f} expected tokens/s"))
         if auto.get("fused_nodes"):
-            rows.append(("with retrieval fused in", f"{auto['fused_nodes']} nodes, "
+            rows.append(("with retrieval fused in", f"{counted(auto['fused_nodes'], 'node')}, "
                          f"{auto.get('fused_tokens_per_s', 0):.1f} expected tokens/s (retrieved nodes' p̂ as fused)"))
     body = "\n".join(f"| {k} | {v} |" for k, v in rows)
     return f"**Step {index + 1} of {len(steps)}**\n\n| metric | value |\n|---|---|\n{body}\n\n" + run_summary(trace)

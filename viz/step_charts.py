@@ -218,9 +218,9 @@ def why_auto(step: dict, meta: dict | None = None) -> go.Figure:
                          marker=dict(symbol="star", size=18, color=style.ACCEPTED, line=dict(color="#fff", width=1)),
                          hovertemplate=f"chosen: {n} nodes, depth {d}<extra></extra>"))
         drafted = f", drafting modelled at {draft[d - 1]:.1f} ms" if d <= len(draft) else ""
-        text, chosen_lines = style.wrap_lines(f"chosen: {n} nodes over {d} layer(s), {j:.1f} expected tokens/s "
-                                              f"(modelled from the cost curve){drafted}{fused_note(auto)}"
-                                              if isinstance(j, (int, float)) else "chosen")
+        text, chosen_lines = style.wrap_lines(f"chosen: {counted(n, 'node')} over {counted(d, 'layer')}, {j:.1f} "
+                                              f"expected tokens/s (modelled from the cost curve){drafted}"
+                                              f"{fused_note(auto)}" if isinstance(j, (int, float)) else "chosen")
         notes.append(dict(xref="paper", x=0, yref="paper", y=1.0, yanchor="bottom", xanchor="left", showarrow=False,
                           align="left", font=dict(size=11), text=text))
     reason = str(step.get("stop_reason") or "")

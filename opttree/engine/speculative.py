@@ -200,14 +200,14 @@ def grow_tree(plan: StepPlan, drafter, state: TargetState, expand, step_cost, ti
         with timer.phase("draft"):
             state.begin_step()
     tree, info = build_tree(expand, plan.cfg, step_cost, **(shape or {}))
-    if drafter:
-        tree, info = drafter.finish_tree(tree, info, plan.cfg, step_cost)   # node sources; fusion when on
-    info.length = plan.decision
     if plan.decision and info.stop_reason == f"reached max depth {plan.decision['depth']}":
         # the builder's max depth was the controller's choice this step, not the setting
         depth = plan.decision["depth"]
         info.stop_reason = (f"reached the {counted(depth, 'layer')} "
                             f"{length_control.controller_name(plan.decision)} allowed")
+    if drafter:     # after the builder's own reason: retrieval fusion appends its note to it
+        tree, info = drafter.finish_tree(tree, info, plan.cfg, step_cost)   # node sources; fusion when on
+    info.length = plan.decision
     if plan.token_cap is not None:
         info.note(f"depth capped at {plan.token_cap}: {left} tokens left to generate")
     return tree, info

@@ -98,7 +98,10 @@ def _conversion_lock(out: Path):
         yield
         return
     try:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        except OSError:     # a file system without locks (some network or FUSE mounts): as above
+            pass
         yield
     finally:
         f.close()   # closing the file releases the lock

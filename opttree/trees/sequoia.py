@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from opttree.trace import counted
 from opttree.trees.auto_size import StepCost, throughput
 from opttree.trees.static import TR_RANK_PRIOR, build_static
 
@@ -209,7 +210,7 @@ def build_sequoia(expand, acceptance, nodes: int, max_depth: int, cost: StepCost
         paths, record = list(pick.paths), dict(pick.record)
     tree, info = build_static(expand, paths, len(paths))
     depth = max((len(p) for p in paths), default=0)
-    info.stop_reason = (f"Sequoia's tree for this draft's acceptance vector: {len(paths)} nodes over {depth} "
-                        f"layer(s), {tree_value(a, paths):.2f} draft tokens expected to be accepted")
+    info.stop_reason = (f"Sequoia's tree for this draft's acceptance vector: {counted(len(paths), 'node')} over "
+                        f"{counted(depth, 'layer')}, {tree_value(a, paths):.2f} draft tokens expected to be accepted")
     info.auto = record
     return tree, info

