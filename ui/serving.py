@@ -12,7 +12,7 @@ from __future__ import annotations
 import gradio as gr
 
 from opttree.engine.batch_cost import best_by_batch, model_table
-from ui.common import PRIVATE, Page, bind, md_safe
+from ui.common import PRIVATE, SCRUB, Page, bind, md_safe
 from viz.serving import (
     EXPORT_CHOICES,
     MAX_EXPORT_NODES,
@@ -56,6 +56,16 @@ def show_export(trace, choice, nodes) -> str:
         return f"⚠️ {md_safe(str(exc))}"
 
 
+def export_at(trace, choice, nodes):
+    """The export at a typed or dragged n, clamped to the slider's range (a typed 1000 shows 128's tree, and
+    the box says 128): the event takes the raw value, which gr.Slider would refuse with a bare error."""
+    try:
+        n = min(max(int(float(nodes)), 1), MAX_EXPORT_NODES)
+    except (TypeError, ValueError, OverflowError):
+        n = default_nodes(trace)
+    return gr.Slider(value=n), show_export(trace, choice, n)
+
+
 def on_open(trace, choice):
     """Opening the tab sizes the export at the shown run's own budget (or its median tree under auto)."""
     n = default_nodes(trace)
@@ -93,8 +103,9 @@ def run_measure(service, parts, refresh, model):
 
 def wire(page: Page, parts: dict, tab, service, lane: dict) -> None:
     tab.select(on_open, [page.trace, parts["choice"]], [parts["nodes"], parts["text"]], **PRIVATE)
-    for control in (parts["choice"], parts["nodes"]):
-        control.change(show_export, [page.trace, parts["choice"], parts["nodes"]], parts["text"], **PRIVATE)
+    at = [page.trace, parts["choice"], parts["nodes"]]
+    parts["choice"].change(export_at, at, [parts["nodes"], parts["text"]], **SCRUB)
+    parts["nodes"].input(export_at, at, [parts["nodes"], parts["text"]], trigger_mode="always_last", **SCRUB)
     outputs = [parts["status"], parts["plot"], parts["summary"]]
     for button, refresh in ((parts["measure"], False), (parts["again"], True)):
         button.click(bind(run_measure, service, parts, refresh), [page.model], outputs, api_visibility="private",

@@ -248,3 +248,22 @@ def test_a_stopped_run_keeps_its_steps_on_screen():
     final = updates[-1]
     assert "Stopped" in final["status"] and 1 <= len(final["trace"]["steps"]) < 40
     assert final["ran"]["prompt"] == "t1 t2"
+
+
+def test_serving_clamps_a_typed_node_count():
+    """Serving's n: a typed 1000 or 0 exports the nearest n the slider allows and shows it in the box,
+    never Gradio's bare error (the events take the raw value)."""
+    from opttree.serve.service import RunService
+    from ui import serving
+    from ui.app import build_app
+    from viz.serving import MAX_EXPORT_NODES
+
+    demo = build_app(RunService(registry=load_registry()))
+    box = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "export-nodes")
+    fns = [f for f in demo.fns.values() if box in f.inputs]
+    assert fns and not any(f.preprocess for f in fns)
+    trace = tiny_trace()
+    for typed, n in ((1000, MAX_EXPORT_NODES), (0, 1), (-5, 1), (3.0, 3)):
+        slider, text = serving.export_at(trace, "sequoia", typed)
+        assert slider.value == n and text == serving.show_export(trace, "sequoia", n), typed
+    assert serving.export_at(trace, "binary", "lots")[0].value == serving.default_nodes(trace)
