@@ -30,7 +30,8 @@ def table_label(summary: dict | None) -> str:
     if not summary:
         return "Each method's figures (press Compare)"
     return (f"Each figure is a mean over {prompts_text(summary['prompts'])} ± one standard error (SE) over them; "
-            "tokens per step (τ) and speedup are per prompt, then averaged. Speedup times whole runs, the "
+            "tokens per step (τ), accepted draft tokens per step and speedup are per prompt, then averaged (the "
+            "other columns pool every step). Speedup times whole runs, the "
             "prompt's prefill included (its own column): speculative decoding shortens the steps, not the prefill")
 
 

@@ -216,6 +216,15 @@ def test_the_summary_carries_the_spread_capacity_and_verdict(pair):
         k = ids.index(run["prompt_id"])
         run.update(prompt_tokens=100 + 200 * k, new_tokens=10 + 20 * k)
     assert len(ids) == 3 and plan.summary(r)["context_tokens"] == 315.0
+    # Accepted draft tokens per step is a mean over prompts, as τ is: τ − 1 where every step has its bonus
+    # (pooled over steps, a prompt of many short steps would pull it far below τ − 1).
+    for run in r["runs"]:
+        if run["method"] == "opt-tree@30":
+            k = ids.index(run["prompt_id"])
+            run.update(tau=[8.0, 1.6, 1.6][k], steps=[2, 10, 10][k], mean_accepted_draft_tokens=[7.0, 0.6, 0.6][k])
+    accepted = {row["method"]: row for row in plan.summary(r)["rows"]}["opt-tree@30"]
+    assert accepted["tau"] == pytest.approx(3.733, abs=1e-3)
+    assert accepted["mean_accepted_draft_tokens"] == pytest.approx(accepted["tau"] - 1, abs=1e-3)
 
 
 def test_compare_extras_follow_the_allow_list():
