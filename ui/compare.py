@@ -241,6 +241,17 @@ def longest(state: dict, budget: str, right: str) -> int:
     return max((steps_of(traces.get(f"{m}@{at_budget(budget)}")) for m in ("opt-tree", right)), default=1)
 
 
+def panels_at(state: dict, budget: str, right: str, step):
+    """The panels at a typed or dragged step, and the box set to the step shown (a typed 99 reads the last
+    step of the longer run, 0 or less step 1)."""
+    top = longest(state, budget or ALL, right)
+    try:
+        shown = min(max(int(float(step)), 1), max(top, 1))
+    except (TypeError, ValueError, OverflowError):
+        shown = 1
+    return (gr.Slider(value=shown), *panels(state, budget, right, shown))
+
+
 def panels(state: dict, budget: str, right: str, step):
     """OPT-Tree on the left and one static tree on the right, the Explore prompt at one budget, same step."""
     traces = (state or {}).get("traces") or {}
@@ -284,5 +295,5 @@ def wire(page: Page, parts: dict, service, stop, lane: dict) -> None:
     parts["budget"].input(at_table_budget, [parts["state"], parts["budget"], parts["right"], parts["step"]],
                           [parts["table"], parts["step"], parts["left_plot"], parts["right_plot"]], **SCRUB)
     for evt in (parts["step"].input, parts["right"].input):
-        evt(panels, [parts["state"], parts["budget"], parts["right"], parts["step"]],
-            [parts["left_plot"], parts["right_plot"]], trigger_mode="always_last", **SCRUB)
+        evt(panels_at, [parts["state"], parts["budget"], parts["right"], parts["step"]],
+            [parts["step"], parts["left_plot"], parts["right_plot"]], trigger_mode="always_last", **SCRUB)

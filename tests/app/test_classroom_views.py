@@ -166,7 +166,7 @@ def test_a_step_typed_past_either_end_shows_the_nearest_step():
     trace = tiny_trace()
     last = len(trace["steps"])
     for elem, scrubbing in (("step", {"show", "prev_step", "next_step", "play", "tick"}),
-                            ("compare-step", {"panels", "at_table_budget"})):
+                            ("compare-step", {"panels_at", "at_table_budget"})):
         fns = [f for f in demo.fns.values() if by_elem[elem] in f.inputs and f.name in scrubbing]
         assert {f.name for f in fns} == scrubbing and not any(f.preprocess for f in fns), elem
     show = next(f for f in demo.fns.values() if f.name == "show" and by_elem["step"] in f.inputs)
@@ -267,3 +267,16 @@ def test_serving_clamps_a_typed_node_count():
         slider, text = serving.export_at(trace, "sequoia", typed)
         assert slider.value == n and text == serving.show_export(trace, "sequoia", n), typed
     assert serving.export_at(trace, "binary", "lots")[0].value == serving.default_nodes(trace)
+
+
+def test_compares_step_box_shows_the_step_its_panels_show():
+    from ui.compare import panels_at
+
+    short, long = tiny_trace(max_new_tokens=4), tiny_trace(max_new_tokens=12)
+    state = {"traces": {"opt-tree@6": long, "binary@6": short}}
+    last = len(long["steps"])
+    assert last > len(short["steps"]) >= 1
+    for typed, shown in ((99, last), (0, 1), (-3, 1), ("x", 1), (2, 2)):
+        box, left, right = panels_at(state, "n = 6", "binary", typed)
+        assert box.value == shown, typed
+        assert f" · step {shown}/{last} · " in left.layout.title.text
