@@ -148,3 +148,13 @@ def test_pair_table_against_a_second_result_keeps_each_speedup_over_its_own_ar(t
     assert "m against m of " in out and "| all | 2 | +0.250 ± 0.250 | +10.0 ± 10.0 | 1 / 0 |" in out
     with pytest.raises(SystemExit, match="not a readable bench result"):
         main([str(paths[0]), "m", "m", "--against", str(tmp_path / "missing.json")])
+
+
+def test_a_speedup_beyond_tau_is_called_disturbed_timing():
+    """A step costs at least an AR step, so a run cannot beat AR by more than its τ: a run that did (AR's
+    runs slowed by other work) makes the verdict say the timing was disturbed, and only then."""
+    taus = {"opt-tree@10": [2.0, 2.1], "binary@10": [1.78, 1.9]}
+    calm = {"opt-tree@10": [1.5, 1.6], "binary@10": [1.4, 1.5]}
+    assert "disturbed" not in verdict(result(taus, calm))
+    noisy = {**calm, "binary@10": [5.15, 1.5]}
+    assert "Timing was disturbed: binary@10 ran 5.15× AR on a prompt at τ 1.78" in verdict(result(taus, noisy))
