@@ -254,3 +254,18 @@ def test_on_a_phone_tabs_titles_and_the_compare_table_stay_reachable(app):
     assert reach and reach["columns"] >= 11 and reach["right"] <= reach["width"], reach
     pg.screenshot(path=str(ARTIFACTS / "classroom-phone-compare.png"))
     pg.close()
+
+
+def test_presenter_mode_on_a_phone_keeps_the_step_controls_on_screen(app):
+    """On a phone, presenter mode stacks the scrubber, text and metrics below the tree (beside it they were
+    pushed off the screen's right edge) and the lesson caption takes the page's width above the toggle."""
+    pg = open_page(app, "?preset=1&step=3&present=1", PHONE)
+    wait_done(pg)
+    pg.wait_for_timeout(500)
+    for sel in ("#scrubber", "#next", "#metrics", "#gen-text", "#tree-plot"):
+        box = rect(pg, sel)
+        assert box and box["right"] <= PHONE["width"] + 2, (sel, box)
+    assert rect(pg, "#side-col")["top"] >= rect(pg, "#tree-plot")["bottom"] - 2
+    assert rect(pg, "#lesson-caption")["right"] - rect(pg, "#lesson-caption")["left"] >= 0.8 * PHONE["width"]
+    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-presenter.png"), full_page=True)
+    pg.close()
