@@ -100,8 +100,11 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
     if meta.get("method") == "opt-tree":
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=delta, y1=delta,
                            line=dict(color=style.ACCEPTED, dash="dash")))
-        notes.append(dict(xref="paper", x=0, yref="y", y=delta, xanchor="left", yanchor="bottom",
-                          showarrow=False, text=f"δ = {delta:g}: deepen only while a layer adds more"))
+        # At the right end, over the deep layers' small gains (the first layers' tall bars are at the left),
+        # on a translucent ground where a bar still reaches it.
+        notes.append(dict(xref="paper", x=1, yref="y", y=delta, xanchor="right", yanchor="bottom",
+                          showarrow=False, text=f"δ = {delta:g}: deepen only while a layer adds more",
+                          bgcolor="rgba(255, 255, 255, 0.75)"))
     if stopped:     # and a ring on the layer where growth stopped
         notes.append(dict(xref="paper", x=0, yref="paper", y=1.0, xanchor="left", yanchor="bottom", showarrow=False,
                           align="left", text=stopped, font=dict(size=11, color=style.ACCEPTED)))

@@ -168,3 +168,14 @@ def test_the_accepted_length_legend_and_the_predictors_labels_stay_clear_of_the_
     fig = why_predictor(step, {})
     top = fig.layout.yaxis.range[1]
     assert fig.data[0].cliponaxis is False and top >= 1.15 * max(fig.data[0].y)
+
+
+def test_the_delta_rule_label_sits_over_the_deep_layers():
+    """The δ line's words sit at its right end (the first layers' tall gain bars are at the left), on a
+    translucent ground."""
+    from viz.step_charts import why_shape
+
+    step = {"ea_by_depth": [0.0, 0.9, 1.25, 1.38, 1.42], "stop_reason": "E(A) grew by 0.04 <= δ=0.2 at depth 4"}
+    notes = why_shape(step, {"method": "opt-tree", "threshold": 0.2, "max_depth": 10}).layout.annotations
+    rule = next(n for n in notes if n.text.startswith("δ = 0.2"))
+    assert rule.x == 1 and rule.xanchor == "right" and rule.y == 0.2 and rule.bgcolor
