@@ -140,8 +140,9 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     yield {page.learn_status: learn("Starting…")}
     ran = links.ran_with(model, prompt, controls)       # Copy link's source once this run is on screen
     drawn, replaced = 0.0, {}       # `replaced`: once the run's first step is drawn (a link copied later stays)
+    session = session_of(request)
     try:
-        for up in service.stream(model, prompt, settings, session=session_of(request)):
+        for up in service.stream(model, prompt, settings, session=session):
             if up.state == "queued":
                 msg = f"⏳ Waiting for the model: position **{up.position}** in the queue…"
                 yield {page.status: msg, page.learn_status: learn(msg)}
@@ -155,13 +156,24 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
             verb = "Done" if up.state == "done" else "Running"
             msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
                    f"tokens, τ = {s['tau']:.2f}")
+            pinned = PINNED.get(session) if replaced else None
+            if up.state == "running" and pinned is not None:     # scrubbed back: the view stays there
+                yield {page.status: msg, page.learn_status: learn(msg), page.trace: trace,
+                       page.step: gr.Slider(maximum=max(steps_of(trace), 2), interactive=True)}
+                drawn = time.monotonic()
+                continue
             out = {page.status: msg, page.learn_status: learn(msg),
                    **shown_run(page, trace, i, colour, present, bars=up.state == "done"),
                    **(replaced or now_showing(page, ran, lesson, up.state == "done"))}
+            if not replaced and session:        # from its first drawn step on, scrubbing back pins the view
+                LIVE.add(session)
+                PINNED.pop(session, None)
             replaced = {page.ran: ran}
             if up.state == "done":
                 if (link or {}).get("step"):     # a deep link's step, once (ui/links.py)
                     out.update({page.link: {}, **shown_run(page, trace, clamp(trace, link["step"]), colour, present)})
+                elif pinned is not None:
+                    out.update(shown_run(page, trace, pinned, colour, present))
                 elif last_tree_step(trace) != i:
                     out.update(shown_run(page, trace, last_tree_step(trace), colour, present))
                 out.update(with_history(page, history, trace))
@@ -171,9 +183,13 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
         msg = f"⚠️ {md_safe(exc.message)}"
         out = {page.status: msg, page.learn_status: learn(msg)}
         if exc.trace and exc.trace.get("steps"):
-            out.update({**shown_run(page, exc.trace, steps_of(exc.trace) - 1, colour, present),
+            at = PINNED.get(session, steps_of(exc.trace) - 1) if replaced else steps_of(exc.trace) - 1
+            out.update({**shown_run(page, exc.trace, at, colour, present),
                         **(replaced or now_showing(page, ran, lesson, True))})
         yield out
+    finally:
+        LIVE.discard(session)
+        PINNED.pop(session, None)
 
 
 def shown_run(page: Page, trace: dict, i: int, colour: str, present, bars: bool = True) -> dict:
@@ -236,22 +252,35 @@ def fixed_mode():
 
 # ---------------------------------------------------------------- pure view updates (no queue)
 
-def show(trace, step, colour="log_p_hat", present=False):
+# A live run follows its newest step until the visitor scrubs to an earlier one: then each redraw only
+# lets the scrubber reach the new steps and the view stays where they put it, until they scrub to the
+# newest step again or the run ends. Keyed by browser session; emptied when the session's run ends.
+LIVE: set[str] = set()              # sessions with an Explore run going
+PINNED: dict[str, int] = {}         # session -> the step (0-based) the visitor scrubbed to during it
+
+
+def show(trace, step, colour="log_p_hat", present=False, request: gr.Request = None):
     i = clamp(trace, step)
+    session = session_of(request)
+    if session in LIVE:
+        if i < steps_of(trace) - 1:
+            PINNED[session] = i
+        else:
+            PINNED.pop(session, None)
     return (gr.Slider(value=i + 1), *step_views(trace, i, colour, bool(present)))
 
 
-def prev_step(trace, step, colour, present):
-    return show(trace, clamp(trace, step), colour, present)     # 1-based value → previous 0-based index + 1
+def prev_step(trace, step, colour, present, request: gr.Request = None):
+    return show(trace, clamp(trace, step), colour, present, request)   # 1-based value → previous 0-based + 1
 
 
-def next_step(trace, step, colour, present):
-    return show(trace, clamp(trace, step) + 2, colour, present)
+def next_step(trace, step, colour, present, request: gr.Request = None):
+    return show(trace, clamp(trace, step) + 2, colour, present, request)
 
 
-def jump(trace, colour, present, evt: gr.EventData):
+def jump(trace, colour, present, evt: gr.EventData, request: gr.Request = None):
     data = getattr(evt, "_data", None) or {}
-    return show(trace, (data.get("step", 0) if isinstance(data, dict) else 0) + 1, colour, present)
+    return show(trace, (data.get("step", 0) if isinstance(data, dict) else 0) + 1, colour, present, request)
 
 
 def play(trace, step, colour, present):

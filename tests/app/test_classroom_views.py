@@ -280,3 +280,40 @@ def test_compares_step_box_shows_the_step_its_panels_show():
         box, left, right = panels_at(state, "n = 6", "binary", typed)
         assert box.value == shown, typed
         assert f" · step {shown}/{last} · " in left.layout.title.text
+
+
+def test_scrubbing_back_during_a_live_run_keeps_the_view_there(monkeypatch):
+    """A live run follows its newest step until the visitor scrubs back: then redraws only extend the
+    scrubber, and the run ends on the visitor's step; scrubbing to the newest step follows again."""
+    from types import SimpleNamespace
+
+    from opttree.serve.allow_list import ModelEntry, Registry
+    from opttree.serve.service import RunService
+
+    monkeypatch.setattr(explore, "LIVE_REDRAW_S", 0.0)            # draw every step
+    pair = tiny_pair("classic", draft_is_target=True)
+    service = RunService(registry=Registry([ModelEntry("tiny", "tiny pair", "t", "self")], default="tiny"),
+                         pair_factory=lambda entry: pair)
+    values = [getattr(DecodeConfig(method="chain", nodes=1, max_depth=1, max_new_tokens=30), k) for k in SETTING_NAMES]
+    request, page = SimpleNamespace(session_hash="tab-9"), explore_page()
+    run = explore.run_explore(page, service, request, "tiny", "t1 t2", *values, None, "p_hat", False, {})
+    named = ({k.name: v for k, v in u.items()} for u in run)
+    update = next(u for u in named if u.get("trace") and len(u["trace"]["steps"]) >= 4)
+    assert update["step"].value == 4 and "tree" in update
+    shown, *_ = explore.prev_step(update["trace"], 4, "log_p_hat", False, request)   # back to step 3
+    assert shown.value == 3
+    rest = list(named)
+    live, final = rest[:-1], rest[-1]
+    assert live and all("tree" not in u and "value" not in u["step"].constructor_args for u in live)   # it stays
+    assert final["status"].startswith("Done") and final["step"].value == 3 and "tree" in final
+    assert final["step"].maximum == len(final["trace"]["steps"]) and not explore.LIVE and not explore.PINNED
+    # During a run, the newest step unpins the view again; an earlier one pins it.
+    trace, visitor = final["trace"], SimpleNamespace(session_hash="tab-8")
+    explore.LIVE.add("tab-8")
+    try:
+        explore.show(trace, 2, "log_p_hat", False, visitor)
+        assert explore.PINNED == {"tab-8": 1}
+        explore.next_step(trace, len(trace["steps"]) - 1, "log_p_hat", False, visitor)
+        assert explore.PINNED == {}
+    finally:
+        explore.LIVE.discard("tab-8")
