@@ -102,9 +102,10 @@ def link_for(base: str, tab: str, prompt: str, model: str, colour: str, step, se
              present: bool = False) -> str:
     """A URL that reopens the page with this prompt, these settings (a run's: `nodes` 0 is the auto
     budget, written `nodes=auto`) and this step. The budget is always written; other settings left at
-    their defaults are left out, so links stay short."""
+    their defaults are left out, so links stay short. A blank prompt is left out, and so is the run: the
+    link opens the page with these settings and the page's own prompt (a run of nothing is refused)."""
     defaults = app_defaults()
-    query = {"tab": tab or "explore", "model": model, "prompt": prompt}
+    query = {"tab": tab or "explore", "model": model, **({"prompt": prompt} if str(prompt).strip() else {})}
     nodes = settings.get("nodes", defaults["nodes"])
     query["nodes"] = "auto" if nodes == AUTO_NODES else nodes
     query.update({k: v for k, v in settings.items()
@@ -115,7 +116,8 @@ def link_for(base: str, tab: str, prompt: str, model: str, colour: str, step, se
         query["step"] = int(float(step))
     if present:
         query["present"] = 1
-    query["run"] = 1
+    if "prompt" in query:
+        query["run"] = 1
     return f"{base.rstrip('/')}/?{urlencode(query)}"
 
 

@@ -88,3 +88,13 @@ def test_copy_link_writes_what_ran_not_what_the_controls_say_now():
     assert query["prompt"] == "typed" and query["nodes"] == "auto" and query["present"] == "1"
     query = query_of(copy_link(page, request, {}, "typed", "smollm2-eagle", "log_p_hat", 1, False, 60, 32, "fixed"))
     assert query["nodes"] == "60"
+
+
+def test_a_link_with_a_blank_prompt_opens_the_page_without_running():
+    """Before any run with the prompt box emptied, Copy link keeps the settings but neither the blank prompt
+    nor a run (opened, it ran the page's default prompt instead)."""
+    page = SimpleNamespace(settings={"nodes": None, "max_new_tokens": None, NODES_MODE: None})
+    request = SimpleNamespace(headers={"referer": "http://host:1/"})
+    query = query_of(copy_link(page, request, {}, "  ", "smollm2-eagle", "log_p_hat", 1, False, 25, 64, "fixed"))
+    assert "prompt" not in query and "run" not in query and query["nodes"] == "25" and query["max_new_tokens"] == "64"
+    assert not parse_link(query).get("run")
