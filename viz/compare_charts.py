@@ -102,14 +102,14 @@ def _layout(summary: dict | None, title: str, ytitle: str, empty: str) -> dict:
 def tau_budget_figure(summary: dict | None) -> go.Figure:
     """Which shape accepts more at the same budget: mean τ (tokens per step) ± SE against the node budget."""
     layout = _layout(summary, "Which shape accepts more at the same budget", "τ (tokens per step, bonus included)",
-                     "Press Compare: τ at each node budget appears here")
+                     "Press Compare:<br>τ at each node budget appears here")   # two short lines: a phone is narrow
     return go.Figure(dict(data=_traces(summary, "tau", "τ") if summary else [], layout=layout), _validate=False)
 
 
 def speed_budget_figure(summary: dict | None) -> go.Figure:
     """What this machine rewards: mean speedup over AR ± SE against the node budget, from the same runs."""
     layout = _layout(summary, "What this machine rewards: speed against the budget",
-                     "speedup over AR (tokens/s ratio)", "Press Compare: the speed at each budget appears here")
+                     "speedup over AR (tokens/s ratio)", "Press Compare:<br>the speed at each budget appears here")
     if shapes(summary):
         layout["shapes"] = [dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=1, y1=1,
                                  line=dict(color=style.GUIDE, dash="dot", width=1))]
