@@ -38,6 +38,7 @@ from opttree.trace import (
     summarize,
 )
 from opttree.trees import length_control
+from opttree.trees.delta_rule import depth_reached
 from opttree.trees.draft_tree import DraftTree
 from opttree.trees.methods import build_tree
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE
@@ -200,7 +201,7 @@ def grow_tree(plan: StepPlan, drafter, state: TargetState, expand, step_cost, ti
         with timer.phase("draft"):
             state.begin_step()
     tree, info = build_tree(expand, plan.cfg, step_cost, **(shape or {}))
-    if plan.decision and info.stop_reason == f"reached max depth {plan.decision['depth']}":
+    if plan.decision and info.stop_reason == depth_reached(plan.decision["depth"]):
         # the builder's max depth was the controller's choice this step, not the setting
         depth = plan.decision["depth"]
         info.stop_reason = (f"reached the {counted(depth, 'layer')} "

@@ -16,6 +16,12 @@ def expected_acceptance(p_hats: list[float], n: int) -> float:
     return float(sum(heapq.nlargest(n, p_hats)))
 
 
+def depth_reached(max_depth: int) -> str:
+    """The stop reason of a tree that grew to its maximum depth (every builder words it so; the engine
+    reads it to say when that depth was a length controller's choice)."""
+    return f"reached max depth {max_depth}"
+
+
 def stop_reason(ea_by_depth: list[float], threshold: float, depth: int, max_depth: int) -> str | None:
     """Why growth stops after `depth` layers, or None to deepen.
 
@@ -25,5 +31,5 @@ def stop_reason(ea_by_depth: list[float], threshold: float, depth: int, max_dept
     if gain <= threshold:
         return f"E(A) grew by {gain:.3f} <= δ={threshold:g} at depth {depth}"
     if depth >= max_depth:
-        return f"reached max depth {max_depth}"
+        return depth_reached(max_depth)
     return None

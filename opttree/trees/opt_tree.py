@@ -18,7 +18,7 @@ import heapq
 
 from opttree.trace import BuildInfo
 from opttree.trees.auto_size import Objective, StepCost, kept_share, layer_masses
-from opttree.trees.delta_rule import expected_acceptance, stop_reason
+from opttree.trees.delta_rule import depth_reached, expected_acceptance, stop_reason
 from opttree.trees.draft_tree import ROOT, DraftTree
 from opttree.trees.growth import add_best_children
 
@@ -78,7 +78,7 @@ def build_opt_tree_auto(expand, cost: StepCost, max_nodes: int, max_depth: int):
             reason = f"layer {depth} did not raise the best expected throughput"
             break
         if depth >= max_depth:
-            reason = f"reached max depth {max_depth}"
+            reason = depth_reached(max_depth)
             break
         masses = layer_masses(order, grown.depth, grown.p_hat, depth)
         beam = min(beam, objective.still_in_play(p, masses, kept_share(grown, layer)))
