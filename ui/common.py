@@ -118,14 +118,18 @@ def last_tree_step(trace) -> int:
     return next((i for i in range(len(steps) - 1, -1, -1) if steps[i].get("tokens")), max(len(steps) - 1, 0))
 
 
+def bounded(value, lo: int, hi: int, fallback: int) -> int:
+    """A typed or dragged number as a whole number in lo..hi; `fallback` for junk (text, NaN, infinity)."""
+    try:
+        return max(lo, min(int(float(value)), hi))
+    except (TypeError, ValueError, OverflowError):
+        return fallback
+
+
 def clamp(trace, step) -> int:
     """0-based step index from a 1-based slider value (any junk becomes a valid index)."""
     n = steps_of(trace)
-    try:
-        i = int(float(step)) - 1
-    except (TypeError, ValueError, OverflowError):
-        i = n - 1
-    return max(0, min(i, n - 1)) if n else 0
+    return bounded(step, 1, n, n) - 1 if n else 0
 
 
 def md_safe(text: str) -> str:

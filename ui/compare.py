@@ -20,7 +20,19 @@ from opttree.bench.harness import iter_bench, parse_methods
 from opttree.config import BUNDLED_ID
 from opttree.errors import OptTreeError
 from opttree.serve.service import RunError
-from ui.common import HISTORY_RUNS, SCRUB, STOP_EVENT, Page, bind, clamp, history_views, md_safe, session_of, steps_of
+from ui.common import (
+    HISTORY_RUNS,
+    SCRUB,
+    STOP_EVENT,
+    Page,
+    bind,
+    bounded,
+    clamp,
+    history_views,
+    md_safe,
+    session_of,
+    steps_of,
+)
 from ui.controls import STATIC_CHOICES, settings_from
 from viz.compare_charts import speed_budget_figure, summary_cost, tau_budget_figure
 from viz.compare_table import ALL, WIDTHS, budget_choices, compare_table, prompts_text, table_label, verdict_text
@@ -244,11 +256,7 @@ def longest(state: dict, budget: str, right: str) -> int:
 def panels_at(state: dict, budget: str, right: str, step):
     """The panels at a typed or dragged step, and the box set to the step shown (a typed 99 reads the last
     step of the longer run, 0 or less step 1)."""
-    top = longest(state, budget or ALL, right)
-    try:
-        shown = min(max(int(float(step)), 1), max(top, 1))
-    except (TypeError, ValueError, OverflowError):
-        shown = 1
+    shown = bounded(step, 1, max(longest(state, budget or ALL, right), 1), 1)
     return (gr.Slider(value=shown), *panels(state, budget, right, shown))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import gradio as gr
 
 from opttree.engine.batch_cost import best_by_batch, model_table
-from ui.common import PRIVATE, SCRUB, Page, bind, md_safe
+from ui.common import PRIVATE, SCRUB, Page, bind, bounded, md_safe
 from viz.serving import (
     EXPORT_CHOICES,
     MAX_EXPORT_NODES,
@@ -59,10 +59,7 @@ def show_export(trace, choice, nodes) -> str:
 def export_at(trace, choice, nodes):
     """The export at a typed or dragged n, clamped to the slider's range (a typed 1000 shows 128's tree, and
     the box says 128): the event takes the raw value, which gr.Slider would refuse with a bare error."""
-    try:
-        n = min(max(int(float(nodes)), 1), MAX_EXPORT_NODES)
-    except (TypeError, ValueError, OverflowError):
-        n = default_nodes(trace)
+    n = bounded(nodes, 1, MAX_EXPORT_NODES, default_nodes(trace))
     return gr.Slider(value=n), show_export(trace, choice, n)
 
 
