@@ -14,7 +14,6 @@ the tab's defaults (`make bench STEP=compare` runs it).
 from __future__ import annotations
 
 import shlex
-import statistics
 import sys
 
 from opttree import paths
@@ -92,12 +91,6 @@ def summary(result: dict) -> dict:
     the runs' mean KV prefix (`context_tokens`: prompt plus half the output), where the cost is read."""
     meta = result["meta"]
     stats = spread(result["runs"])
-    # Accepted draft tokens per step as τ is: per prompt, then averaged (pooled over steps, the prompts that
-    # take many short steps would weigh more, and τ − 1 and this column would part).
-    accepted: dict[str, list[float]] = {}
-    for r in result["runs"]:
-        if r.get("mean_accepted_draft_tokens") is not None:
-            accepted.setdefault(r["method"], []).append(r["mean_accepted_draft_tokens"])
     rows = []
     for m in meta["methods"]:
         spec = None if m == "ar" else parse_spec(m)
@@ -107,8 +100,10 @@ def summary(result: dict) -> dict:
                      "capacity": capacity(m, meta["config"]["max_depth"]),
                      **{k: st.get(k) for k in ("tau", "tau_se", "speedup", "speedup_se", "prompts")},
                      **{k: agg.get(k) for k in AGGREGATE_KEYS}})
-        if accepted.get(m):
-            rows[-1]["mean_accepted_draft_tokens"] = round(statistics.fmean(accepted[m]), 3)
+        # Accepted draft tokens per step as τ is: per prompt, then averaged (pooled over steps, prompts that
+        # take many short steps would weigh more, and τ − 1 and this column would part).
+        if st.get("accepted") is not None:
+            rows[-1]["mean_accepted_draft_tokens"] = round(st["accepted"], 3)
     # The KV prefix a step read, on average: each run's prompt plus half its output.
     contexts = [r["prompt_tokens"] + r.get("new_tokens", 0) / 2 for r in result["runs"] if r.get("prompt_tokens")]
     return {"rows": rows, "prompts": meta["prompts"], "verdict": verdict(result), "cost": meta.get("cost"),

@@ -40,25 +40,29 @@ def mean_se(values: list[float]) -> tuple[float | None, float | None]:
 
 
 def per_prompt(rows: list[dict]) -> dict[str, dict[str, dict]]:
-    """{method: {prompt id: {"tau", "speedup"}}}: speedup is the prompt's tokens/s over AR's on it."""
+    """{method: {prompt id: {"tau", "speedup", "accepted"}}}: speedup is the prompt's tokens/s over AR's on
+    it, accepted its draft tokens committed per step (None where the row has none)."""
     ar = {r["prompt_id"]: r for r in rows if r["method"] == "ar"}
     out: dict[str, dict[str, dict]] = {}
     for r in rows:
         base = ar.get(r["prompt_id"])
         speed = r["tokens_per_s"] / base["tokens_per_s"] if base and base.get("tokens_per_s") else None
-        out.setdefault(r["method"], {})[r["prompt_id"]] = {"tau": r["tau"], "speedup": speed}
+        out.setdefault(r["method"], {})[r["prompt_id"]] = {"tau": r["tau"], "speedup": speed,
+                                                           "accepted": r.get("mean_accepted_draft_tokens")}
     return out
 
 
 def spread(rows: list[dict]) -> dict[str, dict]:
-    """Per method: mean τ and speedup over prompts, each with its standard error, and the prompt count."""
+    """Per method: mean τ and speedup over prompts, each with its standard error, the mean accepted draft
+    tokens per step over prompts (`accepted`), and the prompt count."""
     out = {}
     for method, by_prompt in per_prompt(rows).items():
         taus = [v["tau"] for v in by_prompt.values()]
         speeds = [v["speedup"] for v in by_prompt.values() if v["speedup"] is not None]
         (tau, tau_se), (speed, speed_se) = mean_se(taus), mean_se(speeds)
+        accepted, _ = mean_se([v["accepted"] for v in by_prompt.values() if v["accepted"] is not None])
         out[method] = {"tau": tau, "tau_se": tau_se, "speedup": speed, "speedup_se": speed_se,
-                       "prompts": len(by_prompt)}
+                       "accepted": accepted, "prompts": len(by_prompt)}
     return out
 
 
