@@ -5,9 +5,9 @@ place), and compaction: after verification only the accepted path's keys/values 
 select the kept sequence positions directly in every layer.
 
 Every layer keeps the whole context, sliding-window and chunked-attention layers too (transformers
-would keep only their last window, which a tree's compaction cannot follow): a run is exact while it
-fits in the shortest such span (`local_attention_span`), where those layers see everything anyway,
-and the engine refuses longer runs.
+would keep only their last window, which a tree's compaction cannot follow): the masks keep those
+layers inside their windows (`nets/attention_mask.py`), the models' own for a plain forward, the
+tree mask for a tree's. The price is memory: such layers hold the whole run instead of one window.
 """
 
 from __future__ import annotations
@@ -66,23 +66,6 @@ def new_cache(model):
     if getattr(cache, "layer_class_to_replicate", None) is DynamicLayer:   # a config without layer types
         cache.layer_class_to_replicate = grow
     return cache
-
-
-LOCAL_LAYER_TYPES = {"sliding_attention": "sliding_window", "chunked_attention": "attention_chunk_size"}
-
-
-def local_attention_span(config) -> int | None:
-    """The fewest positions a layer of the model with `config` attends over (a sliding window, an
-    attention chunk), or None when every layer attends over the whole context. A query at position i
-    sees key j only while i - j < span (sliding) or both share a chunk of `span`: up to `span`
-    positions, a run's attention is the plain causal one in every layer."""
-    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
-    types = getattr(cfg, "layer_types", None)
-    if types is None:       # transformers reads such a config as every layer of one kind
-        types = ["sliding_attention" if getattr(cfg, "sliding_window", None) is not None else
-                 "chunked_attention" if getattr(cfg, "attention_chunk_size", None) is not None else "full_attention"]
-    spans = [getattr(cfg, LOCAL_LAYER_TYPES[t], None) for t in set(types) if t in LOCAL_LAYER_TYPES]
-    return min((s for s in spans if isinstance(s, int) and s > 0), default=None)
 
 
 @functools.cache

@@ -14,15 +14,18 @@ from opttree.decoding.tree_attention import tree_mask
 from opttree.trees.draft_tree import ROOT, DraftTree
 
 
-def tree_inputs(tree: DraftTree, root_token: int, prefix_len: int, dtype, device):
-    """input_ids, position_ids and the 4D additive mask for verifying `tree` after `prefix_len`."""
+def tree_inputs(tree: DraftTree, root_token: int, prefix_len: int, dtype, device, config=None):
+    """input_ids, position_ids and the 4D additive mask for verifying `tree` after `prefix_len` (for
+    the target whose `config` is given, its local layers' windows too: `tree_mask`)."""
     ids = torch.tensor([[root_token] + tree.tokens], device=device)
     pos = torch.tensor([[prefix_len] + [prefix_len + d for d in tree.depth]], device=device)
     root_col = prefix_len
     visible = [[root_col]]
     for i in range(len(tree)):
         visible.append([root_col] + [root_col + 1 + a for a in tree.path(i)])
-    mask = tree_mask(prefix_len, prefix_len + 1 + len(tree), visible, dtype, device)
+    # The target's cache holds the committed text in order: key column i is position i.
+    mask = tree_mask(prefix_len, prefix_len + 1 + len(tree), visible, dtype, device, config,
+                     lambda: (pos[0], torch.cat([torch.arange(prefix_len, device=device), pos[0]])))
     return ids, pos, mask
 
 
@@ -33,7 +36,7 @@ def verify_tree(target, cache, root_token: int, tree: DraftTree, device, layers=
     and a middle one; N: after N layers, what an early-exit head reads)."""
     prefix_len = cache.get_seq_length()
     dtype = target.get_input_embeddings().weight.dtype
-    ids, pos, mask = tree_inputs(tree, root_token, prefix_len, dtype, device)
+    ids, pos, mask = tree_inputs(tree, root_token, prefix_len, dtype, device, target.config)
     out = target(input_ids=ids, position_ids=pos, attention_mask=mask, past_key_values=cache,
                  use_cache=True, output_hidden_states=bool(layers))
     return out.logits[0], {layer: out.hidden_states[layer][0] for layer in layers}

@@ -38,7 +38,8 @@ class ClassicDrafter(ModelDrafter):
         if self.asks_for_root(nodes):
             return self.root_probs[None]
         cache_len = self.cache.get_seq_length()
-        pos, mask = self.layer_inputs(tree, nodes, self.prefix, cache_len, self.dtype, self.device)
+        pos, mask = self.layer_inputs(tree, nodes, self.prefix, cache_len, self.dtype, self.device,
+                                      self.model.config)
         ids = torch.tensor([[tree.tokens[n] for n in nodes]], device=self.device)
         out = self.model(input_ids=ids, position_ids=pos, attention_mask=mask,
                          past_key_values=self.cache, use_cache=True)

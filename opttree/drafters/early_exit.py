@@ -18,6 +18,10 @@ tree nodes the drafter computes them. Since the first N layers run exactly as in
 several layers deep sees the same layer-N states the target would compute for that path: unlike a
 feature head, the draft does not drift on its own predicted features. Its cost is N of the target's
 layers per tree layer, which is why N is small (docs/drafts.md: the sweep that chose it).
+
+A target with sliding-window or chunked layers: each of the first N layers reads its own kind's mask
+(`attention_mask.for_model`), and the exit layer attends as the target's layer N, the first one it
+stands in for, does.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import torch
 from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.drafters.feature_head import FeatureHeadDrafter
 from opttree.errors import BadInput
-from opttree.nets.attention_mask import causal_mask
+from opttree.nets.attention_mask import causal_mask, for_layer, layer_kinds, local_spans
 from opttree.nets.exit_head import ExitHead, check_exit_layer
 from opttree.trace import BuildInfo
 from opttree.trees.draft_tree import DraftTree
@@ -45,13 +49,13 @@ def body(model):
 def first_layers(model, input_ids, position_ids, mask, cache, n: int) -> torch.Tensor:
     """The target's hidden states after its first `n` layers, (B, k, h): what `hidden_states[n]` of a
     full forward holds. With a cache, these layers' keys and values are appended to it (layers < n
-    only). `mask` is the 4D additive mask over the cache plus these tokens (None: one token, or a
-    causal forward with no cache)."""
+    only). `mask` is the 4D additive mask over the cache plus these tokens, or `for_model`'s dict by
+    layer kind (None: one token with no local layers, or a causal forward with no cache)."""
     stack = body(model)
     x = stack.embed_tokens(input_ids)
     rope = stack.rotary_emb(x, position_ids=position_ids)
-    for layer in stack.layers[:n]:
-        x = layer(x, attention_mask=mask, position_ids=position_ids, past_key_values=cache,
+    for layer, kind in zip(stack.layers[:n], layer_kinds(model.config)):
+        x = layer(x, attention_mask=for_layer(mask, kind), position_ids=position_ids, past_key_values=cache,
                   use_cache=cache is not None, position_embeddings=rope)
     return x
 
@@ -111,7 +115,7 @@ class EarlyExitDrafter(FeatureHeadDrafter):
         # Tokens the target has not run yet: the root, and when used alone everything not seen so far.
         new = committed[have:]
         pos = torch.arange(have, stop, device=self.device)[None]
-        mask = causal_mask(have, len(new), self.dtype, self.device) if len(new) > 1 else None
+        mask = self._causal(have, len(new))
         hidden = first_layers(self.target, torch.tensor([new], device=self.device), pos, mask, self.shared, n)
         hidden = hidden.to(self.device)   # with device_map, layer N may sit on another GPU than the head
         self.grown = True
@@ -125,8 +129,7 @@ class EarlyExitDrafter(FeatureHeadDrafter):
             rows.insert(0, features[first - offset: have - offset].to(self.device, self.dtype))
         states = torch.cat(rows)[None]
         pos = torch.arange(first, stop, device=self.device)[None]
-        mask = causal_mask(first, stop - first, self.dtype, self.device) if stop - first > 1 else None
-        out = self.head.exit_features(states, pos, mask, self.cache)
+        out = self.head.exit_features(states, pos, self._exit_mask(self._causal(first, stop - first)), self.cache)
         self.keep, self.n_exit = stop - 1, stop
         self.n_pairs = stop          # the parent's name for the prefix every tree node sees
         self.root_pos = stop - 1
@@ -139,11 +142,23 @@ class EarlyExitDrafter(FeatureHeadDrafter):
         """One batched forward of a tree layer: the target's first N layers over the shared cache, then
         the exit layer over its own (both hold the same slots: prefix + root + earlier tree layers)."""
         cache_len = self.cache.get_seq_length()
-        pos, mask = self.layer_inputs(tree, nodes, self.n_pairs, cache_len, self.dtype, self.device)
+        pos, mask = self.layer_inputs(tree, nodes, self.n_pairs, cache_len, self.dtype, self.device,
+                                      self.target.config)
         ids = torch.tensor([[tree.tokens[node] for node in nodes]], device=self.device)
         hidden = first_layers(self.target, ids, pos, mask, self.shared, self.head.exit_layer)
         self.grown = True
-        return self.head.exit_features(hidden.to(self.device), pos, mask, self.cache)[0]
+        return self.head.exit_features(hidden.to(self.device), pos, self._exit_mask(mask), self.cache)[0]
+
+    def _causal(self, prefix_len: int, new: int):
+        """The mask of `new` committed tokens after `prefix_len` (None for one token where no layer is local)."""
+        if new == 1 and not local_spans(self.target.config):
+            return None
+        return causal_mask(prefix_len, new, self.dtype, self.device, self.target.config)
+
+    def _exit_mask(self, mask):
+        """The exit layer attends as the target's layer N does (the first layer it stands in for)."""
+        kinds = layer_kinds(self.target.config)
+        return for_layer(mask, kinds[min(self.head.exit_layer, len(kinds) - 1)])
 
     def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg, cost=None):
         self._restore(self.keep)      # the target verifies root and tree after the committed prefix

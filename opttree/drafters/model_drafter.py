@@ -15,6 +15,7 @@ class ModelDrafter(Drafter):
     def __init__(self, vocab_size: int, temperature: float = 1.0):
         super().__init__(vocab_size, temperature)
         self.slot: dict[int, int] = {}                 # tree node -> its row in the draft's cache this step
+        self.slot_pos: dict[int, int] = {}             # such a row -> its node's position in the text
         self.root_probs: torch.Tensor | None = None    # the root's child distribution (begin_step)
         self.root_pos = 0                              # the root's position in the text
 
@@ -31,19 +32,30 @@ class ModelDrafter(Drafter):
         return torch.softmax(logits, dim=-1)
 
     def layer_inputs(self, tree: DraftTree, nodes: list[int], prefix_len: int, cache_len: int,
-                     dtype, device):
+                     dtype, device, config=None):
         """Positions and the ancestor-only mask for forwarding `nodes` after `cache_len` keys.
 
         Every node's ancestors were forwarded in earlier layers (a node is only expanded after its
-        parent), so their cache slots are known; the root lives in the committed prefix.
+        parent), so their cache slots are known; the root lives in the committed prefix. With the
+        `config` of a model with local layers the mask keeps their windows too (`tree_mask`); that
+        model's cache must hold the committed text in order (key column i is position i), as the
+        classic draft's and the target's do.
         """
         visible = []
         for i, node in enumerate(nodes):
             ancestors = tree.path(node)[:-1]
             visible.append([self.slot[a] for a in ancestors] + [cache_len + i])
             self.slot[node] = cache_len + i
-        mask = tree_mask(prefix_len, cache_len + len(nodes), visible, dtype, device)
+            self.slot_pos[cache_len + i] = self.root_pos + tree.depth[node]
         positions = torch.tensor([[self.root_pos + tree.depth[n] for n in nodes]], device=device)
+
+        def key_positions():
+            at = torch.arange(cache_len + len(nodes))
+            for col in range(prefix_len, len(at)):     # this step's tree slots, after the prefix
+                at[col] = self.slot_pos[col]
+            return positions[0], at
+
+        mask = tree_mask(prefix_len, cache_len + len(nodes), visible, dtype, device, config, key_positions)
         return positions, mask
 
     def asks_for_root(self, nodes: list[int]) -> bool:

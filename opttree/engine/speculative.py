@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 import torch
 
 from opttree.config import AUTO_MAX_NODES, DecodeConfig
-from opttree.decoding.kv_cache import local_attention_span
 from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.sampling import TokenPicker, theory_distribution_note
 from opttree.decoding.verify import target_side
@@ -83,21 +82,15 @@ def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], recor
 
 
 def check_room(pair, prompt_tokens: int, max_new_tokens: int) -> None:
-    """BadInput unless the run fits the target: its positions, and the span of any sliding-window or
-    chunked layer (`local_attention_span`: within it those layers attend causally, so the tree forward
-    is exact; past it they would need the window in the tree mask and the cache, which they do not get).
-    The target reads positions 0 .. prompt + max new tokens - 2: a tree never reaches past the tokens
-    left (`capped_config`) and the last bonus token is committed without a forward."""
+    """BadInput unless the run fits the target's positions. The target reads positions 0 .. prompt +
+    max new tokens - 2: a tree never reaches past the tokens left (`capped_config`) and the last bonus
+    token is committed without a forward. Sliding-window and chunked layers set no limit: their masks
+    keep them inside their windows at any length (`nets/attention_mask.py`)."""
     used = prompt_tokens + max_new_tokens - 1
     limit = getattr(pair.target.config, "max_position_embeddings", None)
     if limit and used > limit:
         raise BadInput(f"prompt ({prompt_tokens} tokens) + max new tokens ({max_new_tokens}) exceeds the model's "
                        f"context of {limit} tokens by {used - limit}.")
-    span = local_attention_span(pair.target.config)
-    if span and used > span:
-        raise BadInput(f"prompt ({prompt_tokens} tokens) + max new tokens ({max_new_tokens}) exceeds by "
-                       f"{used - span} the {span} tokens this target's sliding-window (or chunked) layers attend "
-                       f"over; tree decoding here is exact only within that span: shorten the prompt or the output.")
 
 
 def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,

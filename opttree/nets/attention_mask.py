@@ -4,6 +4,14 @@ A 4D mask `(batch, 1, queries, keys)` passes through transformers untouched. It 
 float* mask (0 = attend, the dtype's min = blocked): a bool mask is right with SDPA but silently wrong
 with eager attention, which computes `scores + mask`. Every mask the engine builds (the tree mask of
 decoding/tree_attention.py, the causal masks of the draft heads and the early exit) ends here.
+
+Local attention. Some models give some or all layers a sliding window (Mistral v0.1, Gemma 2/3, Qwen 2
+with its window on, gpt-oss) or attention chunks (Llama 4). A query at position q sees a key at position
+k only while q - k < window, or while both sit in one chunk of that size (`q // size == k // size`), as
+transformers' own masks say (`masking_utils`). A mask handed to such a model must carry that rule
+itself: transformers leaves a 4D mask untouched. `for_model` adds it per layer kind and hands back
+what the model's forward reads: one tensor when every layer attends alike, else a dict from layer kind
+to mask (the `causal_mask_mapping` those models build for themselves and take ready-made).
 """
 
 from __future__ import annotations
@@ -18,8 +26,61 @@ def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return mask[None, None]
 
 
-def causal_mask(prefix_len: int, new: int, dtype, device) -> torch.Tensor:
+def causal_mask(prefix_len: int, new: int, dtype, device, config=None):
     """`new` tokens after `prefix_len` cached ones, each seeing the prefix and the new ones up to itself:
-    causal aligned to the cache's end (SDPA's `is_causal` aligns to its start)."""
+    causal aligned to the cache's end (SDPA's `is_causal` aligns to its start). With `config`, as
+    `for_model` hands it to that model (cache column i holding position i)."""
     allowed = torch.ones(new, prefix_len + new, dtype=torch.bool, device=device).tril(prefix_len)
-    return additive_mask(allowed, dtype)
+    if not local_spans(config):
+        return additive_mask(allowed, dtype)
+    pos = torch.arange(prefix_len + new, device=device)
+    return for_model(allowed, dtype, config, pos[prefix_len:], pos)
+
+
+LOCAL_SPAN = {"sliding_attention": "sliding_window", "chunked_attention": "attention_chunk_size"}
+
+
+def layer_kinds(config) -> list[str]:
+    """Each decoder layer's attention kind ('full_attention', 'sliding_attention', ...), read as
+    transformers reads the config: a config without `layer_types` gives every layer one kind."""
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    kinds = getattr(cfg, "layer_types", None)
+    if kinds is None:
+        kind = ("sliding_attention" if getattr(cfg, "sliding_window", None) is not None else
+                "chunked_attention" if getattr(cfg, "attention_chunk_size", None) is not None else "full_attention")
+        kinds = [kind] * (getattr(cfg, "num_hidden_layers", None) or 1)
+    return list(kinds)
+
+
+def local_spans(config) -> dict[str, int]:
+    """{layer kind: its window or chunk size} for the local kinds `config`'s layers use (empty when
+    every layer attends over the whole context, or for no config). A local kind without a size is
+    left out: transformers refuses to build its mask."""
+    if config is None:
+        return {}
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    spans = {kind: getattr(cfg, LOCAL_SPAN[kind], None) for kind in set(layer_kinds(config)) if kind in LOCAL_SPAN}
+    return {kind: span for kind, span in spans.items() if isinstance(span, int) and span > 0}
+
+
+def for_model(allowed: torch.Tensor, dtype, config, query_pos: torch.Tensor, key_pos: torch.Tensor):
+    """The mask `config`'s model reads for queries at positions `query_pos` (q,) that may see the keys
+    marked in `allowed` (q, k), whose positions are `key_pos` (k,): each local layer kind also drops
+    the keys outside its window or chunk. One additive tensor when every layer attends alike, else
+    {layer kind: additive tensor}."""
+    spans = local_spans(config)
+    gap = query_pos[:, None] - key_pos[None, :]
+    masks = {}
+    for kind in set(layer_kinds(config)):
+        seen = allowed
+        if kind == "sliding_attention" and kind in spans:
+            seen = allowed & (gap < spans[kind])
+        elif kind == "chunked_attention" and kind in spans:
+            seen = allowed & (query_pos[:, None] // spans[kind] == key_pos[None, :] // spans[kind])
+        masks[kind] = additive_mask(seen, dtype)
+    return next(iter(masks.values())) if len(masks) == 1 else masks
+
+
+def for_layer(mask, kind: str):
+    """The tensor a layer of `kind` reads from `for_model`'s answer (None and tensors pass through)."""
+    return mask[kind] if isinstance(mask, dict) else mask

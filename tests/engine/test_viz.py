@@ -90,6 +90,13 @@ def test_tree_figure_traces_from_a_real_trace(trace):
         assert by_name(fig, "bonus token") is not None
 
 
+def test_the_first_rejected_tokens_label_starts_clear_of_its_x():
+    step = make_step([-1, -1, 0], [0.6, 0.3, 0.5], texts=["a", "b", "c"], accepted=[0], rejected=2)
+    labels = list(tree_figure(step).data[1].text)
+    assert labels[1] == "b" and labels[2] == "\u2002c"        # only the rejected node's label moves right
+    assert by_name(tree_figure(step), "first rejected").marker.size > tree_figure(step).data[1].marker.size
+
+
 @pytest.mark.parametrize("mode,limits,word", [("log_p_hat", (style.LOG_FLOOR, 0), "log"),
                                                ("p_hat", style.P_HAT_RANGE, "p̂"), ("q", (0.0, 1.0), "q")])
 def test_colour_scale_is_fixed_and_titled(trace, mode, limits, word):
