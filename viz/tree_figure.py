@@ -188,9 +188,13 @@ def _nodes(step: dict, at: _Positions, shade: list, labels: int = LABELLED, row_
     lo, hi = (at.root_y, at.root_y + reach) if _root_side(step, at) == "bottom" else (at.root_y - reach, at.root_y)
     blocked = ((1, lo, hi), (2, lo, hi)) if root_label else ()
     shown = labelled_nodes(step, labels, at.y, (font + 6) / row_px, blocked) - set(step.get("accepted") or [])
+    # The first rejected token's X (`_rejected`) is wider than a node's dot: its label starts an en space
+    # later (a character SVG does not collapse), clear of the X's right arm.
+    pad = {step.get("rejected"): "\u2002"}
     return dict(type="scatter",
                 x=at.x, y=at.y, mode="markers+text" if shown else "markers", name="draft nodes",
-                text=[_label(t) if i in shown else "" for i, t in enumerate(step["texts"])] if shown else None,
+                text=[pad.get(i, "") + _label(t) if i in shown else "" for i, t in enumerate(step["texts"])]
+                if shown else None,
                 textposition="middle right", textfont=dict(size=LABEL_PX, color=style.LABEL),
                 hovertext=[_hover(step, i) for i in range(n)], hoverinfo="text",
                 marker=dict(color=shade, coloraxis="coloraxis", size=9 if n <= 150 else 6,
