@@ -101,7 +101,7 @@ RUN_IF_LINKED_JS = "(run) => { if (run) document.getElementById('run')?.click();
 def link_for(base: str, tab: str, prompt: str, model: str, colour: str, step, settings: dict,
              present: bool = False) -> str:
     """A URL that reopens the page with this prompt, these settings (a run's: `nodes` 0 is the auto
-    budget, written `nodes=auto`) and this step. The budget is always written; other settings left at
+    budget, written `nodes=auto`) and this step (None: no step). The budget is always written; other settings left at
     their defaults are left out, so links stay short. A blank prompt is left out, and so is the run: the
     link opens the page with these settings and the page's own prompt (a run of nothing is refused)."""
     defaults = app_defaults()
@@ -112,7 +112,7 @@ def link_for(base: str, tab: str, prompt: str, model: str, colour: str, step, se
                   if k in SETTING_NAMES and k != "nodes" and v is not None and v != defaults[k]})
     if colour and colour != "log_p_hat":
         query["colour"] = colour
-    if step and int(float(step)) > 1:
+    if step and int(float(step)) >= 1:       # step 1 too: the page otherwise lands on the run's last tree
         query["step"] = int(float(step))
     if present:
         query["present"] = 1
@@ -135,8 +135,8 @@ def ran_with(model, prompt, values: dict) -> dict:
 
 def copy_link(page: Page, request: gr.Request, ran, prompt, model, colour, step, present, *values) -> str:
     """The link to the shown run (`ran`: what it ran with) at the selected step; before any run, to
-    the controls' prompt and settings."""
+    the controls' prompt and settings (and no step: there is none to show yet)."""
     if not ran:
-        ran = ran_with(model, prompt, dict(zip(page.settings, values)))
+        ran, step = ran_with(model, prompt, dict(zip(page.settings, values))), None
     return link_for(page_url(request), "explore", ran["prompt"], ran["model"], colour, step, ran["settings"],
                     bool(present))

@@ -83,9 +83,12 @@ def test_copy_link_writes_what_ran_not_what_the_controls_say_now():
     query = query_of(url)
     assert url.startswith("http://host:1/?") and query["prompt"] == "ran" and query["nodes"] == "auto"
     assert query["model"] == "smollm2-eagle" and query["step"] == "3" and "present" not in query
+    # Step 1 is written too: a link without a step lands on the run's last tree, not on step 1.
+    assert query_of(copy_link(page, request, ran, "", "m", "log_p_hat", 1, False, 60, 32, "auto"))["step"] == "1"
     # Before any run: the controls, the switch deciding the budget (an auto run never writes nodes=60).
     query = query_of(copy_link(page, request, {}, "typed", "smollm2-eagle", "log_p_hat", 1, True, 60, 32, "auto"))
     assert query["prompt"] == "typed" and query["nodes"] == "auto" and query["present"] == "1"
+    assert "step" not in query                                      # no run, no step to show
     query = query_of(copy_link(page, request, {}, "typed", "smollm2-eagle", "log_p_hat", 1, False, 60, 32, "fixed"))
     assert query["nodes"] == "60"
 
