@@ -248,6 +248,9 @@ def validate_trace(trace) -> None:
     """Check structure, types and tree invariants (p̂ = product of q along parents, the accepted
     path follows parents). Parents must precede their children, which also rules out cycles."""
     _need(isinstance(trace, dict), "top level must be an object")
+    version = trace.get("version", VERSION)      # the first traces carried none
+    _need(_is_int(version) and 1 <= version <= VERSION,
+          f"version {str(version)[:20]!r} is not one this reader knows (1 to {VERSION}): a newer release wrote it?")
     for key in ("meta", "steps", "summary", "output_ids", "output_text", "prompt"):
         _need(key in trace, f"missing field {key!r}")
     _need(isinstance(trace["meta"], dict), "meta must be an object")

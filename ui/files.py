@@ -84,6 +84,8 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
         trace = loads(bytes(data))
     except OptTreeError as exc:
         return {status: f"⚠️ {md_safe(str(exc))}", box: None}
+    if not trace["steps"]:     # nothing to replay: the run on screen stays
+        return {status: "⚠️ This trace has no steps: nothing to replay (the run on screen is kept).", box: None}
     meta, prompt = trace["meta"], str(trace.get("prompt", ""))
     method = str(meta.get("method", "?"))
     settings = checked_settings({**meta, "retrieval": meta.get("retrieval_asked", meta.get("retrieval"))})

@@ -105,6 +105,14 @@ def test_an_import_restores_the_prompt_and_settings_and_reaches_ea_vs_a():
     assert files.model_of(page, registry, {**bundled, "drafter": "eagle", "draft": "other.safetensors"}) is None
 
 
+def test_a_trace_with_no_steps_is_refused_and_the_run_on_screen_stays():
+    page, parts, registry = built_page()
+    empty = {**tiny_trace(), "steps": []}
+    out = files.do_import(page, parts, registry, dumps(empty).encode(), "log_p_hat", False, [])
+    assert "no steps" in out[parts["import_status"]] and out[parts["import_file"]] is None
+    assert set(out) == {parts["import_status"], parts["import_file"]}     # nothing else on the page changes
+
+
 def wide_step(n: int = 60) -> dict:
     parents = [-1] * 12 + [i % 12 for i in range(n - 12)]
     p_hat = [0.5 / (1 + i) for i in range(n)]

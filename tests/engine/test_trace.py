@@ -74,6 +74,8 @@ def broken(trace, mutate):
     (lambda t: t["steps"][0].__setitem__("tokens", list(range(10**5))), "at most"),
     (lambda t: t["steps"][0]["source"].__setitem__(0, "oracle"), "source must list"),
     (lambda t: t["steps"][0]["source"].pop(), "source must list"),
+    (lambda t: t.__setitem__("version", 999), "not one this reader knows .1 to 1.: a newer release"),
+    (lambda t: t.__setitem__("version", "1"), "version '1' is not"),
 ])
 def test_bad_traces_rejected(trace, mutate, needle):
     with pytest.raises(BadInput, match=needle):
