@@ -53,7 +53,7 @@ def build(page: Page, registry) -> dict:
                 run_btn = gr.Button("Run", variant="primary", elem_id="run", min_width=70)
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop", min_width=70)
                 link_btn = gr.Button("🔗 Copy link", elem_id="copy-link", min_width=110)
-            page.link_box = gr.Textbox(label="Link to this run and this step (for a slide)",
+            page.link_box = gr.Textbox(label=links.LABEL,
                                        visible=False, buttons=["copy"], elem_id="link")
             page.status = gr.Markdown("Ready.", elem_id="status")
             gr.Markdown("**One-click lessons** (each sets the prompt and settings, then runs):",

@@ -12,7 +12,7 @@ number) and the selected step into such a URL.
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode
 
 import gradio as gr
 
@@ -51,7 +51,7 @@ def parse_link(query: dict) -> dict:
             out["model"] = p["model"]
         out.setdefault("tab", "explore")
     if q.get("prompt", "").strip():
-        out["prompt"] = q["prompt"][:4000]
+        out["prompt"] = q["prompt"][:PROMPT_BYTES]      # no link of ours carries more (each character >= 1 byte)
     if q.get("nodes", "").strip().lower() == "auto":
         q["nodes"] = str(AUTO_NODES)
     settings.update(checked_settings({k: v for k, v in q.items() if k in SETTING_NAMES}))
@@ -98,26 +98,36 @@ def apply_link(page: Page, tabs, link_state, run_flag, request: gr.Request):
 RUN_IF_LINKED_JS = "(run) => { if (run) document.getElementById('run')?.click(); }"
 
 
+# The most prompt a link carries, URL-encoded: servers read at most so much of a request's line and
+# headers (uvicorn's h11: 16 kB, and the page's URL travels again as the Referer of its API calls); one
+# character takes up to 9 bytes encoded. Copy link leaves a longer prompt out and says so, rather than
+# linking to a run of its first part.
+PROMPT_BYTES = 6000
+LABEL = "Link to this run and this step (for a slide)"
+
+
 def link_for(base: str, tab: str, prompt: str, model: str, colour: str, step, settings: dict,
              present: bool = False) -> str:
     """A URL that reopens the page with this prompt, these settings (a run's: `nodes` 0 is the auto
-    budget, written `nodes=auto`) and this step (None: no step). The budget is always written; other settings left at
-    their defaults are left out, so links stay short. A blank prompt is left out, and so is the run: the
-    link opens the page with these settings and the page's own prompt (a run of nothing is refused)."""
+    budget, written `nodes=auto`) and this step (None: no step). The budget is always written; other
+    settings left at their defaults are left out, so links stay short. A blank prompt, or one longer than a
+    link carries (`fits`), is left out, and so are the run and the step: the link opens the page with these
+    settings and the page's own prompt."""
     defaults = app_defaults()
-    query = {"tab": tab or "explore", "model": model, **({"prompt": prompt} if str(prompt).strip() else {})}
+    carried = str(prompt).strip() and fits(str(prompt))
+    query = {"tab": tab or "explore", "model": model, **({"prompt": prompt} if carried else {})}
     nodes = settings.get("nodes", defaults["nodes"])
     query["nodes"] = "auto" if nodes == AUTO_NODES else nodes
     query.update({k: v for k, v in settings.items()
                   if k in SETTING_NAMES and k != "nodes" and v is not None and v != defaults[k]})
     if colour and colour != "log_p_hat":
         query["colour"] = colour
-    if step and int(float(step)) >= 1:       # step 1 too: the page otherwise lands on the run's last tree
-        query["step"] = int(float(step))
     if present:
         query["present"] = 1
-    if "prompt" in query:
+    if "prompt" in query:        # a step or run=1 starts a run: only with the prompt it ran
         query["run"] = 1
+        if step and int(float(step)) >= 1:   # step 1 too: the page otherwise lands on the run's last tree
+            query["step"] = int(float(step))
     return f"{base.rstrip('/')}/?{urlencode(query)}"
 
 
@@ -133,10 +143,20 @@ def ran_with(model, prompt, values: dict) -> dict:
     return {"model": model, "prompt": prompt, "settings": settings_from(values)}
 
 
-def copy_link(page: Page, request: gr.Request, ran, prompt, model, colour, step, present, *values) -> str:
+def copy_link(page: Page, request: gr.Request, ran, prompt, model, colour, step, present, *values) -> gr.Textbox:
     """The link to the shown run (`ran`: what it ran with) at the selected step; before any run, to
     the controls' prompt and settings (and no step: there is none to show yet)."""
     if not ran:
         ran, step = ran_with(model, prompt, dict(zip(page.settings, values))), None
-    return link_for(page_url(request), "explore", ran["prompt"], ran["model"], colour, step, ran["settings"],
-                    bool(present))
+    url = link_for(page_url(request), "explore", ran["prompt"], ran["model"], colour, step, ran["settings"],
+                   bool(present))
+    if fits(str(ran["prompt"])):
+        return gr.Textbox(value=url, label=LABEL)
+    chars = len(str(ran["prompt"]))
+    return gr.Textbox(value=url, label=f"Link to these settings only: the prompt ({chars:,} characters) is longer "
+                                       "than a link carries, so it opens without the prompt or the run")
+
+
+def fits(prompt: str) -> bool:
+    """Whether a link can carry `prompt` (PROMPT_BYTES once URL-encoded)."""
+    return len(quote_plus(prompt)) <= PROMPT_BYTES

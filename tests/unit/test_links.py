@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 from opttree.config import app_defaults
 from ui.controls import NODES_MODE, settings_from
-from ui.links import copy_link, link_for, parse_link
+from ui.links import LABEL, PROMPT_BYTES, copy_link, fits, link_for, parse_link
 from viz.lessons import PRESETS
 
 
@@ -62,6 +62,27 @@ def test_a_method_the_menu_does_not_offer_leaves_the_menu_alone():
     assert control_values({"method": "ar", "nodes": 25}) == {"nodes": 25, NODES_MODE: "fixed"}
 
 
+def copy_link_url(*args) -> str:
+    box = copy_link(*args)
+    assert box.label == LABEL
+    return box.value
+
+
+def test_a_prompt_longer_than_a_link_carries_is_left_out_and_the_label_says_so():
+    """A cut prompt would open a different run: the link keeps the settings, and the label says why."""
+    page = SimpleNamespace(settings={"nodes": None, "max_new_tokens": None, NODES_MODE: None})
+    request = SimpleNamespace(headers={"referer": "http://host:1/"})
+    for long in ("x" * (PROMPT_BYTES + 1), "é" * (PROMPT_BYTES // 5)):      # é: 6 bytes encoded
+        ran = {"model": "smollm2-eagle", "prompt": long, "settings": {**app_defaults(), "nodes": 0}}
+        box = copy_link(page, request, ran, long, "smollm2-eagle", "log_p_hat", 3, False, 60, 32, "auto")
+        query = query_of(box.value)
+        assert {"prompt", "run", "step"}.isdisjoint(query) and query["nodes"] == "auto"
+        assert "longer than a link carries" in box.label and f"{len(long):,} characters" in box.label
+    fitting = "x" * PROMPT_BYTES
+    assert fits(fitting) and parse_link(query_of(link_for("http://h/", "explore", fitting, "m", "", 2, {})))[
+        "prompt"] == fitting
+
+
 def test_a_copied_link_round_trips_with_its_budget():
     for nodes, written in ((25, "25"), (0, "auto")):
         settings = {**app_defaults(), "nodes": nodes, "method": "binary", "temperature": 0.5, "seed": 7}
@@ -79,17 +100,17 @@ def test_copy_link_writes_what_ran_not_what_the_controls_say_now():
     page = SimpleNamespace(settings={"nodes": None, "max_new_tokens": None, NODES_MODE: None})
     request = SimpleNamespace(headers={"referer": "http://host:1/?old=1"})
     ran = {"model": "smollm2-eagle", "prompt": "ran", "settings": {**app_defaults(), "nodes": 0}}
-    url = copy_link(page, request, ran, "edited since", "smollm2-classic", "log_p_hat", 3, False, 60, 32, "fixed")
+    url = copy_link_url(page, request, ran, "edited since", "smollm2-classic", "log_p_hat", 3, False, 60, 32, "fixed")
     query = query_of(url)
     assert url.startswith("http://host:1/?") and query["prompt"] == "ran" and query["nodes"] == "auto"
     assert query["model"] == "smollm2-eagle" and query["step"] == "3" and "present" not in query
     # Step 1 is written too: a link without a step lands on the run's last tree, not on step 1.
-    assert query_of(copy_link(page, request, ran, "", "m", "log_p_hat", 1, False, 60, 32, "auto"))["step"] == "1"
+    assert query_of(copy_link_url(page, request, ran, "", "m", "log_p_hat", 1, False, 60, 32, "auto"))["step"] == "1"
     # Before any run: the controls, the switch deciding the budget (an auto run never writes nodes=60).
-    query = query_of(copy_link(page, request, {}, "typed", "smollm2-eagle", "log_p_hat", 1, True, 60, 32, "auto"))
+    query = query_of(copy_link_url(page, request, {}, "typed", "smollm2-eagle", "log_p_hat", 1, True, 60, 32, "auto"))
     assert query["prompt"] == "typed" and query["nodes"] == "auto" and query["present"] == "1"
     assert "step" not in query                                      # no run, no step to show
-    query = query_of(copy_link(page, request, {}, "typed", "smollm2-eagle", "log_p_hat", 1, False, 60, 32, "fixed"))
+    query = query_of(copy_link_url(page, request, {}, "typed", "smollm2-eagle", "log_p_hat", 1, False, 60, 32, "fixed"))
     assert query["nodes"] == "60"
 
 
@@ -98,6 +119,6 @@ def test_a_link_with_a_blank_prompt_opens_the_page_without_running():
     nor a run (opened, it ran the page's default prompt instead)."""
     page = SimpleNamespace(settings={"nodes": None, "max_new_tokens": None, NODES_MODE: None})
     request = SimpleNamespace(headers={"referer": "http://host:1/"})
-    query = query_of(copy_link(page, request, {}, "  ", "smollm2-eagle", "log_p_hat", 1, False, 25, 64, "fixed"))
+    query = query_of(copy_link_url(page, request, {}, "  ", "smollm2-eagle", "log_p_hat", 1, False, 25, 64, "fixed"))
     assert "prompt" not in query and "run" not in query and query["nodes"] == "25" and query["max_new_tokens"] == "64"
     assert not parse_link(query).get("run")
