@@ -45,11 +45,14 @@ def build(page: Page) -> dict:
                 outputs=[dist_plot, rates_plot, text_md])
 
 
-def open_step(trace, step):
-    """The Explore step's recorded rows in the node menu, and the root's view (the toy view when
-    there is no run yet)."""
+NO_RUN = "⚠️ There is no Explore run yet: run a prompt in Explore first. Meanwhile, the toy p and q of the sliders.\n\n"
+
+
+def open_step(trace, step, *toy):
+    """The Explore step's recorded rows in the node menu, and the root's view (with no run yet, the
+    toy view of the sliders' values `toy`, as they stand)."""
     if not steps_of(trace):
-        return (gr.Dropdown(choices=[], value=None), *views.toy_view())
+        return (gr.Dropdown(choices=[], value=None), *views.toy_view(*toy))
     i = clamp(trace, step)
     # A run's last step may have drafted nothing (one token left: the target picks it) and so has
     # no recorded rows: show the latest step before it that has some.
@@ -58,6 +61,12 @@ def open_step(trace, step):
     choices = views.node_choices(trace, i)
     value = choices[0][1] if choices else None
     return (gr.Dropdown(choices=choices, value=value), *views.step_view(trace, i, -1))
+
+
+def use_step(trace, step, *toy):
+    """The button: `open_step`, saying so when there is no run to use."""
+    menu, dist, rates, text = open_step(trace, step, *toy)
+    return menu, dist, rates, text if steps_of(trace) else NO_RUN + text
 
 
 def show_node(trace, choice):
@@ -79,10 +88,10 @@ def show_preset():
 def wire(page: Page, parts: dict, tab) -> None:
     outputs = parts["outputs"]
     opened = [parts["node"], *outputs]
-    tab.select(open_step, [page.trace, page.step], opened, **PRIVATE)
-    parts["use"].click(open_step, [page.trace, page.step], opened, **PRIVATE)
-    parts["node"].input(show_node, [page.trace, parts["node"]], outputs, **PRIVATE)
     sliders = list(parts["toy"].values())
+    tab.select(open_step, [page.trace, page.step, *sliders], opened, **PRIVATE)
+    parts["use"].click(use_step, [page.trace, page.step, *sliders], opened, **PRIVATE)
+    parts["node"].input(show_node, [page.trace, parts["node"]], outputs, **PRIVATE)
     parts["toy_btn"].click(show_toy, sliders, outputs, **PRIVATE)
     for slider in sliders:
         slider.release(show_toy, sliders, outputs, **PRIVATE)

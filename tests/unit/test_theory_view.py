@@ -131,6 +131,10 @@ def test_tab_handlers():
     assert "Step 1, root" in tab.show_node(trace, "nonsense")[2]
     menu, _, _, text = tab.open_step(None, 1)
     assert menu.choices == [] and "Toy p and q" in text
+    # With no run the sliders' own values are drawn (not the defaults), and the button says there is no run.
+    assert tab.open_step(None, 1, 40, 3, 3, 2, 0)[3] == views.toy_view(40, 3, 3, 2, 0)[2] != text
+    assert "no Explore run yet" in tab.use_step(None, 1, 40, 3, 3, 2, 0)[3]
+    assert "no Explore run" not in tab.use_step(trace, 2, 40, 3, 3, 2, 0)[3]
     assert "⚠️" in tab.show_toy(16, 3, 3, 99, 0)[2]
 
 
