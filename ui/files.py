@@ -32,10 +32,11 @@ def build() -> dict:
         html_btn = gr.Button("Export as a standalone HTML page", elem_id="export-html")
         html_file = gr.File(label="HTML (opens offline in any browser: slides, handouts)", interactive=False,
                             elem_id="export-html-file")
+    export_status = gr.Markdown("", elem_id="export-status")
     import_file = gr.File(label="Import a trace (.json)", file_types=[".json"], type="binary", elem_id="import-file")
     import_status = gr.Markdown("", elem_id="import-status")
     return dict(export=export_btn, export_file=export_file, export_html=html_btn, html_file=html_file,
-                import_file=import_file, import_status=import_status)
+                export_status=export_status, import_file=import_file, import_status=import_status)
 
 
 def _write(trace, suffix: str, text: str) -> str:
@@ -47,17 +48,21 @@ def _write(trace, suffix: str, text: str) -> str:
     return path
 
 
-def export(trace) -> str | None:
-    if not trace or not trace.get("steps"):
-        return None
-    return _write(trace, ".json", dumps(trace))
+NOTHING = "⚠️ There is no run to export yet: run a prompt in Explore, or import a trace, first."
 
 
-def export_html(trace, colour, step) -> str | None:
-    """The run as one HTML page that opens at the step selected in Explore."""
-    if not trace or not trace.get("steps"):
-        return None
-    return _write(trace, ".html", standalone_html(trace, colour, start=clamp(trace, step)))
+def export(trace) -> tuple[str | None, str]:
+    """(the run's trace file, or None; what the status line says)."""
+    if not steps_of(trace):
+        return None, NOTHING
+    return _write(trace, ".json", dumps(trace)), ""
+
+
+def export_html(trace, colour, step) -> tuple[str | None, str]:
+    """The run as one HTML page that opens at the step selected in Explore, and the status line."""
+    if not steps_of(trace):
+        return None, NOTHING
+    return _write(trace, ".html", standalone_html(trace, colour, start=clamp(trace, step))), ""
 
 
 def model_of(page: Page, registry, meta: dict) -> str | None:
@@ -122,8 +127,9 @@ def import_outputs(page: Page, parts: dict) -> list:
 
 
 def wire(page: Page, parts: dict, registry) -> None:
-    parts["export"].click(export, page.trace, parts["export_file"], **PRIVATE)
-    parts["export_html"].click(export_html, [page.trace, page.colour, page.step], parts["html_file"], **PRIVATE)
+    parts["export"].click(export, page.trace, [parts["export_file"], parts["export_status"]], **PRIVATE)
+    parts["export_html"].click(export_html, [page.trace, page.colour, page.step],
+                               [parts["html_file"], parts["export_status"]], **PRIVATE)
     box = parts["import_file"]
     box.upload(bind(do_import, page, parts, registry), [box, page.colour, page.present, page.history],
                import_outputs(page, parts), **PRIVATE)

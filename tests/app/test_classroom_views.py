@@ -13,7 +13,7 @@ from tiny import tiny_pair
 from opttree.config import SETTING_NAMES, SETTINGS, DecodeConfig
 from opttree.engine.speculative import run
 from opttree.serve.allow_list import load_registry
-from opttree.trace import dumps
+from opttree.trace import dumps, loads
 from ui import ea_vs_a, explore, files, learn
 from ui.common import Page
 from ui.controls import MAIN, NODES_MODE, checked_settings, control_values, settings_help, short_hint
@@ -103,6 +103,17 @@ def test_an_import_restores_the_prompt_and_settings_and_reaches_ea_vs_a():
     assert files.model_of(page, registry, {**bundled, "drafter": "classic", "draft": "self"}) == "smollm2-self"
     assert files.model_of(page, registry, {**bundled, "drafter": "recycling", "draft": "x"}) == "smollm2-recycling"
     assert files.model_of(page, registry, {**bundled, "drafter": "eagle", "draft": "other.safetensors"}) is None
+
+
+def test_export_with_no_run_says_so_and_a_run_exports(tmp_path, monkeypatch):
+    monkeypatch.setattr(files, "EXPORT_DIR", str(tmp_path))
+    for nothing in (None, {}, {**tiny_trace(), "steps": []}):
+        assert files.export(nothing) == (None, files.NOTHING) == files.export_html(nothing, "log_p_hat", 1)
+    path, said = files.export(tiny_trace())
+    assert said == "" and [s["tokens"] for s in loads(open(path, encoding="utf-8").read())["steps"]] == [
+        s["tokens"] for s in tiny_trace()["steps"]]
+    path, said = files.export_html(tiny_trace(), "log_p_hat", 1)
+    assert said == "" and path.endswith(".html") and "<html" in open(path, encoding="utf-8").read().lower()
 
 
 def test_a_trace_with_no_steps_is_refused_and_the_run_on_screen_stays():
