@@ -137,7 +137,9 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     # The Learn tab's live tree says the lesson too, above the run's status.
     said = lessons.caption_markdown(lesson)
     learn = (lambda msg: f"{said}\n\n{msg}") if said else (lambda msg: msg)
-    yield {page.learn_status: learn("Starting…")}
+    # Said at once, in Explore too: the last run's "Done" would otherwise stand until the first step (a
+    # model's first load takes a minute).
+    yield {page.status: "Starting…", page.learn_status: learn("Starting…")}
     ran = links.ran_with(model, prompt, controls)       # Copy link's source once this run is on screen
     drawn, replaced = 0.0, {}       # `replaced`: once the run's first step is drawn (a link copied later stays)
     session = session_of(request)

@@ -441,9 +441,10 @@ def test_a_live_run_redraws_the_page_at_a_bounded_rate_and_always_shows_the_end(
     values = [settings[k] for k in SETTING_NAMES]
 
     def updates():
-        # (the first update, before the model starts, says which lesson the run is: no status yet)
-        return [u for u in explore.run_explore(page, service, None, "tiny", "t1 t2", *values, None, "p_hat",
-                                               False, {}) if "status" in u]
+        # (the first update, before the model starts, says "Starting…": drawn steps come after it)
+        *drawn, = explore.run_explore(page, service, None, "tiny", "t1 t2", *values, None, "p_hat", False, {})
+        assert drawn[0]["status"] == "Starting…"
+        return [u for u in drawn[1:] if "status" in u]
 
     def statuses():
         return [u["status"] for u in updates()]

@@ -243,7 +243,9 @@ def test_copy_link_follows_the_run_on_screen_and_a_refused_run_leaves_it():
     refused = explore_updates("   ", max_new_tokens=6)
     assert "prompt is empty" in refused[-1]["status"]
     assert not any(part in u for u in refused for part in ("ran", "box", "caption", "bars", "trace"))
-    drawn = [u for u in explore_updates("t1 t2", max_new_tokens=6) if "trace" in u]
+    updates = explore_updates("t1 t2", max_new_tokens=6)
+    assert updates[0]["status"] == "Starting…"           # at once, not the last run's "Done" until a step is drawn
+    drawn = [u for u in updates if "trace" in u]
     assert drawn and all(u["ran"]["prompt"] == "t1 t2" for u in drawn)
     assert drawn[0]["box"].visible is False and not any("box" in u for u in drawn[1:])   # a link copied mid-run stays
 
