@@ -28,7 +28,9 @@ LABEL_LIMIT = 80          # above this many nodes only the accepted path keeps t
 LABELLED = 30             # nodes labelled beside the accepted path: the likeliest by p̂ (the rest on hover)
 LABEL_CHARS = 12          # a label longer than this is cut with "…" (the hover has the whole token)
 CONTEXT_CHARS = 18        # how much of the text the step continues the root's label shows
-ROW_PX, MIN_HEIGHT, MAX_HEIGHT = 16, 380, 9000
+# MAX_HEIGHT: a wider tree squeezes its rows (and thins its labels) instead of growing past it, so the
+# scrubber below a 500-node tree stays within a scroll or two; the chart's zoom spreads the rows again.
+ROW_PX, MIN_HEIGHT, MAX_HEIGHT = 16, 380, 1600
 FRAME_PX = 110            # title, axis, legend and margins around the rows
 ROOT_LABEL_PX = 26        # how far below the root its label (the text the step continues) reaches
 LABEL_PX = 10             # a node label's font size
@@ -70,7 +72,8 @@ def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree", co
 
     `colour`: what node colour shows (`style.COLOUR_MODES`: log p̂, p̂ or q); `context`: the text the
     step continues, shown at the root (root_context); `present`: presenter mode (larger title and
-    labels, at most PRESENT_HEIGHT px tall, labels thinned in proportion where that squeezes the rows)."""
+    labels, at most PRESENT_HEIGHT px tall). A tree taller than its cap (MAX_HEIGHT, PRESENT_HEIGHT) squeezes
+    its rows, labels thinned in proportion."""
     if colour not in style.COLOUR_MODES:
         colour = "log_p_hat"
     # Plain dicts assembled into one unvalidated Figure: validating each go.Scatter cost ~20 ms per
@@ -83,10 +86,12 @@ def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree", co
     shade = style.colour_values(colour, step["p_hat"], step["q"])
     height = figure_height(rows)
     labels, larger = LABELLED, PRESENT_LARGER if present else 0
-    if present and height > PRESENT_HEIGHT:
-        labels = max(8, LABELLED * PRESENT_HEIGHT // height)
-        height = PRESENT_HEIGHT
-    row_px = (height - FRAME_PX) / max(rows, 1)       # below ROW_PX when presenter mode squeezes the rows
+    natural = FRAME_PX + ROW_PX * rows
+    cap = PRESENT_HEIGHT if present else MAX_HEIGHT
+    if natural > cap:                                  # squeezed rows: labels thinned in proportion
+        labels = max(8, LABELLED * cap // natural)
+        height = cap
+    row_px = (height - FRAME_PX) / max(rows, 1)       # below ROW_PX where the rows are squeezed
     traces = [_edges(step, at), _nodes(step, at, shade, labels, row_px, larger, bool(context)), *_sources(step, at),
               _accepted(step, at, shade, colour)]
     rej = step.get("rejected")

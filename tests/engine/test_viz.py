@@ -14,7 +14,7 @@ from viz.cost_chart import cost_figure
 from viz.metrics import run_summary, step_metrics, why_slower
 from viz.step_charts import accept_bars, ea_density, ea_points, why_shape
 from viz.text_view import text_html, token_pieces
-from viz.tree_figure import figure_height, tree_figure
+from viz.tree_figure import FRAME_PX, MAX_HEIGHT, ROW_PX, figure_height, tree_figure
 from viz.tree_layout import tidy_layout
 
 
@@ -155,6 +155,8 @@ def test_height_grows_with_leaves_and_500_nodes_build():
     fig = tree_figure(make_step(parents, p_hat, accepted=[0]))
     assert len(fig.data[1].x) == 500 and fig.data[1].text is None     # labels dropped when crowded
     json.loads(fig.to_json())
+    # At most MAX_HEIGHT tall (the scrubber below stays near): 480 rows squeeze into it.
+    assert fig.layout.height == MAX_HEIGHT < FRAME_PX + ROW_PX * 480
 
 
 def test_empty_tree_and_placeholder():
