@@ -84,6 +84,8 @@ def _layout(summary: dict | None, title: str, ytitle: str, empty: str) -> dict:
     rows = [r for rs in shapes(summary).values() for r in rs]
     budgets = sorted({r["budget"] for r in rows if r["budget"]})
     n = (summary or {}).get("prompts") or 0
+    # The ticked budgets, or (the auto stars alone, at a few nodes) the powers of two: ticks where stars sit.
+    ticks = [1, 2, *budgets] if budgets else [2 ** k for k in range(10)]
     sub = (f"mean ± one standard error over {n} prompt{'' if n == 1 else 's'} · ★ auto budget, at the mean size "
            "it chose" if rows else "")
     if any(r.get("capacity") for r in rows):
@@ -91,8 +93,7 @@ def _layout(summary: dict | None, title: str, ytitle: str, empty: str) -> dict:
     layout = dict(template=style.TEMPLATE, height=380, margin=dict(l=55, r=10, t=78, b=48),
                   title=dict(text=f"{title}<br><sup>{sub}</sup>", x=0.01, font=dict(size=14)),
                   legend=dict(orientation="h", y=-0.22, x=0),
-                  xaxis=dict(type="log", title=dict(text=BUDGET_AXIS), tickvals=[1, 2, *budgets],
-                             ticktext=["1", "2", *map(str, budgets)]),
+                  xaxis=dict(type="log", title=dict(text=BUDGET_AXIS), tickvals=ticks, ticktext=list(map(str, ticks))),
                   yaxis=dict(title=dict(text=ytitle), rangemode="tozero"))
     if not rows:
         layout["annotations"] = [dict(text=empty, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)]

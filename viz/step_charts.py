@@ -285,7 +285,8 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
     stats = {m: calibrate(ea, a) for m, (ea, a) in groups.items()}
     cols = min(3, max(len(groups), 1))
     nrows = max(1, math.ceil(len(groups) / cols))
-    titles = [f"{m}: binned r {_r(st['binned_r'])}, slope {_r(st['slope'])} · per-step r "
+    # Titles in short lines: three panels share a row, and a phone's chart is 350 px wide.
+    titles = [f"{m}: binned r {_r(st['binned_r'])}, slope {_r(st['slope'])}<br>per-step r "
               f"{_r(st['per_step_r'])} · {st['steps']} steps" for m, st in stats.items()]
     fig = make_subplots(rows=nrows, cols=cols, subplot_titles=titles or None, horizontal_spacing=0.08,
                         vertical_spacing=0.2)
@@ -305,12 +306,13 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
         fig.update_xaxes(title_text="E(A) = Σ p̂ (expected)", row=r, col=c)
         fig.update_yaxes(title_text="A = accepted", row=r, col=c)
     n = sum(len(v[0]) for v in groups.values())
-    caution = (f"<br><sup>only {n} steps: below {FEW_STEPS} the decile means and the slope are noisy; "
+    caution = (f"<br><sup>only {n} steps: below {FEW_STEPS} the decile means and the slope are<br>noisy; "
                "run more to read the calibration</sup>") if 0 < n < FEW_STEPS else ""
-    fig.update_layout(template="plotly_white", height=360 * nrows, margin=dict(l=50, r=10, t=90, b=40),
-                      showlegend=False, title=dict(text=f"Expected vs actual accepted length: {n} steps, density "
-                                                        f"and mean A per E(A) decile{caution}", x=0.01,
-                                                   font=dict(size=14)))
+    fig.update_layout(template="plotly_white", height=360 * nrows + 30,
+                      margin=dict(l=50, r=10, t=120 + (24 if caution else 0), b=40), showlegend=False,
+                      title=dict(text=f"Expected vs actual accepted length<br><sup>{n} steps: their density and "
+                                      f"the mean A per E(A) decile</sup>{caution}", x=0.01, font=dict(size=14),
+                                 y=1, yref="container", yanchor="top", pad=dict(t=14)))  # top down
     fig.update_annotations(font_size=11)
     if not groups:
         fig.add_annotation(text="No steps yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
