@@ -52,7 +52,8 @@ def run_vector(trace: dict | None) -> tuple[tuple[float, ...], str]:
           and all(isinstance(a, (int, float)) and not isinstance(a, bool) and 0 <= a <= 1 for a in vector)
           and sum(vector) <= 1 + 1e-6)
     if not ok:
-        return DEFAULT_ACCEPTANCE, "default prior (the run records no measured vector)"
+        why = "no run yet" if not trace else "the run records none measured"
+        return DEFAULT_ACCEPTANCE, f"a default prior: {why}"
     return tuple(float(a) for a in vector), str(meta.get("acceptance_source") or "trace")
 
 
@@ -115,7 +116,8 @@ def export_markdown(trace: dict | None, choice: str, nodes: int) -> str:
     method = VLLM_METHODS.get(drafter)
     vllm = vllm_json(paths, method)
     flags = sglang_flags(paths)
-    lines = [f"**{len(paths)} nodes, depth {max(len(p) for p in paths)}.** " + " ".join(notes)]
+    lines = [f"**{len(paths)} node{'' if len(paths) == 1 else 's'}, depth {max(len(p) for p in paths)}.** "
+             + " ".join(notes)]
     lines += ["", "**vLLM** (`speculative_config`; add the draft's own path as `\"model\"`):", "",
               _code(vllm, "json")]
     if method is None:

@@ -43,8 +43,10 @@ def test_sequoia_reads_the_runs_vector_and_falls_back_to_the_prior():
     assert serving.export_paths(trace, "sequoia", 12)[0] == optimal_tree(vector, 12, serving.EXPORT_DEPTH)
     for bad in ([1.5], [0.7, 0.7], "x", [True], []):
         got, source = serving.run_vector(trace_of([], acceptance_by_rank=bad))
-        assert got == DEFAULT_ACCEPTANCE and source.startswith("default")
+        assert got == DEFAULT_ACCEPTANCE and source == "a default prior: the run records none measured"
+    assert serving.run_vector(None)[1] == "a default prior: no run yet"         # not a run that does not exist
     assert serving.export_paths(None, "binary", 7)[0] == static_paths("binary", 7, 10)
+    assert "**1 node, depth 1.**" in serving.export_markdown(None, "chain", 1)
 
 
 def test_the_panel_prints_strings_that_parse_back_to_the_tree():
