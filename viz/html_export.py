@@ -55,7 +55,8 @@ def standalone_html(trace: dict, colour: str = "log_p_hat", start: int = 0) -> s
 body {{ font-family: system-ui, sans-serif; margin: 16px; color: #222; }}
 .bar {{ display: flex; gap: 8px; align-items: center; margin: 8px 0; flex-wrap: wrap; }}
 .bar input[type=range] {{ flex: 1; min-width: 200px; }}
-table {{ border-collapse: collapse; font-size: 14px; }} td {{ border: 1px solid #ddd; padding: 3px 8px; }}
+table {{ border-collapse: collapse; font-size: 14px; margin-bottom: 12px; }}
+td {{ border: 1px solid #ddd; padding: 3px 8px; }}
 .prompt {{ background: #f4f4f4; padding: 8px; border-radius: 4px; white-space: pre-wrap; }}
 {style.PAGE_CSS}
 </style>

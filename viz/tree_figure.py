@@ -121,12 +121,14 @@ def _layout(title: str, uirevision: str, colour: str, present: bool = False) -> 
     lines = title.count("<br>") + 1 if title else 0
     return dict(coloraxis=style.coloraxis(colour), template=style.TEMPLATE, showlegend=True,
                 legend=dict(orientation="h", y=-0.02, yanchor="top", x=0, font=dict(size=11)),
-                margin=dict(l=10, r=10, t=22 + 18 * lines if title else 16, b=40),
+                margin=dict(l=10, r=10, t=32 + 18 * lines if title else 16, b=40),
                 xaxis=dict(title="depth (root = last committed token)", dtick=1, zeroline=False,
                            showgrid=True, side="top"),
                 yaxis=dict(visible=False, autorange="reversed"),
                 hoverlabel=dict(font=dict(family="monospace")),
-                title=dict(text=title, x=0.01, font=dict(size=16 if present else 14)) if title else None,
+                # From the top down: a title of two lines centred in the margin met the depth ticks under it.
+                title=dict(text=title, x=0.01, y=1, yref="container", yanchor="top", pad=dict(t=16),
+                           font=dict(size=16 if present else 14)) if title else None,
                 # Keep the visitor's zoom while they scrub between steps of one run.
                 uirevision=uirevision)
 
