@@ -101,8 +101,10 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
         shapes.append(dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=delta, y1=delta,
                            line=dict(color=style.ACCEPTED, dash="dash")))
         # At the right end, over the deep layers' small gains (the first layers' tall bars are at the left),
-        # on a translucent ground where a bar still reaches it.
-        notes.append(dict(xref="paper", x=1, yref="y", y=delta, xanchor="right", yanchor="bottom",
+        # on a translucent ground where a bar still reaches it; under the line when the line runs near the
+        # top, where the max-depth label sits.
+        high = delta > 0.8 * max([delta, *ea])
+        notes.append(dict(xref="paper", x=1, yref="y", y=delta, xanchor="right", yanchor="top" if high else "bottom",
                           showarrow=False, text=f"δ = {delta:g}: deepen only while a layer adds more",
                           bgcolor="rgba(255, 255, 255, 0.75)"))
     if stopped:     # and a ring on the layer where growth stopped

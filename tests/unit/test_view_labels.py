@@ -81,6 +81,12 @@ def test_why_shape_puts_the_stop_note_apart_from_max_depth():
     assert stop.yref == "paper" and stop.yanchor == "bottom" and stop.y >= 1.0      # above the plot
     assert depth.yanchor == "top" and depth.y <= 1.0                               # inside it
     assert stop.text.startswith("stopped: gain 0.1")
+    rule = next(n for n in notes if n.text.startswith("δ ="))
+    assert rule.yanchor == "bottom"                                               # above a low δ line
+    # δ = 1 with max depth 1: the line runs near the top, where "max depth" sits: its note goes under it.
+    high = why_shape({"ea_by_depth": [0.0, 1.1], "stop_reason": "reached max depth 1"},
+                     {"method": "opt-tree", "threshold": 1.0, "max_depth": 1}).layout.annotations
+    assert next(n for n in high if n.text.startswith("δ =")).yanchor == "top"
 
 
 def test_ea_vs_a_cautions_below_100_steps():
