@@ -70,7 +70,7 @@ def build_app(service: RunService, waiting_runs: int = ServerSettings.max_waitin
                 serving_parts = serving.build()
             with gr.Tab("Learn", id="learn") as learn_tab:
                 learn_parts = learn.build(page)
-            with gr.Tab("Export / Import", id="files"):
+            with gr.Tab("Export / Import", id="files") as files_tab:
                 file_parts = files.build()
 
         explore.wire(page, explore_parts, service, lane)
@@ -81,7 +81,7 @@ def build_app(service: RunService, waiting_runs: int = ServerSettings.max_waitin
         serving.wire(page, serving_parts, serving_tab, service, lane)
         wire_links(demo, page, explore_parts, tabs)
         learn.wire(page, learn_tab)
-        files.wire(page, file_parts, registry)
+        files.wire(page, file_parts, registry, files_tab)
         # A closed tab cancels its runs (so the lane is free for the next visitor) and drops its tables.
         demo.unload(bind(on_unload, service))
         gr.api(bind(generate, service), api_name="generate", concurrency_id=lane["concurrency_id"],

@@ -126,7 +126,9 @@ def import_outputs(page: Page, parts: dict) -> list:
             page.ran, page.link_box, page.caption]
 
 
-def wire(page: Page, parts: dict, registry) -> None:
+def wire(page: Page, parts: dict, registry, tab) -> None:
+    # "No run to export yet" holds until the tab is opened again (a run may exist by then).
+    tab.select(lambda: "", None, parts["export_status"], **PRIVATE)
     parts["export"].click(export, page.trace, [parts["export_file"], parts["export_status"]], **PRIVATE)
     parts["export_html"].click(export_html, [page.trace, page.colour, page.step],
                                [parts["html_file"], parts["export_status"]], **PRIVATE)

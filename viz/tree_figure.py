@@ -126,7 +126,7 @@ def _layout(title: str, uirevision: str, colour: str, present: bool = False) -> 
                            showgrid=True, side="top"),
                 yaxis=dict(visible=False, autorange="reversed"),
                 hoverlabel=dict(font=dict(family="monospace")),
-                # From the top down: a title of two lines centred in the margin met the depth ticks under it.
+                # From the top down: a two-line title centred in the margin would reach the depth ticks.
                 title=dict(text=title, x=0.01, y=1, yref="container", yanchor="top", pad=dict(t=16),
                            font=dict(size=16 if present else 14)) if title else None,
                 # Keep the visitor's zoom while they scrub between steps of one run.

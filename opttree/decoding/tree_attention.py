@@ -2,8 +2,8 @@
 
 The mask is additive and 4D, as transformers 5.x reads it (nets/attention_mask.py says why). For a
 model with sliding-window or chunked layers it also carries each such layer's window
-(`attention_mask.for_model`), so a tree forward is exact at any length: a node sees the prefix keys
-inside its own window, and its ancestors (at most a tree's depth before it) besides.
+(`attention_mask.for_model`), so a tree forward is exact at any length: a node sees the keys of its
+own text (the prefix, then its ancestors) that its window holds, exactly as a plain forward of that text.
 """
 
 from __future__ import annotations

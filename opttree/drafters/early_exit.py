@@ -20,8 +20,7 @@ feature head, the draft does not drift on its own predicted features. Its cost i
 layers per tree layer, which is why N is small (docs/drafts.md: the sweep that chose it).
 
 A target with sliding-window or chunked layers: each of the first N layers reads its own kind's mask
-(`attention_mask.for_model`), and the exit layer attends as the target's layer N, the first one it
-stands in for, does.
+(`attention_mask.for_model`); the exit layer attends over its whole cache, as it does in training.
 """
 
 from __future__ import annotations
@@ -52,9 +51,12 @@ def first_layers(model, input_ids, position_ids, mask, cache, n: int) -> torch.T
     only). `mask` is the 4D additive mask over the cache plus these tokens, or `for_model`'s dict by
     layer kind (None: one token with no local layers, or a causal forward with no cache)."""
     stack = body(model)
+    kinds = layer_kinds(model.config)
+    if len(kinds) < n:
+        raise BadInput(f"the target's config names the attention of {len(kinds)} layers; the early exit runs {n}.")
     x = stack.embed_tokens(input_ids)
     rope = stack.rotary_emb(x, position_ids=position_ids)
-    for layer, kind in zip(stack.layers[:n], layer_kinds(model.config)):
+    for layer, kind in zip(stack.layers[:n], kinds):
         x = layer(x, attention_mask=for_layer(mask, kind), position_ids=position_ids, past_key_values=cache,
                   use_cache=cache is not None, position_embeddings=rope)
     return x
@@ -129,7 +131,8 @@ class EarlyExitDrafter(FeatureHeadDrafter):
             rows.insert(0, features[first - offset: have - offset].to(self.device, self.dtype))
         states = torch.cat(rows)[None]
         pos = torch.arange(first, stop, device=self.device)[None]
-        out = self.head.exit_features(states, pos, self._exit_mask(self._causal(first, stop - first)), self.cache)
+        mask = causal_mask(first, stop - first, self.dtype, self.device) if stop - first > 1 else None
+        out = self.head.exit_features(states, pos, mask, self.cache)
         self.keep, self.n_exit = stop - 1, stop
         self.n_pairs = stop          # the parent's name for the prefix every tree node sees
         self.root_pos = stop - 1
@@ -147,7 +150,8 @@ class EarlyExitDrafter(FeatureHeadDrafter):
         ids = torch.tensor([[tree.tokens[node] for node in nodes]], device=self.device)
         hidden = first_layers(self.target, ids, pos, mask, self.shared, self.head.exit_layer)
         self.grown = True
-        return self.head.exit_features(hidden.to(self.device), pos, self._exit_mask(mask), self.cache)[0]
+        plain = self.plain_mask(self.dtype, self.device) if local_spans(self.target.config) else mask
+        return self.head.exit_features(hidden.to(self.device), pos, plain, self.cache)[0]
 
     def _causal(self, prefix_len: int, new: int):
         """The mask of `new` committed tokens after `prefix_len` (None for one token where no layer is local)."""
@@ -155,10 +159,6 @@ class EarlyExitDrafter(FeatureHeadDrafter):
             return None
         return causal_mask(prefix_len, new, self.dtype, self.device, self.target.config)
 
-    def _exit_mask(self, mask):
-        """The exit layer attends as the target's layer N does (the first layer it stands in for)."""
-        kinds = layer_kinds(self.target.config)
-        return for_layer(mask, kinds[min(self.head.exit_layer, len(kinds) - 1)])
 
     def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg, cost=None):
         self._restore(self.keep)      # the target verifies root and tree after the committed prefix

@@ -56,7 +56,12 @@ class ModelDrafter(Drafter):
             return positions[0], at
 
         mask = tree_mask(prefix_len, cache_len + len(nodes), visible, dtype, device, config, key_positions)
+        self.last_visible = (prefix_len, cache_len + len(nodes), visible)   # `plain_mask` rebuilds it unwindowed
         return positions, mask
+
+    def plain_mask(self, dtype, device):
+        """The last `layer_inputs` mask without any layer's window: the tree mask of a full-attention layer."""
+        return tree_mask(*self.last_visible, dtype, device)
 
     def asks_for_root(self, nodes: list[int]) -> bool:
         """True when the call asks for the root's children (answered from begin_step)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from opttree.config import AUTO_MAX_NODES, DecodeConfig
+from opttree.config import AUTO_MAX_NODES, LIMITS, DecodeConfig
 from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.sampling import TokenPicker, theory_distribution_note
 from opttree.decoding.verify import target_side
@@ -25,6 +25,7 @@ from opttree.engine.step_timer import StepTimer
 from opttree.engine.target_state import TargetState
 from opttree.errors import BadInput
 from opttree.models.draft_assets import length_predictor_for
+from opttree.nets.attention_mask import cache_scaled_limit
 from opttree.trace import (
     ROWS_PER_RUN,
     ROWS_PER_STEP,
@@ -85,12 +86,20 @@ def check_room(pair, prompt_tokens: int, max_new_tokens: int) -> None:
     """BadInput unless the run fits the target's positions. The target reads positions 0 .. prompt +
     max new tokens - 2: a tree never reaches past the tokens left (`capped_config`) and the last bonus
     token is committed without a forward. Sliding-window and chunked layers set no limit: their masks
-    keep them inside their windows at any length (`nets/attention_mask.py`)."""
+    keep them inside their windows at any length (`nets/attention_mask.py`). A model that scales queries
+    by its cache's length (Llama 4) keeps the largest tree below its next step (`cache_scaled_limit`)."""
     used = prompt_tokens + max_new_tokens - 1
     limit = getattr(pair.target.config, "max_position_embeddings", None)
     if limit and used > limit:
         raise BadInput(f"prompt ({prompt_tokens} tokens) + max new tokens ({max_new_tokens}) exceeds the model's "
                        f"context of {limit} tokens by {used - limit}.")
+    scaled = cache_scaled_limit(pair.target.config)
+    largest = LIMITS["nodes"][1] + 1          # a tree and its root, at the largest node budget
+    if scaled is not None and used + largest > scaled:
+        raise BadInput(f"prompt ({prompt_tokens} tokens) + max new tokens ({max_new_tokens}) is too long for this "
+                       f"target: its NoPE layers scale queries by the cache's length, which a tree forward keeps "
+                       f"exact while the run uses at most {scaled - largest} positions (the largest tree, "
+                       f"{largest} slots, stays below {scaled + 1}).")
 
 
 def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = True,

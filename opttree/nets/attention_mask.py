@@ -16,6 +16,8 @@ to mask (the `causal_mask_mapping` those models build for themselves and take re
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 
@@ -42,13 +44,18 @@ LOCAL_SPAN = {"sliding_attention": "sliding_window", "chunked_attention": "atten
 
 def layer_kinds(config) -> list[str]:
     """Each decoder layer's attention kind ('full_attention', 'sliding_attention', ...), read as
-    transformers reads the config: a config without `layer_types` gives every layer one kind."""
+    transformers reads the config: `layer_types` where the config class declares it (Qwen 2, Gemma 2/3,
+    Llama 4; those models take a mask per kind), else one kind for every layer from `sliding_window` or
+    `attention_chunk_size` (Mistral, Phi-3, Llama: their models build one mask and ignore a stray
+    `layer_types` a checkpoint may carry)."""
     cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
-    kinds = getattr(cfg, "layer_types", None)
+    declared = not dataclasses.is_dataclass(cfg) or "layer_types" in {f.name for f in dataclasses.fields(cfg)}
+    kinds = getattr(cfg, "layer_types", None) if declared else None
+    n = getattr(cfg, "num_hidden_layers", None) or 1
     if kinds is None:
         kind = ("sliding_attention" if getattr(cfg, "sliding_window", None) is not None else
                 "chunked_attention" if getattr(cfg, "attention_chunk_size", None) is not None else "full_attention")
-        kinds = [kind] * (getattr(cfg, "num_hidden_layers", None) or 1)
+        kinds = [kind] * n
     return list(kinds)
 
 
@@ -84,3 +91,17 @@ def for_model(allowed: torch.Tensor, dtype, config, query_pos: torch.Tensor, key
 def for_layer(mask, kind: str):
     """The tensor a layer of `kind` reads from `for_model`'s answer (None and tensors pass through)."""
     return mask[kind] if isinstance(mask, dict) else mask
+
+
+def cache_scaled_limit(config) -> int | None:
+    """The positions a run may use on a model that scales some layers' queries by a position counted
+    from its cache's length, not from `position_ids` (Llama 4's temperature tuning of its NoPE layers:
+    a factor that steps at every multiple of `floor_scale`). A tree forward puts node i at cache length
+    + i while its position is prefix + depth, so it is exact only while no node can cross such a step:
+    below floor_scale, less the largest tree. None for every other model."""
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    scale = getattr(cfg, "floor_scale", None)
+    nope = getattr(cfg, "no_rope_layers", None)
+    if not getattr(cfg, "attn_temperature_tuning", False) or not isinstance(scale, int) or not nope or all(nope):
+        return None
+    return scale - 1

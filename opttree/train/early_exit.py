@@ -41,7 +41,8 @@ def add_exit_states(target, seqs: list[dict], n: int, tokens_per_batch: int = 40
             ids[b, : s["ids"].numel()] = s["ids"].long()
         ids = ids.to(target.device)
         pos = torch.arange(L, device=ids.device)[None].expand(len(group), L)
-        mask = causal_mask(0, L, torch.float32, ids.device)   # right padding: later rows never reach earlier ones
+        # right padding: later rows never reach earlier ones; a windowed target's layers keep their windows
+        mask = causal_mask(0, L, torch.float32, ids.device, target.config)
         hidden = first_layers(target, ids, pos, mask, None, n)
         for b, s in enumerate(group):
             s["feats"] = hidden[b, : s["ids"].numel() - 1].to(torch.float16).cpu().contiguous()

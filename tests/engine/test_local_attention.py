@@ -22,15 +22,16 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from opttree.config import DecodeConfig
+from opttree.config import LIMITS, DecodeConfig
 from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.tree_attention import tree_mask
 from opttree.decoding.verify import tree_inputs, verify_tree
-from opttree.drafters.early_exit import first_layers
+from opttree.drafters.early_exit import EarlyExitDrafter, first_layers
 from opttree.engine.cost import synthetic_tree
-from opttree.engine.speculative import run
+from opttree.engine.speculative import check_room, run
+from opttree.errors import BadInput
 from opttree.models.loading import ModelPair, load_causal_lm
-from opttree.nets.attention_mask import causal_mask, layer_kinds, local_spans
+from opttree.nets.attention_mask import cache_scaled_limit, causal_mask, layer_kinds, local_spans
 from opttree.nets.exit_head import ExitHead, exit_config
 from opttree.nets.feature_head import FeatureHead, head_config_from_target
 from opttree.nets.grouped_attention import use_grouped_attention
@@ -200,3 +201,66 @@ def test_a_model_with_one_kind_of_layer_gets_one_mask_and_mixed_layers_a_mask_pe
     assert seen.tolist() == [[False, False, True, True, True, False], [False, False, False, True, True, True]]
     mixed = tree_mask(4, 6, visible, torch.float32, "cpu", target_of("qwen2").config, positions)
     assert set(mixed) == {"full_attention", "sliding_attention"} and torch.equal(mixed["full_attention"], plain)
+
+
+@pytest.mark.parametrize("family", LLAMA_STYLE)
+def test_the_early_exits_tree_layers_past_the_window_see_what_the_target_sees(family):
+    """Each tree node's state after the target's first layer, computed by the drafter over the shared cache
+    (its own tree mask, windows and key positions included), is the target's own for that node's text."""
+    target = target_of(family)
+    head = ExitHead(exit_config(target.config, 1)).eval().requires_grad_(False)
+    drafter = EarlyExitDrafter(head, target, 64)
+    committed = PROMPT + list(range(30, 40))                  # 30 tokens, the root the last
+    seen = []
+    hook = target.model.layers[0].register_forward_hook(
+        lambda mod, args, out: seen.append((out[0] if isinstance(out, tuple) else out)[0]))
+    tree = synthetic_tree(14, 64, seed=3)
+    try:
+        drafter.begin_step(committed, None)
+        seen.clear()
+        layers = sorted({tree.depth[i] for i in range(len(tree))})
+        order = []
+        for d in layers:          # a tree layer's nodes are forwarded once their parents are
+            nodes = [i for i in range(len(tree)) if tree.depth[i] == d]
+            drafter.distributions(tree, nodes)
+            order += nodes
+    finally:
+        hook.remove()
+    rows = torch.cat(seen)
+    with torch.no_grad():
+        for row, node in zip(rows, order):
+            text = committed + [tree.tokens[a] for a in tree.path(node)]
+            want = target(torch.tensor([text]), output_hidden_states=True).hidden_states[1][0, -1]
+            assert torch.allclose(row, want, atol=1e-4), (family, node)
+
+
+def test_a_stray_layer_types_on_a_model_that_ignores_it_gets_one_mask():
+    """Mistral builds one mask from `sliding_window` whatever `layer_types` a checkpoint carries: a mask per
+    kind would crash its forward."""
+    cfg = MistralConfig(**TINY, sliding_window=WINDOW)
+    cfg.layer_types = ["sliding_attention", "full_attention"]
+    assert layer_kinds(cfg) == ["sliding_attention"] * 2
+    torch.manual_seed(0)
+    target = MistralForCausalLM(cfg).eval().requires_grad_(False)
+    target.config._attn_implementation = "sdpa"
+    pair = ModelPair(target, ToyTokenizer(), "target", device=torch.device("cpu"))
+    pair.drafter_kind, pair.draft_name = "lookup", "lookup"
+    cfg = DecodeConfig(method="opt-tree", nodes=10, max_depth=5, max_new_tokens=20)
+    assert run(pair, "", cfg, chat=False, prompt_ids=PROMPT)["output_ids"] == greedy(target, 20)
+
+
+def test_a_target_that_scales_queries_by_its_cache_length_keeps_its_trees_below_the_step():
+    """Llama 4's NoPE layers scale queries by floor((cache length + i + 1) / floor_scale): a tree node's
+    factor is its position's only while no tree crosses a step, so longer runs are refused."""
+    pair = ModelPair(target_of("llama4"), ToyTokenizer(), "target", device=torch.device("cpu"))
+    pair.drafter_kind, pair.draft_name = "lookup", "lookup"
+    largest = LIMITS["nodes"][1] + 1
+    scale = 20 + 40 - 1 + largest + 1                         # the run's 59 positions and the largest tree fit
+    pair.target.config.floor_scale = scale
+    assert cache_scaled_limit(pair.target.config) == scale - 1
+    check_room(pair, 20, 40)
+    with pytest.raises(BadInput, match="NoPE layers scale queries by the cache's length"):
+        check_room(pair, 20, 41)
+    pair.target.config.no_rope_layers = [1, 1]              # every layer has rope: no such scaling
+    assert cache_scaled_limit(pair.target.config) is None
+    assert cache_scaled_limit(target_of("mistral").config) is None
