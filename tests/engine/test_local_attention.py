@@ -1,4 +1,4 @@
-"""Targets with sliding-window or chunked layers (Mistral v0.1, Gemma 3, Qwen 2 with its window on,
+"""Targets with sliding-window or chunked layers (Mistral v0.1, Gemma 2/3, Qwen 2 with its window on,
 Llama 4's chunks) decode exactly at any length: the tree mask carries each local layer's window
 (`attention_mask.for_model`), for the target's verification and for the drafters that run a model's
 own layers (a classic draft, the early exit's first N target layers)."""
