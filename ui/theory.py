@@ -93,6 +93,6 @@ def wire(page: Page, parts: dict, tab) -> None:
     parts["use"].click(use_step, [page.trace, page.step, *sliders], opened, **PRIVATE)
     parts["node"].input(show_node, [page.trace, parts["node"]], outputs, **PRIVATE)
     parts["toy_btn"].click(show_toy, sliders, outputs, **PRIVATE)
-    for slider in sliders:
-        slider.release(show_toy, sliders, outputs, **PRIVATE)
+    for slider in sliders:    # dragged or typed (a typed number fires no release); the latest value wins
+        slider.input(show_toy, sliders, outputs, trigger_mode="always_last", **PRIVATE)
     parts["preset"].click(show_preset, None, outputs, **PRIVATE)

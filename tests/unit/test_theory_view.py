@@ -153,3 +153,16 @@ def test_recorded_row_rates_never_fix_the_rest_bucket():
     assert table["greedy_draft"][1] == pytest.approx(0.5 + 0.05 / 0.9 + 0.3)
     for name in ("optimal_iid", "optimal_wor", "rrs_iid", "rrs_wor", "kseq"):
         assert table[name] == pytest.approx(merged[name])
+
+
+def test_every_toy_slider_redraws_when_dragged_or_typed():
+    """A typed number fires no `release`: each slider redraws on `input`, the latest value winning."""
+    from opttree.serve.allow_list import load_registry
+    from opttree.serve.service import RunService
+    from ui.app import build_app
+
+    demo = build_app(RunService(registry=load_registry()))
+    toy = [f for f in demo.fns.values() if f.name == "show_toy"]
+    sliders = {f.targets[0][0] for f in toy if [t[1] for t in f.targets] == ["input"]}
+    assert len(sliders) == len(views.TOY_DEFAULTS) and all(f.trigger_mode == "always_last" for f in toy
+                                                          if f.targets[0][1] == "input")
