@@ -42,6 +42,7 @@ def test_tau_chart_puts_the_node_budget_on_the_x_axis_with_the_spread():
     stars = [t for t in fig.data if t.marker.symbol == "star"]
     assert {t.name for t in stars} == {"opt-tree · auto", "binary · auto"}
     assert [list(t.x) for t in stars] == [[6.0], [5.0]]           # drawn at the size the auto budget chose
+    assert stars[0].marker.size > stars[1].marker.size             # two on one point nest, the later on top
     # The auto budget alone: ticks where its stars sit (powers of two), not 1 and 2 with the stars past them.
     auto_only = {**SUMMARY, "rows": [r for r in SUMMARY["rows"] if r["budget"] in (0, None)]}
     assert [1, 2, 4, 8] == list(tau_budget_figure(auto_only).layout.xaxis.tickvals)[:4]

@@ -89,6 +89,8 @@ def test_the_chart_stars_each_batch_sizes_best_and_the_sentence_says_where_it_st
     fig = serving.speedup_figure(table, best, "Test CPU")
     assert [t.name for t in fig.data] == ["B = 1", "B = 4", "B = 16", "best n for that B"]
     assert list(fig.data[-1].x) == [25, 4, 0] and "modelled" in fig.layout.title.text
+    sizes = list(fig.data[-1].marker.size)                         # stars on one point nest, the later on top
+    assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == 3
     text = serving.batch_summary(best)
     assert "pays up to B = 4" in text and "from B = 16" in text and "B = 16: AR" in text
     # measured costs are noisy: a tree may pay again at a larger batch; the sentence names both sides
