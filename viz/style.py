@@ -20,7 +20,7 @@ TEMPLATE = pio.templates["plotly_white"].to_plotly_json()
 
 P_HAT_COLORSCALE = "Viridis"
 P_HAT_RANGE = (0.0, 1.0)
-P_HAT_TITLE = "p̂ (the draft's<br>belief the path<br>is accepted)"
+P_HAT_TITLE = "p̂<br>(the draft's belief the path is accepted)"
 
 ACCEPTED = "#d62728"       # accepted path: red, thick, diamonds
 REJECTED = "#7f7f7f"       # the draft's top guess that the target refused
@@ -61,7 +61,7 @@ def coloraxis(mode: str = "p_hat") -> dict:
     if mode == "log_p_hat":
         ticks = dict(tickvals=list(range(LOG_FLOOR, 1)),
                      ticktext=[f"≤1e{LOG_FLOOR}"] + [f"{10.0 ** e:g}" for e in range(LOG_FLOOR + 1, 1)])
-        cmin, cmax, title = LOG_FLOOR, 0, "p̂, log scale<br>(the draft's belief<br>the path is accepted)"
+        cmin, cmax, title = LOG_FLOOR, 0, "p̂, log scale<br>(the draft's belief the path is accepted)"
     elif mode == "q":
         ticks = dict(tickvals=[0, 0.25, 0.5, 0.75, 1.0])
         cmin, cmax, title = 0.0, 1.0, "q (draft's prob.<br>given the parent)"
@@ -70,8 +70,10 @@ def coloraxis(mode: str = "p_hat") -> dict:
         (cmin, cmax), title = P_HAT_RANGE, P_HAT_TITLE
     return dict(colorscale=P_HAT_COLORSCALE, cmin=cmin, cmax=cmax,
                 # A fixed pixel length pinned to the top: tall 500-node trees keep a compact bar in view.
-                colorbar=dict(title=dict(text=title, side="right"), thickness=14, lenmode="pixels",
-                              len=280, yanchor="top", y=1.0, **ticks))
+                # Two title lines along the bar and small ticks: the bar's width is taken from the tree's,
+                # a third of it on a phone.
+                colorbar=dict(title=dict(text=title, side="right", font=dict(size=11)), thickness=12,
+                              tickfont=dict(size=10), lenmode="pixels", len=280, yanchor="top", y=1.0, **ticks))
 
 
 def colour_values(mode: str, p_hat: list[float], q: list[float]) -> list[float]:

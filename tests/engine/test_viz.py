@@ -105,6 +105,8 @@ def test_colour_scale_is_fixed_and_titled(trace, mode, limits, word):
     first = axes[0].to_plotly_json()
     assert (first["cmin"], first["cmax"]) == limits
     assert word in first["colorbar"]["title"]["text"]       # the colour bar says what it shows
+    # ... in at most two lines along a thin bar: its width comes out of the tree's (a third of it on a phone)
+    assert first["colorbar"]["title"]["text"].count("<br>") <= 1 and first["colorbar"]["thickness"] <= 12
     assert all(a.to_plotly_json() == first for a in axes)
 
 
