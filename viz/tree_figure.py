@@ -31,7 +31,8 @@ CONTEXT_CHARS = 18        # how much of the text the step continues the root's l
 # MAX_HEIGHT: a wider tree squeezes its rows (and thins its labels) instead of growing past it, so the
 # scrubber below a 500-node tree stays within a scroll or two; the chart's zoom spreads the rows again.
 ROW_PX, MIN_HEIGHT, MAX_HEIGHT = 16, 380, 1600
-FRAME_PX = 110            # title, axis, legend and margins around the rows
+FRAME_PX = 160            # title, axis, legend and margins around the rows
+TITLE_TOP = 50            # the title starts below the label chip the page draws over a chart's top left
 ROOT_LABEL_PX = 26        # how far below the root its label (the text the step continues) reaches
 LABEL_PX = 10             # a node label's font size
 PRESENT_HEIGHT = 500      # presenter mode: the tallest tree, so the step fits a 1280 × 720 screen
@@ -121,13 +122,14 @@ def _layout(title: str, uirevision: str, colour: str, present: bool = False) -> 
     lines = title.count("<br>") + 1 if title else 0
     return dict(coloraxis=style.coloraxis(colour), template=style.TEMPLATE, showlegend=True,
                 legend=dict(orientation="h", y=-0.02, yanchor="top", x=0, font=dict(size=11)),
-                margin=dict(l=10, r=10, t=32 + 18 * lines if title else 16, b=40),
+                margin=dict(l=10, r=10, t=TITLE_TOP + 20 * (lines + 1) if title else 16, b=40),
                 xaxis=dict(title="depth (root = last committed token)", dtick=1, zeroline=False,
                            showgrid=True, side="top"),
                 yaxis=dict(visible=False, autorange="reversed"),
                 hoverlabel=dict(font=dict(family="monospace")),
-                # From the top down: a two-line title centred in the margin would reach the depth ticks.
-                title=dict(text=title, x=0.01, y=1, yref="container", yanchor="top", pad=dict(t=16),
+                # From the top down, below the page's label chip (a two-line title centred in the margin
+                # would reach the depth ticks under it).
+                title=dict(text=title, x=0.01, y=1, yref="container", yanchor="top", pad=dict(t=TITLE_TOP),
                            font=dict(size=16 if present else 14)) if title else None,
                 # Keep the visitor's zoom while they scrub between steps of one run.
                 uirevision=uirevision)

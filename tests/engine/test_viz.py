@@ -14,7 +14,7 @@ from viz.cost_chart import cost_figure
 from viz.metrics import run_summary, step_metrics, why_slower
 from viz.step_charts import accept_bars, ea_density, ea_points, why_shape
 from viz.text_view import text_html, token_pieces
-from viz.tree_figure import FRAME_PX, MAX_HEIGHT, ROW_PX, figure_height, tree_figure
+from viz.tree_figure import FRAME_PX, MAX_HEIGHT, ROW_PX, TITLE_TOP, figure_height, tree_figure
 from viz.tree_layout import tidy_layout
 
 
@@ -88,6 +88,13 @@ def test_tree_figure_traces_from_a_real_trace(trace):
         assert acc.line.width > edges.line.width
         assert (by_name(fig, "first rejected") is not None) == (step["rejected"] is not None)
         assert by_name(fig, "bonus token") is not None
+
+
+def test_the_title_starts_below_the_pages_label_chip_and_ends_above_the_depth_ticks(trace):
+    fig = tree_figure(trace["steps"][0], "opt-tree · step 1/3<br>accepted 1")
+    title, margin = fig.layout.title, fig.layout.margin
+    assert (title.yref, title.yanchor, title.y) == ("container", "top", 1) and title.pad.t >= TITLE_TOP
+    assert margin.t - title.pad.t >= 20 * 3                  # two lines, then the ticks' row
 
 
 def test_the_first_rejected_tokens_label_starts_clear_of_its_x():
