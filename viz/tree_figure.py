@@ -39,8 +39,8 @@ PRESENT_HEIGHT = 500      # presenter mode: the tallest tree, so the step fits a
 PRESENT_LARGER = 2        # presenter mode: labels this many px larger
 
 
-def figure_height(leaf_rows: int) -> int:
-    return int(min(MAX_HEIGHT, max(MIN_HEIGHT, FRAME_PX + ROW_PX * leaf_rows)))
+def figure_height(leaf_rows: int, cap: int = MAX_HEIGHT) -> int:
+    return int(min(cap, max(MIN_HEIGHT, FRAME_PX + ROW_PX * leaf_rows)))
 
 
 def _hover(step: dict, i: int) -> str:
@@ -85,13 +85,12 @@ def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree", co
     x, y, root_y, rows = tidy_layout(step["parents"], step["p_hat"])
     at = _Positions(x, y, root_y)
     shade = style.colour_values(colour, step["p_hat"], step["q"])
-    height = figure_height(rows)
+    cap = PRESENT_HEIGHT if present else MAX_HEIGHT
+    height = figure_height(rows, cap)
     labels, larger = LABELLED, PRESENT_LARGER if present else 0
     natural = FRAME_PX + ROW_PX * rows
-    cap = PRESENT_HEIGHT if present else MAX_HEIGHT
     if natural > cap:                                  # squeezed rows: labels thinned in proportion
         labels = max(8, LABELLED * cap // natural)
-        height = cap
     row_px = (height - FRAME_PX) / max(rows, 1)       # below ROW_PX where the rows are squeezed
     traces = [_edges(step, at), _nodes(step, at, shade, labels, row_px, larger, bool(context)), *_sources(step, at),
               _accepted(step, at, shade, colour)]

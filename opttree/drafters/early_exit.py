@@ -159,7 +159,6 @@ class EarlyExitDrafter(FeatureHeadDrafter):
             return None
         return causal_mask(prefix_len, new, self.dtype, self.device, self.target.config)
 
-
     def finish_tree(self, tree: DraftTree, info: BuildInfo, cfg, cost=None):
         self._restore(self.keep)      # the target verifies root and tree after the committed prefix
         return super().finish_tree(tree, info, cfg, cost)

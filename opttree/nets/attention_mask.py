@@ -66,8 +66,11 @@ def local_spans(config) -> dict[str, int]:
     if config is None:
         return {}
     cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
-    spans = {kind: getattr(cfg, LOCAL_SPAN[kind], None) for kind in set(layer_kinds(config)) if kind in LOCAL_SPAN}
-    return {kind: span for kind, span in spans.items() if isinstance(span, int) and span > 0}
+    sizes = {kind: getattr(cfg, field, None) for kind, field in LOCAL_SPAN.items()}
+    sizes = {kind: size for kind, size in sizes.items() if isinstance(size, int) and size > 0}
+    if not sizes:     # no window or chunk size at all (most models): no layer kind needs reading
+        return {}
+    return {kind: sizes[kind] for kind in set(layer_kinds(config)) if kind in sizes}
 
 
 def for_model(allowed: torch.Tensor, dtype, config, query_pos: torch.Tensor, key_pos: torch.Tensor):
