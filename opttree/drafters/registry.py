@@ -142,6 +142,13 @@ def resolve_retrieval(cfg: DecodeConfig, pair: ModelPair) -> DecodeConfig:
     return replace(cfg, retrieval="on" if fuses else "off")
 
 
+def can_draft(pair: ModelPair) -> bool:
+    """Whether the pair drafts: its drafter kind is known and, where that kind reads a draft model,
+    the pair was loaded with one (a pair loaded for AR alone has none)."""
+    kind = KINDS.get(pair.drafter_kind)
+    return kind is not None and (kind.load is None or pair.draft_model is not None)
+
+
 def make_drafter(pair: ModelPair, cfg: DecodeConfig, context: DraftContext | None = None) -> Drafter | None:
     """None for AR; otherwise the pair's drafter at the run's tree temperature, wrapped in retrieval
     fusion when `cfg.retrieval` is on. BadInput when the pair has no draft, or when retrieval fusion
@@ -150,7 +157,7 @@ def make_drafter(pair: ModelPair, cfg: DecodeConfig, context: DraftContext | Non
         return None
     context = context or DraftContext()
     kind = KINDS.get(pair.drafter_kind)
-    if kind is None or (kind.load is not None and pair.draft_model is None):
+    if not can_draft(pair):
         raise BadInput(f"method {cfg.method!r} needs a draft model; this pair was loaded without one.")
     if kind.load is None and cfg.retrieval == "on":
         raise BadInput(f"retrieval fusion merges retrieval into a draft model's tree; the {kind.name} "

@@ -17,7 +17,7 @@ from opttree.decoding.prompts import encode_prompt
 from opttree.decoding.sampling import TokenPicker, theory_distribution_note
 from opttree.decoding.verify import target_side
 from opttree.drafters.context import DraftContext
-from opttree.drafters.registry import make_drafter, resolve_retrieval
+from opttree.drafters.registry import can_draft, make_drafter, resolve_retrieval
 from opttree.drafters.tree_temperature import for_decoding
 from opttree.engine import cost
 from opttree.engine.recording import DraftRows, RecordingExpand, TokenTexts
@@ -151,7 +151,8 @@ def warm_up(pair) -> None:
     (kernel set-up, allocations, lazy initialisation) that would otherwise land in the first run's
     prefill and tokens/s and read as the method's cost (docs/architecture.md, "Timing")."""
     ids = list(range(1, 1 + WARM_UP_PROMPT))     # any tokenizer's ids: no template, no text to encode
-    run(pair, "", WARM_UP, chat=False, prompt_ids=ids, record_target=False)
+    cfg = WARM_UP if can_draft(pair) else replace(WARM_UP, method="ar")   # a pair loaded for AR alone
+    run(pair, "", cfg, chat=False, prompt_ids=ids, record_target=False)
 
 
 def _check(cancel) -> None:

@@ -79,6 +79,28 @@ def test_eval_times_warm_answers(tmp_path, monkeypatch):
     assert order == [("warm", pair), ("eval", pair)]
 
 
+def test_ar_on_a_pair_loaded_without_a_draft_warms_up_and_runs(tmp_path, monkeypatch, capsys):
+    """`--method ar` loads the target alone (need_draft False); the warm-up before the timed run must
+    not ask that pair for a draft (it did: every `generate --method ar` and `eval --method ar` failed)."""
+    import opttree.bench.answers as answers
+
+    loads = []
+
+    def load(args, need_draft):
+        loads.append(need_draft)
+        return tiny_pair("none")
+
+    monkeypatch.setattr(cli, "load_from_args", load)
+    monkeypatch.setattr(answers, "load_from_args", load)
+    assert main(["generate", "--prompt", "t1 t2 t3", "--method", "ar", "--max-new-tokens", "4", "--no-chat"]) == 0
+    assert "tok/s" in capsys.readouterr().err
+    qf, af = tmp_path / "q.jsonl", tmp_path / "a.jsonl"
+    qf.write_text('{"prompt": "t2 t2"}\n')
+    assert answers.main(["--question-file", str(qf), "--answer-file", str(af), "--method", "ar",
+                         "--max-new-tokens", "4"]) == 0
+    assert loads == [False, False] and len(af.read_text().splitlines()) == 1
+
+
 def test_non_numeric_slider_value_rejected_by_argparse(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["generate", "--prompt", "hi", "--nodes", "many"])
