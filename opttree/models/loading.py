@@ -16,6 +16,7 @@ from opttree import paths
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
 from opttree.models.draft_assets import load_bundled_classic
+from opttree.nets.attention_mask import tree_refusal
 from opttree.nets.few_row_linear import apply_choice, choice_of, mark_target, use_few_row_linear
 from opttree.nets.grouped_attention import use_grouped_attention
 from opttree.nets.kernel_choice import choose_kernels
@@ -77,10 +78,17 @@ def load_tokenizer(spec: str, trust_remote_code: bool = False):
 
 def load_causal_lm(spec: str, device: torch.device, dtype: torch.dtype,
                    device_map: str | None = None, trust_remote_code: bool = False):
-    from transformers import AutoModelForCausalLM  # transformers is heavy: imported when a model is built
+    from transformers import AutoConfig, AutoModelForCausalLM  # heavy: imported when a model is built
 
     _quiet_transformers()
     folder = model_folder(spec)
+    try:
+        config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    except Exception as exc:
+        raise ModelLoadError(_load_message(spec, exc)) from exc
+    refusal = tree_refusal(config)     # read from the config, before any weight is loaded
+    if refusal:
+        raise BadInput(f"model {spec!r} cannot run here: {refusal}")
     kwargs = dict(dtype=dtype, attn_implementation=paths.attention_impl(), trust_remote_code=trust_remote_code)
     if device_map:
         kwargs["device_map"] = device_map  # spreads a big target over the visible GPUs

@@ -108,3 +108,37 @@ def cache_scaled_limit(config) -> int | None:
     if not getattr(cfg, "attn_temperature_tuning", False) or not isinstance(scale, int) or not nope or all(nope):
         return None
     return scale - 1
+
+
+# Layer kinds (transformers' cache layer types) that keep a recurrent state instead of, or beside, keys
+# and values, and model types whose configs declare no layer kinds but are recurrent throughout.
+RECURRENT_KINDS = {"linear_attention", "conv", "hybrid", "hybrid_sliding", "mamba"}
+RECURRENT_MODELS = {"mamba", "mamba2", "falcon_mamba", "rwkv", "xlstm", "recurrent_gemma", "jamba", "zamba",
+                    "zamba2", "bamba", "falcon_h1", "granitemoehybrid", "nemotron_h", "lfm2", "lfm2_moe"}
+
+
+def tree_refusal(config) -> str | None:
+    """Why a forward of this model over a draft tree cannot equal its plain forwards, or None.
+
+    A tree forward lays its nodes side by side in cache slots and tells each node its own position and
+    ancestors (the tree mask). That is exact for attention that takes positions from `position_ids` and
+    visibility from the mask. It is not for:
+    - ALiBi (BLOOM, MPT, Falcon with `alibi`): the bias grows with the distance in cache slots, so a
+      node's siblings and cousins shift every distance it sees (BLOOM and Falcon also build the bias
+      from a 2D mask and cannot read a 4D one);
+    - recurrent and linear-attention layers (Mamba, RWKV, Jamba, Qwen3-Next, LFM2, ...): every node,
+      siblings included, runs through one state, and a rejected node cannot be taken back out of it;
+    - GPT-Neo's local layers: their window counts cache slots, not positions."""
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    kind = getattr(cfg, "model_type", "") or ""
+    attn = getattr(cfg, "attn_config", None)
+    if kind in ("bloom", "mpt") or getattr(cfg, "alibi", False) is True or getattr(attn, "alibi", False) is True:
+        return (f"{kind or 'this model'} uses ALiBi, whose bias counts distances in cache slots: a tree's "
+                "nodes sit side by side there, so each would see its context at the wrong distances.")
+    if kind in RECURRENT_MODELS or RECURRENT_KINDS & set(layer_kinds(cfg)):
+        return (f"{kind or 'this model'} has recurrent or linear-attention layers: a tree forward runs every "
+                "node, siblings included, through one state, and a rejected node cannot be taken back out.")
+    if "local" in (getattr(cfg, "attention_layers", None) or ()):
+        return (f"{kind or 'this model'}'s local attention layers window by cache slot, not by position: "
+                "a tree's nodes would see the wrong part of the context.")
+    return None
