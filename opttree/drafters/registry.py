@@ -32,7 +32,7 @@ from opttree.models.draft_assets import (
     load_exit_head,
     load_feature_head,
 )
-from opttree.models.loading import ModelPair, load_classic_draft, load_target
+from opttree.models.loading import ModelPair, check_draft_vocab, load_classic_draft, load_target
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,8 @@ def with_drafter(base: ModelPair, drafter: str | None, draft: str | None = None,
     pair.draft_name, pair.tree_temperature = draft, card_temperature(draft)
     pair.acceptance_by_rank = card_acceptance(draft)
     pair.draft_model = kind.load(draft, base, exit_layer, trust_remote_code)
+    if drafter == "classic":
+        check_draft_vocab(pair.draft_model, pair.tokenizer)
     return pair
 
 

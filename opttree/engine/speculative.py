@@ -83,16 +83,19 @@ def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], recor
 
 
 def check_room(pair, prompt_tokens: int, max_new_tokens: int) -> None:
-    """BadInput unless the run fits the target's positions. The target reads positions 0 .. prompt +
-    max new tokens - 2: a tree never reaches past the tokens left (`capped_config`) and the last bonus
-    token is committed without a forward. Sliding-window and chunked layers set no limit: their masks
-    keep them inside their windows at any length (`nets/attention_mask.py`). A model that scales queries
-    by its cache's length (Llama 4) keeps the largest tree below its next step (`cache_scaled_limit`)."""
+    """BadInput unless the run fits the target's positions (and a classic draft's). The target reads
+    positions 0 .. prompt + max new tokens - 2: a tree never reaches past the tokens left
+    (`capped_config`) and the last bonus token is committed without a forward. Sliding-window and
+    chunked layers set no limit: their masks keep them inside their windows at any length
+    (`nets/attention_mask.py`). A model that scales queries by its cache's length (Llama 4) keeps the
+    largest tree below its next step (`cache_scaled_limit`)."""
     used = prompt_tokens + max_new_tokens - 1
-    limit = getattr(pair.target.config, "max_position_embeddings", None)
-    if limit and used > limit:
-        raise BadInput(f"prompt ({prompt_tokens} tokens) + max new tokens ({max_new_tokens}) exceeds the model's "
-                       f"context of {limit} tokens by {used - limit}.")
+    draft = pair.draft_model if pair.drafter_kind == "classic" else None    # a draft LM reads them all too
+    for name, model in (("model", pair.target), ("draft model", draft)):
+        limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        if limit and used > limit:
+            raise BadInput(f"prompt ({prompt_tokens} tokens) + max new tokens ({max_new_tokens}) exceeds the "
+                           f"{name}'s context of {limit} tokens by {used - limit}.")
     scaled = cache_scaled_limit(pair.target.config)
     largest = LIMITS["nodes"][1] + 1          # a tree and its root, at the largest node budget
     if scaled is not None and used + largest > scaled:

@@ -180,6 +180,16 @@ def load_target(target: str = bundled.BUNDLED_ID, device: str = "auto", dtype: s
     return ModelPair(tgt, tok, name, device=input_device(tgt), dtype=dt, target_spec=target)
 
 
+def check_draft_vocab(draft_model, tokenizer) -> None:
+    """BadInput unless a draft LM can read every token id the target's tokenizer gives: the draft reads
+    the prompt's and the target's tokens by id, so it must share the target's tokenizer (a draft whose
+    embedding has fewer rows failed mid-run with an IndexError)."""
+    rows, need = draft_model.get_input_embeddings().num_embeddings, len(tokenizer)
+    if rows < need:
+        raise BadInput(f"the draft model has {rows} token ids, the target's tokenizer {need}: a draft must use "
+                       "the target's tokenizer (the same vocabulary, or a larger one with the same ids).")
+
+
 def load_classic_draft(draft: str, target, device, dtype, trust_remote_code=False):
     model = load_bundled_classic(draft, target)
     if model is None:

@@ -53,3 +53,39 @@ def test_a_run_may_use_every_position_of_the_target_and_no_more():
                 decode(pair, method, 248)
     finally:
         hook.remove()
+
+
+def test_a_classic_draft_with_fewer_positions_than_the_run_needs_is_refused_by_name(tmp_path, monkeypatch):
+    """The draft LM reads every position the target does, and is timed after a 128-token prefix for
+    the cost curve (each failed with an IndexError)."""
+    monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))       # nothing cached: the first run measures
+    torch.manual_seed(0)
+    pair = with_draft(tiny_llama(0, 64))
+    pair.draft_model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=64, n_positions=128,
+                                                  bos_token_id=None, eos_token_id=None)).eval()
+    with pytest.raises(BadInput, match="this draft model has 128 positions; measuring"):
+        decode(pair, "opt-tree", 8)
+    pair.draft_model.config.max_position_embeddings = 300     # the check reads the config; the table is bigger
+    pair.draft_model.transformer.wpe = torch.nn.Embedding(1024, 16)
+    assert len(decode(pair, "opt-tree", 291)) == 291               # 10 + 291 - 1 = 300 positions
+    with pytest.raises(BadInput, match=r"exceeds the draft model's context of 300 tokens by 1"):
+        decode(pair, "opt-tree", 292)
+
+
+def test_a_classic_draft_with_fewer_token_ids_than_the_tokenizer_is_refused(tmp_path):
+    """A draft reads the prompt's and the target's tokens by id (a smaller one failed with an IndexError)."""
+    from tiny import tiny_pair
+
+    from opttree.drafters.registry import with_drafter
+
+    class Tokenizer(ToyTokenizer):
+        def __len__(self):
+            return 64
+
+    base = tiny_pair("none")
+    base.tokenizer = Tokenizer()
+    tiny_llama(1, 48, layers=1).save_pretrained(tmp_path / "small")
+    tiny_llama(1, 64, layers=1).save_pretrained(tmp_path / "same")
+    with pytest.raises(BadInput, match="the draft model has 48 token ids, the target's tokenizer 64"):
+        with_drafter(base, "classic", str(tmp_path / "small"))
+    assert with_drafter(base, "classic", str(tmp_path / "same")).draft_model is not None

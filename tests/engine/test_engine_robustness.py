@@ -202,6 +202,22 @@ def test_largest_allowed_tree_runs():
         DecodeConfig(max_depth=21)
 
 
+def test_a_target_too_short_to_measure_its_costs_is_bad_input(tmp_path, monkeypatch):
+    # 128 positions leave no room for the cost curve's 128-token prefix and 64-token tree: the first
+    # run measured them anyway and crashed with an IndexError from the position embedding.
+    from tiny import tiny_pair
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from opttree.engine.speculative import run
+
+    monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))       # nothing cached: the run measures
+    torch.manual_seed(0)
+    pair = tiny_pair("none")
+    pair.target = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_embd=32, n_layer=1, n_head=2, n_positions=128)).eval()
+    with pytest.raises(BadInput, match="has 128 positions"):
+        run(pair, "t3 t4 t5", DecodeConfig(method="ar", max_new_tokens=3), chat=False)
+
+
 def test_a_prompt_that_encodes_to_nothing_is_bad_input():
     # The tiny tokenizer knows only words like "t3": this prompt encodes to no ids at all, and the
     # first step would have no root token (it once crashed with an IndexError).
