@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -16,24 +19,18 @@ from opttree.bench import serving_report, tree_export
 from opttree.bench.answers import main as eval_main
 from opttree.bench.cli import register as register_bench
 from opttree.bench.prompts import read_prompts
-from opttree.config import DecodeConfig, models_from_args
+from opttree.config import DRAFT_FLAGS, LIMITS, DecodeConfig, models_from_args
 from opttree.decoding.prompts import clean_prompt
 from opttree.drafters.registry import KINDS
 from opttree.engine import batch_cost
-from opttree.errors import BadInput, guarded
+from opttree.errors import BadInput, OneLineParser, guarded
 from opttree.models.draft_assets import card_acceptance
 from opttree.trace import by_depth_text, dumps, percent
 from opttree.train.card import heldout_questions
-from opttree.trees.export import (
-    EXPORT_METHODS,
-    VLLM_METHODS,
-    sglang_flags,
-    sglang_note,
-    static_paths,
-    uniform_per_level,
-    vllm_json,
-)
+from opttree.trees.export import EXPORT_FORMATS, EXPORT_METHODS, engine_export, held_note, static_paths
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE
+
+HUB_ID = re.compile(r"[\w.-]+(/[\w.-]+)?")   # what a hub model id looks like ("org/name" or "name")
 
 
 def cmd_generate(args) -> int:
@@ -67,23 +64,72 @@ def _questions(prompts) -> list[dict]:
 
 
 def _vector(models) -> tuple[tuple[float, ...], str]:
-    """The drafter's acceptance vector from its draft's card, without loading any weights."""
+    """The drafter's acceptance vector from its draft's card, without loading any weights, and where it
+    came from."""
     kind = KINDS[models.kind()]
     draft = models.drafts().get(kind.name) or (kind.default_draft(models.target) if kind.load else None)
     card = card_acceptance(draft)
-    return (card, "card") if card else (DEFAULT_ACCEPTANCE, "default")
+    if card:
+        return card, f"the card of {Path(draft).name}"
+    return DEFAULT_ACCEPTANCE, "the default prior: " + (f"{draft} has no card with one" if draft else
+                                                        f"the {kind.name} drafter has no draft")
 
 
-def _adaptive_static(args, log) -> tuple[list, dict]:
+def _check_drafts(models) -> None:
+    """A draft flag naming a local file that is not there is an error (a hub id is not checked here)."""
+    for kind, spec in models.drafts().items():
+        if spec and not Path(spec).exists() and (spec.endswith(".safetensors") or not HUB_ID.fullmatch(spec)):
+            raise BadInput(f"{DRAFT_FLAGS[kind]} {spec}: no such file or folder.")
+
+
+def check_writable(path: str | None, flag: str) -> None:
+    """Refuse an output path that cannot be written (a folder, a parent that cannot be made or written)
+    before any long work; the parent folders are made here."""
+    if not path:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise BadInput(f"{flag} {path} is a folder: give a file path.")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=p.parent):
+            pass
+        if p.exists() and not os.access(p, os.W_OK):
+            raise PermissionError(f"{path} is read-only")
+    except OSError as exc:
+        raise BadInput(f"cannot write {flag} {path}: {exc.strerror or exc}.") from None
+
+
+def at_least_one(args, *names: str) -> None:
+    """Counts that must be whole numbers ≥ 1 (prompts, threads), checked before any model loads."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise BadInput(f"--{name.replace('_', '-')} must be at least 1, got {value}.")
+
+
+def _export_config(args) -> DecodeConfig:
+    """export-tree's settings checked against their declarations (config.py) before any work: a static
+    tree has a fixed size, so --nodes is 1 up to the node budget's bound (0, the auto budget, has no shape)."""
+    hi = LIMITS["nodes"][1]
+    if not 1 <= args.nodes <= hi:
+        raise BadInput(f"--nodes must be between 1 and {hi:g} for a static tree, got {args.nodes}.")
+    at_least_one(args, "fit_prompts", "limit", "threads")
+    check_writable(args.report, "--report")
+    return DecodeConfig(method=args.method, nodes=args.nodes, threshold=args.threshold, max_depth=args.max_depth,
+                        max_new_tokens=args.max_new_tokens, temperature=0.0)
+
+
+def _adaptive_static(args, cfg: DecodeConfig, log) -> tuple[list, dict]:
     """OPT-Tree's static stand-in fitted on held-out training prompts, and OPT-Tree against it on the
     compare prompts (the other held-out ones, or --compare-prompts)."""
     if args.threads:
         torch.set_num_threads(args.threads)
-    cfg = DecodeConfig(method="opt-tree", nodes=args.nodes, threshold=args.threshold, max_depth=args.max_depth,
-                       max_new_tokens=args.max_new_tokens, temperature=0.0)
     held = heldout_questions(2 * args.fit_prompts)
     fit, others = held[0::2], held[1::2]
     compare_on = _questions(read_prompts(args.compare_prompts, args.limit)) if args.compare_prompts else others
+    if not fit or not compare_on:
+        raise BadInput("no prompts to fit on or to compare on (check --fit-prompts and --compare-prompts).")
     pair = load_from_args(args)
     paths, fitted = tree_export.fit_static(pair, fit, cfg, log)
     compared = tree_export.compare(pair, compare_on, cfg, paths, log)
@@ -96,10 +142,15 @@ def cmd_export_tree(args) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
+    cfg = _export_config(args)
     models = models_from_args(args)
-    report: dict = {"method": args.method, "nodes": args.nodes, "drafter": models.kind()}
+    _check_drafts(models)
+    kind = models.kind()
+    engine_export([(0,)], args.format, kind)   # a drafter the engine has no method for is refused before any work
+    report: dict = {"method": args.method, "nodes": args.nodes, "drafter": kind, "format": args.format}
+    notes = []
     if args.method == "opt-tree":
-        paths, report["adaptivity"] = _adaptive_static(args, log)
+        paths, report["adaptivity"] = _adaptive_static(args, cfg, log)
         c = report["adaptivity"]["compare"]
         log(f"OPT-Tree τ {c['tau_opt_tree']} vs its static stand-in τ {c['tau_static']} at n = {args.nodes} "
             f"(+{c['tau_gain']}); OPT-Tree's speed / the static tree's: ×{c['speed_ratio_opt_tree_over_static']}")
@@ -108,22 +159,16 @@ def cmd_export_tree(args) -> int:
         paths = static_paths(args.method, args.nodes, args.max_depth, vector)
         if vector is not None:
             report["acceptance_by_rank"], report["acceptance_source"] = list(vector), source
-    method = VLLM_METHODS.get(models.kind())
-    if args.format == "vllm":
-        text = vllm_json(paths, method)
-        notes = [] if method else [f"vLLM has no speculative method for the {models.kind()} drafter: set 'method'."]
-        if not uniform_per_level(paths):
-            notes.append("this tree's nodes on one level have different numbers of children; vLLM's EAGLE tree "
-                         "proposer drafts one child count per level (docs/serving.md)")
-    else:
-        text, notes = sglang_flags(paths).args(), [sglang_note(paths)]
-    print(text)
+            notes.append(f"Sequoia's tree for the acceptance by rank from {source}.")
+    notes += [n for n in [held_note(args.method, args.nodes, paths, args.max_depth)] if n]
+    out = engine_export(paths, args.format, kind)
+    notes += out.notes
+    if args.report:
+        report.update(paths=[list(p) for p in paths], text=out.text, notes=notes)
+        Path(args.report).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    print(out.text)
     for note in notes:
         log("note: " + note)
-    if args.report:
-        report.update(paths=[list(p) for p in paths], text=text, notes=notes)
-        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.report).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
     return 0
 
 
@@ -132,6 +177,9 @@ def cmd_serving(args) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
+    at_least_one(args, "check_prompts", "tree_prompts", "threads")
+    check_writable(args.out, "--out")
+    check_writable(args.json, "--json")
     if args.threads:
         torch.set_num_threads(args.threads)
     pair = load_from_args(args)
@@ -142,7 +190,6 @@ def cmd_serving(args) -> int:
     text = serving_report.serving_markdown(data, f"{prog} {shlex.join(sys.argv[1:])}")
     for path, body in ((args.out, text), (args.json, json.dumps(data, indent=1, ensure_ascii=False))):
         if path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text(body, encoding="utf-8")
     print(text)
     return 0
@@ -150,8 +197,9 @@ def cmd_serving(args) -> int:
 
 def register_serving(sub) -> None:
     """`export-tree` and `serving` (docs/serving.md)."""
-    e = sub.add_parser("export-tree", help="print a vLLM speculative_config or SGLang flags for a method's tree")
-    e.add_argument("--format", choices=("vllm", "sglang"), required=True)
+    e = sub.add_parser("export-tree", help="print a vLLM --speculative-config or SGLang flags for a method's tree")
+    e.add_argument("--format", choices=tuple(EXPORT_FORMATS), required=True,
+                   help="; ".join(f"{k}: {v}" for k, v in EXPORT_FORMATS.items()))
     e.add_argument("--method", choices=EXPORT_METHODS, required=True)
     e.add_argument("--nodes", type=int, default=25, help="tree size n (default 25)")
     e.add_argument("--max-depth", type=int, default=10, dest="max_depth")
@@ -186,7 +234,7 @@ def eval_misplaced(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="opttree", description="OPT-Tree speculative decoding",
+    parser = OneLineParser(prog="opttree", description="OPT-Tree speculative decoding",
                                      allow_abbrev=False)   # `--verb eval` would reach the parser, not `main`
     parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)

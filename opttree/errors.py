@@ -1,6 +1,7 @@
 """User-facing errors: every bad input ends in one of these, with a message a person can act on; `guarded`
 turns them into one `error:` line for the command line and every `python -m` entry point."""
 
+import argparse
 import sys
 import traceback
 
@@ -44,3 +45,12 @@ def guarded(command, verbose: bool = True) -> int:
         hint = "" if verbose else " (run again with --verbose for the traceback)"
         print(f"error: unexpected {type(exc).__name__}: {one_line(exc) or 'no message'}{hint}", file=sys.stderr)
         return 1
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """The command line's argument parser: a flag it refuses (unknown, a bad choice or number) is one `error:`
+    line and status 2 like every other bad input, not a usage block; `--help` still prints the usage. Its
+    subcommands' parsers are of the same class (argparse's `add_subparsers` default)."""
+
+    def error(self, message):
+        self.exit(2, f"error: {one_line(message)} ({self.prog} --help lists the flags)\n")

@@ -1,8 +1,9 @@
 """Serving: carry a tree to a serving engine, and see what a batch does to it.
 
 Two panels for an engineer choosing a tree for vLLM or SGLang. **Export** turns the Explore run's
-trees (their most frequent shape) or a named static shape into vLLM's `speculative_config` and
-SGLang's flags (viz/serving.py, the same strings `opttree export-tree` prints). **Batching** measures
+trees (their most frequent shape) or a named static shape into what each engine takes: current vLLM's
+chain, vLLM ≤ 0.20's `speculative_token_tree` where that vLLM can draft it, SGLang's flags
+(viz/serving.py, the same strings and notes `opttree export-tree` prints). **Batching** measures
 this machine's verify cost surface through the model lane (engine/batch_cost.py, cached like the cost
 curve) and draws the modelled speedup over AR by tree size and batch size, said on screen to be a
 model built from measurements."""
@@ -25,9 +26,9 @@ from viz.serving import (
 
 
 def build() -> dict:
-    gr.Markdown("Serving engines (vLLM, SGLang) verify a **static** tree: the same shape every step, given once "
-                "at start-up. Export the shape your Explore run used, or Sequoia's optimal static tree for your "
-                "draft, and see how the best tree shrinks as a server batches more sequences.",
+    gr.Markdown("SGLang drafts a tree of a size and width given once at start-up; vLLM ≥ 0.21 verifies a chain "
+                "(0.20 took a static tree). Export the shape your Explore run used, or Sequoia's optimal static "
+                "tree for your draft, and see how the best tree shrinks as a server batches more sequences.",
                 elem_classes=["hint"])
     with gr.Row(equal_height=False):
         with gr.Column(scale=5, min_width=320):

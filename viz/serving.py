@@ -1,7 +1,7 @@
-"""The Serving tab's views: the shown run's tree as a serving engine takes it (vLLM's
-`speculative_config`, SGLang's flags), and what a batch of sequences does to the case for a tree (the
-modelled speedup over AR by tree size and batch size, opttree/engine/batch_cost.py). Pure functions of
-a trace or of the model's table: no model.
+"""The Serving tab's views: the shown run's tree as each serving engine takes it (vLLM's
+`--speculative-config`, SGLang's flags: trees/export.py `engine_export`), and what a batch of sequences
+does to the case for a tree (the modelled speedup over AR by tree size and batch size,
+opttree/engine/batch_cost.py). Pure functions of a trace or of the model's table: no model.
 
 Which static tree a run exports (`export_paths`):
 - "run": the shape the run's own trees shared most, at n nodes: every verified tree's rank paths
@@ -22,16 +22,8 @@ from collections import Counter
 
 import plotly.graph_objects as go
 
-from opttree.trees.export import (
-    VLLM_METHODS,
-    frequent_paths,
-    rank_paths,
-    sglang_flags,
-    sglang_note,
-    static_paths,
-    uniform_per_level,
-    vllm_json,
-)
+from opttree.errors import BadInput
+from opttree.trees.export import EXPORT_FORMATS, engine_export, frequent_paths, held_note, rank_paths, static_paths
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE, expected_accepted
 
 from . import style
@@ -97,8 +89,9 @@ def export_paths(trace: dict | None, choice: str, nodes: int) -> tuple[list[tupl
         return paths, [f"Sequoia's tree for the acceptance by rank {shown}… ({source}): it expects "
                        f"{expected_accepted(vector, nodes, EXPORT_DEPTH):.2f} accepted draft tokens a step."]
     paths = static_paths(choice, nodes, EXPORT_DEPTH)
-    held = f" (the shape holds {len(paths)} of the {nodes} nodes asked for)" if len(paths) < nodes else ""
-    return paths, [f"The {dict((v, k) for k, v in EXPORT_CHOICES).get(choice, choice)} shape{held}."]
+    held = held_note(choice, nodes, paths, EXPORT_DEPTH)
+    return paths, [f"The {dict((v, k) for k, v in EXPORT_CHOICES).get(choice, choice)} shape"
+                   + (f": {held}" if held else ".")]
 
 
 def _code(text: str, lang: str = "") -> str:
@@ -106,43 +99,49 @@ def _code(text: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{text}\n{fence}"
 
 
+def _engine(paths, fmt: str, drafter: str) -> tuple[str | None, list[str]]:
+    """One engine's text and notes (trees/export.py `engine_export`, what the CLI prints), or no text and
+    the reason the engine cannot take this tree or drafter."""
+    try:
+        out = engine_export(paths, fmt, drafter)
+    except BadInput as exc:
+        return None, [str(exc)]
+    return out.text, out.notes
+
+
 def export_markdown(trace: dict | None, choice: str, nodes: int) -> str:
-    """The panel: the tree's size and depth, vLLM's config, SGLang's flags, what each loses, the CLI line."""
+    """The panel: the tree's size and depth, then for each format (current vLLM's chain, vLLM ≤ 0.20's
+    tree, SGLang's flags) what it takes or why it cannot, with what it loses, and the CLI line."""
     paths, notes = export_paths(trace, choice, nodes)
     if not paths:
         return "\n\n".join(notes)
-    meta = (trace or {}).get("meta") or {}
-    drafter = str(meta.get("drafter") or "eagle")
-    method = VLLM_METHODS.get(drafter)
-    vllm = vllm_json(paths, method)
-    flags = sglang_flags(paths)
+    drafter = str(((trace or {}).get("meta") or {}).get("drafter") or "eagle")
     lines = [f"**{len(paths)} node{'' if len(paths) == 1 else 's'}, depth {max(len(p) for p in paths)}.** "
              + " ".join(notes)]
-    lines += ["", "**vLLM** (`speculative_config`; add the draft's own path as `\"model\"`):", "",
-              _code(vllm, "json")]
-    if method is None:
-        lines.append(f"vLLM has no speculative method for the {html.escape(drafter)} drafter: set `method` to "
-                     "the draft you serve with.")
-    if not uniform_per_level(paths):
-        lines.append("Nodes on one level of this tree have different numbers of children; vLLM's EAGLE tree "
-                     "proposer drafts one child count per level, so check that your vLLM version takes it as "
-                     "written.")
-    lines += ["", "**SGLang** (the nearest flags):", "", _code(flags.args(), "bash"), sglang_note(paths)]
+    for fmt, title in EXPORT_FORMATS.items():
+        text, said = _engine(paths, fmt, drafter)
+        lines += ["", f"**{title}**" + (":" if text else ": not this tree."), ""]
+        if text:
+            lines += [_code(text, "bash" if fmt == "sglang" else "json"), ""]
+        lines.append(" ".join(html.escape(n, quote=False) for n in said))
     cli = {"run": "opt-tree"}.get(choice, choice)
     lines += ["", "The same from the command line (for OPT-Tree it fits the shape over many prompts and "
-              "measures what adaptivity is worth); docs/serving.md says how to start each engine with it:", "",
+              "measures what adaptivity is worth; --format vllm-tree or sglang for the others); docs/serving.md "
+              "says how to start each engine with it:", "",
               _code(f"opttree export-tree --format vllm --method {cli} --nodes {len(paths)} --drafter {drafter}",
                     "bash")]
     return "\n".join(lines)
 
 
 def export_json(trace: dict | None, choice: str, nodes: int) -> str:
-    """The exported tree as data: rank paths and both engines' strings (what Download saves)."""
+    """The exported tree as data: rank paths and each format's text (None where the engine cannot take it)
+    with its notes (what Download saves)."""
     paths, notes = export_paths(trace, choice, nodes)
     drafter = str(((trace or {}).get("meta") or {}).get("drafter") or "eagle")
+    engines = {fmt: dict(zip(("text", "notes"), _engine(paths, fmt, drafter))) if paths else None
+               for fmt in EXPORT_FORMATS}
     return json.dumps({"choice": choice, "nodes": len(paths), "paths": [list(p) for p in paths], "notes": notes,
-                       "vllm": json.loads(vllm_json(paths, VLLM_METHODS.get(drafter))) if paths else None,
-                       "sglang": sglang_flags(paths).args() if paths else None}, indent=1, ensure_ascii=False)
+                       "drafter": drafter, **engines}, indent=1, ensure_ascii=False)
 
 
 # ---- batching: the modelled speedup by tree size and batch size -------------------------------------

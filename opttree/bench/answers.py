@@ -34,7 +34,7 @@ from opttree.bench.prompts import read_prompts
 from opttree.config import models_from_args
 from opttree.decoding.prompts import clean_prompt, encode_prompt
 from opttree.engine.speculative import run, warm_up
-from opttree.errors import BadInput, guarded
+from opttree.errors import BadInput, OneLineParser, guarded
 
 
 def question_file(bench_name: str, explicit: str | None) -> Path:
@@ -126,7 +126,7 @@ def run_eval(pair, questions: list[dict], cfg, answer_file, model_id: str, max_t
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="opttree eval", description=__doc__.split("\n")[0])
+    p = OneLineParser(prog="opttree eval", description=__doc__.split("\n")[0])
     add_model_args(p)
     p.add_argument("--model-id", default=None)
     p.add_argument("--bench-name", default="eval",

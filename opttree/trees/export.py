@@ -1,20 +1,30 @@
-"""A static tree as serving engines take it: vLLM's `speculative_token_tree` and SGLang's flags.
+"""A static tree as serving engines take it: vLLM's `--speculative-config` and SGLang's flags.
 
 Pure conversions (rank paths ↔ text), so the CLI (`opttree export-tree`) and the app's Serving tab
-show the same strings and the tests read them back into the engine's own trees; each export method's
-rank paths (`static_paths`), a recorded step's (`rank_paths`) and the most frequent shape over many
-steps (`frequent_paths`, OPT-Tree's static stand-in).
+show the same strings with the same notes (`engine_export`), and the tests read them back into the
+engine's own trees; each export method's rank paths (`static_paths`), a recorded step's
+(`rank_paths`) and the most frequent shape over many steps (`frequent_paths`, OPT-Tree's static
+stand-in).
 
-- vLLM: `speculative_config = {"method", "num_speculative_tokens", "speculative_token_tree"}`,
-  the tree a string of child-rank paths, "[(0,), (1,), (0, 0), …]", sorted level by level with
-  ranks ascending (vLLM sorts it so too), and `num_speculative_tokens` equal to its length.
-- SGLang (`--speculative-algorithm EAGLE`) takes no tree: it grows EAGLE-2's dynamic tree, S
-  steps (`--speculative-num-steps`), each expanding the K best nodes by draft score with their K
-  best children (`--speculative-eagle-topk`), then verifies the best N - 1 nodes by draft score
-  plus the root (`--speculative-num-draft-tokens N`; with K = 1, N = S + 1). The nearest flags hold
-  a static tree inside that candidate set: S = its depth, K = the most nodes it expands on one
-  level or children under one node, N = its nodes + 1. Which nodes are verified is SGLang's choice
-  each step, so the static shape itself is lost (`sglang_note` says so).
+vLLM (source read 2026-11-29; docs/serving.md):
+- ≥ 0.21 (format "vllm"): PR #42121 ("[Attention][Cleanup] Remove tree attention") removed
+  `speculative_token_tree`, and `SpeculativeConfig` forbids extra keys (vllm/config/utils.py), so
+  vLLM verifies a chain: `{"method", "num_speculative_tokens": the tree's depth}`.
+- ≤ 0.20 (format "vllm-tree"): `speculative_token_tree`, the child-rank paths level by level, ranks
+  ascending (vllm/config/speculative.py sorts it so), `num_speculative_tokens` its length. Drafted
+  only by the EAGLE proposer's `propose_tree` (vllm/v1/spec_decode/llm_base_proposer.py: it feeds
+  hidden states to the draft) under `--attention-backend TREE_ATTN` (never chosen on its own), one
+  child count per level (the level's drafts // the level above's), so only a tree whose nodes on a
+  level have equal numbers of children (`uniform_per_level`) is drafted as written; its rejection
+  sampler (vllm/v1/sample/rejection_sampler.py) compares the drafted tokens position by position.
+SGLang (`--speculative-algorithm EAGLE` for a feature head, STANDALONE for a classic draft) takes no
+tree: it grows EAGLE-2's dynamic tree, S steps (`--speculative-num-steps`), each expanding the K best
+nodes by draft score with their K best children (`--speculative-eagle-topk`), then verifies the best
+N - 1 nodes by draft score plus the root (`--speculative-num-draft-tokens N`; with K = 1, N = S + 1).
+The nearest flags hold a static tree inside that candidate set: S = its depth, K = the most nodes it
+expands on one level or children under one node, N = its nodes + 1. NGRAM (prompt lookup) takes N and
+its trie's breadth (`--speculative-ngram-max-bfs-breadth`, which SGLang copies into its top-k), not S
+or K (python/sglang/srt/arg_groups/speculative_hook.py, `_handle_ngram`).
 """
 
 from __future__ import annotations
@@ -26,13 +36,21 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from opttree.errors import BadInput
 from opttree.trees.sequoia import optimal_tree
 from opttree.trees.static import shape_paths
 
 Path = tuple[int, ...]
 
+# The formats `export-tree --format` takes and the Serving tab shows, each with the engine it is for.
+EXPORT_FORMATS = {"vllm": "vLLM ≥ 0.21 (a chain)", "vllm-tree": "vLLM ≤ 0.20 (speculative_token_tree)",
+                  "sglang": "SGLang"}
 # The drafter kinds whose draft vLLM has a `speculative_config` method for (None: no such method).
 VLLM_METHODS = {"eagle": "eagle", "classic": "draft_model", "lookup": "ngram", "early-exit": None, "recycling": None}
+VLLM_TREE_METHODS = ("eagle",)      # vLLM ≤ 0.20 drafts a token tree with these only (propose_tree)
+# SGLang's --speculative-algorithm for each drafter kind (None: SGLang has none for it).
+SGLANG_ALGORITHMS = {"eagle": "EAGLE", "classic": "STANDALONE", "lookup": "NGRAM", "early-exit": None,
+                     "recycling": None}
 
 
 def check_paths(paths) -> list[Path]:
@@ -74,24 +92,57 @@ def parse_vllm_tree(text: str) -> list[Path]:
     return check_paths(value)
 
 
-def vllm_config(paths, method: str | None) -> dict:
-    """The `speculative_config` block (under that key) for a drafter's vLLM method."""
+def _nonempty(paths) -> list[Path]:
     tree = check_paths(paths)
-    return {"speculative_config": {"method": method, "num_speculative_tokens": len(tree),
-                                   "speculative_token_tree": str(tree)}}
+    if not tree:
+        raise BadInput("an empty tree has no serving config (that is plain decoding)")
+    return tree
 
 
-def vllm_json(paths, method: str | None) -> str:
-    return json.dumps(vllm_config(paths, method), indent=1)
+def vllm_refusal(paths, method: str | None, tree: bool) -> str | None:
+    """Why vLLM cannot take this export (module docstring), or None: no method for the drafter, and for
+    the tree form (vLLM ≤ 0.20) a method without a tree path or a tree its proposer cannot draft."""
+    if method is None:
+        return "vLLM has no speculative method for this drafter (it serves eagle, draft_model and ngram drafts)"
+    if tree and method not in VLLM_TREE_METHODS:
+        return (f"vLLM ≤ 0.20 drafts a speculative_token_tree only with method 'eagle' (its EAGLE proposer's "
+                f"propose_tree), not {method!r}: use --format vllm (a chain) or sglang")
+    if tree and not uniform_per_level(paths):
+        return ("vLLM ≤ 0.20 drafts one child count per level (the level's drafts divided by the level above's), "
+                "and this tree's nodes on one level have different numbers of children, so it cannot be drafted "
+                "as written: use --format vllm (a chain) or sglang, or a tree with even levels (binary, chain)")
+    return None
+
+
+def vllm_config(paths, method: str | None, tree: bool = False) -> dict:
+    """The `--speculative-config` object: a chain as deep as the tree (vLLM ≥ 0.21), or with `tree` the
+    tree itself as `speculative_token_tree` (vLLM ≤ 0.20). BadInput where vLLM cannot take it (`vllm_refusal`)."""
+    paths = _nonempty(paths)
+    why = vllm_refusal(paths, method, tree)
+    if why:
+        raise BadInput(why)
+    if not tree:
+        return {"method": method, "num_speculative_tokens": max(len(p) for p in paths)}
+    return {"method": method, "num_speculative_tokens": len(paths), "speculative_token_tree": str(paths)}
+
+
+def vllm_json(paths, method: str | None, tree: bool = False) -> str:
+    """`vllm_config` on one line, as `--speculative-config '...'` takes it."""
+    return json.dumps(vllm_config(paths, method, tree))
 
 
 def parse_vllm_config(text: str) -> tuple[str | None, list[Path]]:
-    """(method, paths) of a `vllm_json` text; ValueError when the count disagrees with the tree."""
+    """(method, paths) of a `--speculative-config` JSON object: its `speculative_token_tree`, else the chain
+    of `num_speculative_tokens`. ValueError when malformed or when the count disagrees with the tree."""
     try:
-        spec = json.loads(text)["speculative_config"]
-        method, count, tree = spec.get("method"), spec["num_speculative_tokens"], spec["speculative_token_tree"]
+        spec = json.loads(text)
+        method, count, tree = spec.get("method"), spec["num_speculative_tokens"], spec.get("speculative_token_tree")
     except (ValueError, KeyError, TypeError, AttributeError):
-        raise ValueError("not a {\"speculative_config\": {...}} JSON with a speculative_token_tree") from None
+        raise ValueError("not a speculative config JSON object with num_speculative_tokens") from None
+    if tree is None:
+        if type(count) is not int or count < 1:
+            raise ValueError(f"num_speculative_tokens is {count!r}, not a positive whole number")
+        return method, [(0,) * d for d in range(1, count + 1)]
     paths = parse_vllm_tree(tree)
     if count != len(paths):
         raise ValueError(f"num_speculative_tokens is {count} but the tree has {len(paths)} nodes")
@@ -100,8 +151,8 @@ def parse_vllm_config(text: str) -> tuple[str | None, list[Path]]:
 
 def uniform_per_level(paths) -> bool:
     """True when every node of a level has as many children as every other node of that level (leaves
-    included: then no node of that level has children). vLLM's EAGLE tree proposer, in the source read
-    for docs/serving.md, drafts one child count per level, so only such trees are drafted as written."""
+    included: then no node of that level has children): the trees vLLM ≤ 0.20's EAGLE tree proposer
+    drafts as written (module docstring)."""
     tree = check_paths(paths)
     kids: dict[Path, int] = {p: 0 for p in tree}
     for p in tree:
@@ -113,50 +164,119 @@ def uniform_per_level(paths) -> bool:
 
 @dataclass(frozen=True)
 class SGLangFlags:
-    steps: int          # --speculative-num-steps: draft depth
-    topk: int           # --speculative-eagle-topk: nodes expanded per step and children per node
+    steps: int | None   # --speculative-num-steps: draft depth (None for NGRAM, which derives it)
+    topk: int           # --speculative-eagle-topk (NGRAM: --speculative-ngram-max-bfs-breadth)
     draft_tokens: int   # --speculative-num-draft-tokens: tokens verified per step, the root included
+    algorithm: str = "EAGLE"
 
     def args(self) -> str:
-        return (f"--speculative-num-steps {self.steps} --speculative-eagle-topk {self.topk} "
-                f"--speculative-num-draft-tokens {self.draft_tokens}")
+        head = f"--speculative-algorithm {self.algorithm} "
+        if self.algorithm == "NGRAM":
+            return head + (f"--speculative-num-draft-tokens {self.draft_tokens} "
+                           f"--speculative-ngram-max-bfs-breadth {self.topk}")
+        return head + (f"--speculative-num-steps {self.steps} --speculative-eagle-topk {self.topk} "
+                       f"--speculative-num-draft-tokens {self.draft_tokens}")
 
 
-def sglang_flags(paths) -> SGLangFlags:
-    """The nearest SGLang EAGLE flags for a static tree (module docstring)."""
-    tree = check_paths(paths)
-    if not tree:
-        raise ValueError("an empty tree has no SGLang flags (that is plain decoding)")
+def sglang_algorithm(kind: str) -> str:
+    """SGLang's --speculative-algorithm for a drafter kind, or BadInput where SGLang has none."""
+    algorithm = SGLANG_ALGORITHMS.get(kind)
+    if algorithm is None:
+        raise BadInput(f"SGLang has no speculative algorithm for the {kind} drafter (EAGLE takes a feature head, "
+                       f"STANDALONE a classic draft, NGRAM prompt lookup): pass --drafter for the draft you serve")
+    return algorithm
+
+
+def sglang_flags(paths, kind: str = "eagle") -> SGLangFlags:
+    """The nearest SGLang flags for a static tree and the drafter kind (module docstring)."""
+    tree = _nonempty(paths)
+    algorithm = sglang_algorithm(kind)
     depth = max(len(p) for p in tree)
     parents = [len({p[:-1] for p in tree if len(p) == d}) for d in range(2, depth + 1)]
     children = max(sum(1 for q in tree if q[:-1] == p[:-1]) for p in tree)
     first = sum(1 for p in tree if len(p) == 1)
-    return SGLangFlags(depth, max([first, children, *parents]), len(tree) + 1)
+    return SGLangFlags(None if algorithm == "NGRAM" else depth, max([first, children, *parents]), len(tree) + 1,
+                       algorithm)
 
 
-def sglang_note(paths) -> str:
+def sglang_note(paths, kind: str = "eagle") -> str:
     """What the flags keep of the tree and what they lose."""
-    f = sglang_flags(paths)
-    return (f"SGLang grows EAGLE-2's dynamic tree instead of a fixed one: {f.steps} draft steps, each expanding "
+    f = sglang_flags(paths, kind)
+    if f.algorithm == "NGRAM":
+        return (f"SGLang's NGRAM drafts from a trie of the text so far, not from a model: it verifies "
+                f"{f.draft_tokens - 1} drafted tokens (+ the root) a step, at most {f.topk} branches per level of "
+                f"the trie (SGLang sets its top-k from that breadth); --speculative-num-steps and "
+                f"--speculative-eagle-topk do not apply. The node count and the width carry over, not the shape.")
+    draft = {"EAGLE": "EAGLE-2's dynamic tree", "STANDALONE": "EAGLE-2's dynamic tree from the classic draft"}
+    return (f"SGLang grows {draft[f.algorithm]} instead of a fixed one: {f.steps} draft steps, each expanding "
             f"the {f.topk} best nodes with their {f.topk} best children, then it verifies the "
             f"{f.draft_tokens - 1} nodes with the best draft scores (+ the root). The depth, the width and the "
             f"node count carry over; the shape itself (which ranks sit where) is chosen per step by SGLang.")
 
 
 _FLAG = {"--speculative-num-steps": "steps", "--speculative-eagle-topk": "topk",
-         "--speculative-num-draft-tokens": "draft_tokens"}
+         "--speculative-ngram-max-bfs-breadth": "topk", "--speculative-num-draft-tokens": "draft_tokens"}
 
 
 def parse_sglang_args(text: str) -> SGLangFlags:
-    """The three numbers of an `SGLangFlags.args()` text (other flags are ignored)."""
-    found = {}
+    """The numbers (and the algorithm, default EAGLE) of an `SGLangFlags.args()` text; other flags are ignored."""
+    found: dict = {}
     for flag, value in re.findall(r"(--speculative-[a-z-]+)[= ]+(\d+)", str(text)):
         if flag in _FLAG:
             found[_FLAG[flag]] = int(value)
+    algorithm = re.search(r"--speculative-algorithm[= ]+([A-Z0-9_]+)", str(text))
+    found["algorithm"] = algorithm.group(1) if algorithm else "EAGLE"
+    if found["algorithm"] == "NGRAM":
+        found.setdefault("steps", None)
     missing = sorted(set(_FLAG.values()) - set(found))
     if missing:
         raise ValueError(f"missing SGLang flag(s) for {', '.join(missing)}")
     return SGLangFlags(**found)
+
+
+@dataclass(frozen=True)
+class Export:
+    text: str           # what the engine takes: the config JSON or the flags (the CLI's stdout)
+    notes: list[str]    # what it keeps, what it loses and how to pass it (the CLI's stderr)
+
+
+def _vllm_notes(paths, method: str, tree: bool) -> list[str]:
+    depth = max(len(p) for p in paths)
+    model = (' with "model": the path of a draft vLLM can load (this project\'s drafts are in its own format)'
+             if method in ("eagle", "draft_model") else "")
+    if not tree:
+        return [f"vLLM ≥ 0.21 verifies a chain (PR #42121 removed its tree attention): "
+                f"{depth} draft tokens a step, the tree's depth. The tree's shape is carried by SGLang "
+                f"(--format sglang); vLLM ≤ 0.20 took a tree (--format vllm-tree).",
+                f"Pass it as vllm serve <target> --speculative-config '<this JSON>'{model}."]
+    return ["For vLLM ≤ 0.20 only (0.21 removed speculative_token_tree and refuses the key). Its rejection "
+            "sampler compares the drafted tokens position by position, as a chain (a tree-aware one, PR #22752, "
+            "was not merged), so the tree's branches are drafted but not verified as branches.",
+            f"Pass it as vllm serve <target> --attention-backend TREE_ATTN --speculative-config '<this JSON>'"
+            f"{model} (vLLM never picks the TREE_ATTN backend on its own)."]
+
+
+def engine_export(paths, fmt: str, kind: str) -> Export:
+    """The config `fmt` (EXPORT_FORMATS) for these rank paths and drafter kind, with its notes; BadInput
+    where the engine cannot take it (no method for the drafter, or a tree vLLM ≤ 0.20 cannot draft)."""
+    if fmt not in EXPORT_FORMATS:
+        raise BadInput(f"unknown format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}")
+    if fmt == "sglang":
+        return Export(sglang_flags(paths, kind).args(), [sglang_note(paths, kind)])
+    method, tree = VLLM_METHODS.get(kind), fmt == "vllm-tree"
+    if method is None:
+        raise BadInput(f"vLLM has no speculative method for the {kind} drafter (it serves eagle, draft_model and "
+                       f"ngram drafts): pass --drafter for the draft you serve")
+    text = vllm_json(paths, method, tree)
+    return Export(text, _vllm_notes(check_paths(paths), method, tree))
+
+
+def held_note(method: str, asked: int, paths, max_depth: int) -> str | None:
+    """Said when a shape holds fewer nodes than asked for (a chain stops at the max depth, EAGLE-25 at 25)."""
+    if len(paths) >= asked:
+        return None
+    why = "EAGLE-25 is a fixed 25-node tree" if method == "eagle-static" else f"capped by the max depth {max_depth}"
+    return f"the {method} shape holds {len(paths)} of the {asked} nodes asked for ({why})."
 
 
 EXPORT_METHODS = ("sequoia", "binary", "eagle-static", "chain", "opt-tree")

@@ -47,20 +47,36 @@ def test_sequoia_reads_the_runs_vector_and_falls_back_to_the_prior():
     assert serving.run_vector(None)[1] == "a default prior: no run yet"         # not a run that does not exist
     assert serving.export_paths(None, "binary", 7)[0] == static_paths("binary", 7, 10)
     assert "**1 node, depth 1.**" in serving.export_markdown(None, "chain", 1)
+    chain = serving.export_paths(None, "chain", 25)
+    assert len(chain[0]) == 10 and "holds 10 of the 25 nodes asked for (capped by the max depth 10)" in chain[1][0]
 
 
 def test_the_panel_prints_strings_that_parse_back_to_the_tree():
     trace = trace_of([step_of(EAGLE_25)] * 2)
     text = serving.export_markdown(trace, "run", 25)
     vllm = text.split("```json\n")[1].split("\n```")[0]
-    method, paths = parse_vllm_config(vllm)
-    assert method == "eagle" and sorted(paths) == sorted(EAGLE_25)
-    assert json.loads(vllm)["speculative_config"]["num_speculative_tokens"] == 25
+    assert parse_vllm_config(vllm) == ("eagle", [(0,) * d for d in range(1, 6)])     # vLLM ≥ 0.21: a chain
     flags = parse_sglang_args(text.split("```bash\n")[1].split("\n```")[0])
-    assert flags.draft_tokens == 26 and flags.steps == max(len(p) for p in EAGLE_25)
+    assert flags.draft_tokens == 26 and flags.steps == max(len(p) for p in EAGLE_25) and flags.algorithm == "EAGLE"
     assert "--method opt-tree --nodes 25 --drafter eagle" in text
     data = json.loads(serving.export_json(trace, "run", 25))
-    assert [tuple(p) for p in data["paths"]] == EAGLE_25 and data["sglang"].count("--speculative") == 3
+    assert [tuple(p) for p in data["paths"]] == EAGLE_25 and data["sglang"]["text"].count("--speculative") == 4
+
+
+def test_the_panel_says_what_each_vllm_takes_as_the_cli_does():
+    """The panel shows the same texts and refusals as `export-tree` (trees/export.py engine_export): current
+    vLLM's chain, vLLM ≤ 0.20's tree only where it can draft it, with TREE_ATTN (failed before: one vLLM block
+    holding the tree, which current vLLM refuses)."""
+    uneven = serving.export_markdown(trace_of([step_of(EAGLE_25)]), "run", 25)
+    assert "PR #42121" in uneven and "speculative_token_tree" not in uneven.split("```json\n")[1].split("```")[0]
+    assert "**vLLM ≤ 0.20 (speculative_token_tree)**: not this tree." in uneven
+    assert "one child count per level" in uneven and uneven.count("```json") == 1
+    even = serving.export_markdown(trace_of([]), "binary", 6)
+    tree = even.split("```json\n")[2].split("\n```")[0]
+    assert parse_vllm_config(tree) == ("eagle", static_paths("binary", 6, 10)) and "TREE_ATTN" in even
+    data = json.loads(serving.export_json(trace_of([], drafter="classic"), "binary", 6))
+    assert data["vllm-tree"]["text"] is None and "only with method 'eagle'" in data["vllm-tree"]["notes"][0]
+    assert parse_sglang_args(data["sglang"]["text"]).algorithm == "STANDALONE"
 
 
 def test_no_tree_says_so_and_other_drafters_are_named():
@@ -68,6 +84,8 @@ def test_no_tree_says_so_and_other_drafters_are_named():
     assert "drafted no tree" in serving.export_markdown(ar, "run", 25)
     text = serving.export_markdown(trace_of([], drafter="recycling"), "chain", 4)
     assert "no speculative method for the recycling drafter" in text
+    assert "no speculative algorithm for the recycling drafter" in text and "```" in text   # only the CLI line
+    assert text.count("```bash") == 1
 
 
 def test_the_default_size_is_the_runs_budget_or_its_median_tree():

@@ -1,5 +1,6 @@
-"""Export strings for serving engines: vLLM's speculative_token_tree and SGLang's flags parse back,
-and a vLLM string turns into the engine's own tree through the static builder."""
+"""Export strings for serving engines: vLLM's config (a chain for vLLM ≥ 0.21, speculative_token_tree for
+≤ 0.20) and SGLang's flags parse back, a vLLM tree string turns into the engine's own tree through the
+static builder, and what an engine cannot take is refused with the reason."""
 
 import json
 from collections import Counter
@@ -7,10 +8,14 @@ from collections import Counter
 import pytest
 import torch
 
+from opttree.errors import BadInput
 from opttree.trees.draft_tree import ROOT
 from opttree.trees.export import (
+    EXPORT_FORMATS,
     check_paths,
+    engine_export,
     frequent_paths,
+    held_note,
     parse_sglang_args,
     parse_vllm_config,
     parse_vllm_tree,
@@ -44,8 +49,60 @@ def engine_paths(tree):
 
 def test_the_vllm_string_is_level_by_level_and_counts_its_nodes():
     assert vllm_tree([(0, 0), (1,), (0,)]) == "[(0,), (1,), (0, 0)]"
-    spec = vllm_config([(0,), (1,), (0, 0)], "eagle")["speculative_config"]
-    assert spec == {"method": "eagle", "num_speculative_tokens": 3, "speculative_token_tree": "[(0,), (1,), (0, 0)]"}
+    spec = vllm_config([(0,), (1,), (0, 0), (1, 0)], "eagle", tree=True)
+    assert spec == {"method": "eagle", "num_speculative_tokens": 4,
+                    "speculative_token_tree": "[(0,), (1,), (0, 0), (1, 0)]"}
+
+
+def test_current_vllm_gets_a_chain_as_deep_as_the_tree():
+    """vLLM ≥ 0.21 has no speculative_token_tree (PR #42121) and forbids extra keys: the default export is the
+    `--speculative-config` object itself (no wrapper) with a chain as deep as the tree (failed before: the
+    tree key under a "speculative_config" wrapper)."""
+    spec = json.loads(vllm_json(EAGLE_25, "eagle"))
+    assert spec == {"method": "eagle", "num_speculative_tokens": 5}
+    assert parse_vllm_config(vllm_json(EAGLE_25, "eagle")) == ("eagle", [(0,), (0, 0), (0, 0, 0), (0,) * 4, (0,) * 5])
+    out = engine_export(EAGLE_25, "vllm", "eagle")
+    assert json.loads(out.text) == spec and "PR #42121" in out.notes[0] and "SGLang" in out.notes[0]
+    assert '"model"' in out.notes[1]                           # an EAGLE head is a draft vLLM must load
+    lookup = engine_export(EAGLE_25, "vllm", "lookup")
+    assert json.loads(lookup.text)["method"] == "ngram" and not any('"model"' in n for n in lookup.notes)
+
+
+def test_the_vllm_020_tree_is_refused_where_that_vllm_cannot_draft_it():
+    """vLLM ≤ 0.20 drafts one child count per level with its EAGLE proposer under TREE_ATTN: an uneven tree or
+    another method is refused with the reason (failed before: exported, with at most a note)."""
+    assert set(EXPORT_FORMATS) == {"vllm", "vllm-tree", "sglang"}
+    binary = static_paths("binary", 6, 10)
+    out = engine_export(binary, "vllm-tree", "eagle")
+    assert parse_vllm_config(out.text) == ("eagle", binary) and "TREE_ATTN" in " ".join(out.notes)
+    with pytest.raises(BadInput, match="one child count per level"):
+        engine_export(EAGLE_25, "vllm-tree", "eagle")
+    for kind in ("classic", "lookup"):
+        with pytest.raises(BadInput, match="only with method 'eagle'"):
+            engine_export(binary, "vllm-tree", kind)
+    for fmt in EXPORT_FORMATS:
+        with pytest.raises(BadInput, match="no speculative"):
+            engine_export(binary, fmt, "early-exit")
+        with pytest.raises(BadInput, match="empty tree"):
+            engine_export([], fmt, "eagle")
+
+
+def test_sglang_algorithm_follows_the_drafter():
+    """EAGLE for the feature head, STANDALONE for a classic draft, NGRAM (no steps or EAGLE top-k) for lookup
+    (failed before: always EAGLE's flags, with no algorithm)."""
+    eagle, classic, lookup = (engine_export(EAGLE_25, "sglang", k) for k in ("eagle", "classic", "lookup"))
+    assert parse_sglang_args(eagle.text) == sglang_flags(EAGLE_25) and "--speculative-algorithm EAGLE " in eagle.text
+    assert parse_sglang_args(classic.text).algorithm == "STANDALONE" and "--speculative-eagle-topk 4" in classic.text
+    assert "--speculative-num-steps" not in lookup.text and "--speculative-eagle-topk" not in lookup.text
+    back = parse_sglang_args(lookup.text)
+    assert (back.algorithm, back.draft_tokens, back.topk) == ("NGRAM", 26, 4) and "do not apply" in lookup.notes[0]
+
+
+def test_a_shape_smaller_than_asked_says_why():
+    assert held_note("chain", 25, static_paths("chain", 25, 10), 10) == (
+        "the chain shape holds 10 of the 25 nodes asked for (capped by the max depth 10).")
+    assert "fixed 25-node" in held_note("eagle-static", 60, static_paths("eagle-static", 60, 10), 10)
+    assert held_note("binary", 6, static_paths("binary", 6, 10), 10) is None
 
 
 TREES = {"eagle-25": EAGLE_25, "binary": static_paths("binary", 15, 10), "chain": static_paths("chain", 6, 10),
@@ -55,8 +112,10 @@ TREES = {"eagle-25": EAGLE_25, "binary": static_paths("binary", 15, 10), "chain"
 @pytest.mark.parametrize("name", TREES)
 def test_vllm_round_trip_into_the_engines_own_tree(name):
     paths = check_paths(TREES[name])
-    method, back = parse_vllm_config(vllm_json(paths, "eagle"))
-    assert method == "eagle" and back == paths
+    if uniform_per_level(paths):
+        assert parse_vllm_config(vllm_json(paths, "eagle", tree=True)) == ("eagle", paths)
+    method, chain = parse_vllm_config(vllm_json(paths, "eagle"))
+    assert method == "eagle" and len(chain) == max(len(p) for p in paths)
     tree, _ = build_static(expand, parse_vllm_tree(vllm_tree(paths)), len(paths))
     assert engine_paths(tree) == paths            # node i of the engine's tree is path i
 
@@ -102,8 +161,8 @@ def test_malformed_texts_are_refused():
     for text in ("[(0,), (1,)", "[[0], [1]]", "import os", "{}"):
         with pytest.raises(ValueError):
             parse_vllm_tree(text)
-    good = json.loads(vllm_json([(0,), (1,)], "eagle"))
-    good["speculative_config"]["num_speculative_tokens"] = 3
+    good = json.loads(vllm_json([(0,), (1,)], "eagle", tree=True))
+    good["num_speculative_tokens"] = 3
     with pytest.raises(ValueError, match="has 2 nodes"):
         parse_vllm_config(json.dumps(good))
     with pytest.raises(ValueError, match="missing"):

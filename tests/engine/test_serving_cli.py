@@ -1,0 +1,97 @@
+"""`opttree export-tree` and `opttree serving` on bad input: one `error:` line on stderr, status 2, nothing
+on stdout, and no model loaded; and what a good export prints (a config current vLLM takes, with notes)."""
+
+import json
+
+import pytest
+
+from opttree.cli import main
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Loading a model (or measuring) in these tests is a failure: every check comes before it."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the input was checked")
+
+    monkeypatch.setattr("opttree.cli.load_from_args", refuse)
+    monkeypatch.setattr("opttree.cli.heldout_questions", refuse)
+
+
+def refused(capsys, argv, needle):
+    """Run `argv`; it must end in status 2 with exactly one `error:` line holding `needle`, stdout empty."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:        # argparse's own refusals
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2, (argv, code, err)
+    assert out == "" and len(err.strip().splitlines()) == 1 and err.startswith("error: "), (argv, out, err)
+    assert needle in err and "unexpected" not in err, (argv, err)
+
+
+EXPORT = ["export-tree", "--format", "vllm"]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    ([*EXPORT, "--method", "chain", "--nodes", "0"], "--nodes must be between 1 and 500"),
+    ([*EXPORT, "--method", "sequoia", "--nodes", "-1"], "--nodes must be between 1 and 500"),
+    ([*EXPORT, "--method", "opt-tree", "--nodes", "0"], "--nodes must be between 1 and 500"),
+    (["export-tree", "--format", "sglang", "--method", "binary", "--nodes", "0"], "--nodes must be between 1"),
+    ([*EXPORT, "--method", "sequoia", "--nodes", "1000000"], "--nodes must be between 1 and 500"),
+    ([*EXPORT, "--method", "binary", "--max-depth", "0"], "max_depth must be between 1 and 20"),
+    ([*EXPORT, "--method", "chain", "--max-depth", "-3"], "max_depth must be between 1 and 20"),
+    ([*EXPORT, "--method", "opt-tree", "--fit-prompts", "0"], "--fit-prompts must be at least 1"),
+    ([*EXPORT, "--method", "opt-tree", "--fit-prompts", "-1"], "--fit-prompts must be at least 1"),
+    ([*EXPORT, "--method", "sequoia", "--ea-model-path", "/no/such/head.safetensors"], "--ea-model-path"),
+    ([*EXPORT, "--method", "sequoia", "--draft-model-path", "drafts/none.safetensors"], "no such file"),
+    ([*EXPORT, "--method", "sequoia", "--drafter", "early-exit"], "no speculative method for the early-exit"),
+    (["export-tree", "--format", "vllm-tree", "--method", "eagle-static"], "one child count per level"),
+    (["export-tree", "--format", "vllm-tree", "--method", "binary", "--drafter", "classic"], "only with method"),
+    ([*EXPORT, "--method", "chain", "--nodes", "many"], "invalid int value"),
+    (["serving", "--check-prompts", "0"], "--check-prompts must be at least 1"),
+    (["serving", "--tree-prompts", "-2"], "--tree-prompts must be at least 1"),
+])
+def test_bad_input_is_one_error_line_before_any_model(capsys, no_model, argv, needle):
+    """Each failed before: status 0 with an empty or invalid config, a MemoryError, a traceback-free but
+    late failure (serving after minutes of measuring), or argparse's usage block before the error."""
+    refused(capsys, argv, needle)
+
+
+def test_output_paths_are_checked_before_the_work(capsys, no_model, tmp_path):
+    """A folder or a path under a file as --report, --out or --json: refused first, nothing printed before
+    (failed before: the config printed, then an IsADirectoryError; serving measured for minutes first)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    refused(capsys, [*EXPORT, "--method", "chain", "--report", str(tmp_path)], "is a folder")
+    refused(capsys, [*EXPORT, "--method", "chain", "--report", str(blocker / "r.json")], "cannot write --report")
+    refused(capsys, ["serving", "--out", str(blocker / "page.md")], "cannot write --out")
+    refused(capsys, ["serving", "--json", str(tmp_path)], "is a folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_the_printed_vllm_config_is_what_current_vllm_takes(capsys, tmp_path):
+    """stdout is the `--speculative-config` object itself, a chain as deep as the tree; a shape smaller than
+    asked says so; the report holds the same (failed before: a wrapped tree config, silent capping)."""
+    report = tmp_path / "sub" / "chain.json"
+    assert main([*EXPORT, "--method", "chain", "--nodes", "25", "--report", str(report)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"method": "eagle", "num_speculative_tokens": 10}
+    assert "holds 10 of the 25 nodes asked for" in err and "--speculative-config" in err and "PR #42121" in err
+    saved = json.loads(report.read_text())
+    assert saved["text"] == out.strip() and saved["format"] == "vllm"
+    assert main([*EXPORT, "--method", "eagle-static", "--nodes", "60", "--drafter", "lookup"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"method": "ngram", "num_speculative_tokens": 5}
+    assert "holds 25 of the 60" in err and '"model"' not in err          # prompt lookup loads no draft
+    assert main(["export-tree", "--format", "vllm-tree", "--method", "binary", "--nodes", "6"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["speculative_token_tree"] == "[(0,), (1,), (0, 0), (0, 1), (1, 0), (1, 1)]"
+    assert "--attention-backend TREE_ATTN" in err
+
+
+def test_sequoia_says_where_its_vector_came_from(capsys):
+    assert main([*EXPORT, "--method", "sequoia", "--nodes", "10"]) == 0
+    assert "acceptance by rank from the card of" in capsys.readouterr().err
+    assert main([*EXPORT, "--method", "sequoia", "--nodes", "10", "--drafter", "lookup"]) == 0
+    assert "the default prior" in capsys.readouterr().err
