@@ -25,7 +25,7 @@ from opttree.engine.step_timer import StepTimer
 from opttree.engine.target_state import TargetState
 from opttree.errors import BadInput
 from opttree.models.draft_assets import length_predictor_for
-from opttree.nets.attention_mask import cache_scaled_limit
+from opttree.nets.attention_mask import cache_scaled_limit, rope_switch_limit
 from opttree.trace import (
     ROWS_PER_RUN,
     ROWS_PER_STEP,
@@ -88,7 +88,8 @@ def check_room(pair, prompt_tokens: int, max_new_tokens: int) -> None:
     (`capped_config`) and the last bonus token is committed without a forward. Sliding-window and
     chunked layers set no limit: their masks keep them inside their windows at any length
     (`nets/attention_mask.py`). A model that scales queries by its cache's length (Llama 4) keeps the
-    largest tree below its next step (`cache_scaled_limit`)."""
+    largest tree below its next step (`cache_scaled_limit`); a LongRoPE model stays below its switch to
+    the long factors (`rope_switch_limit`)."""
     used = prompt_tokens + max_new_tokens - 1
     draft = pair.draft_model if pair.drafter_kind == "classic" else None    # a draft LM reads them all too
     for name, model in (("model", pair.target), ("draft model", draft)):
@@ -96,6 +97,11 @@ def check_room(pair, prompt_tokens: int, max_new_tokens: int) -> None:
         if limit and used > limit:
             raise BadInput(f"prompt ({prompt_tokens} tokens) + max new tokens ({max_new_tokens}) exceeds the "
                            f"{name}'s context of {limit} tokens by {used - limit}.")
+    switch = rope_switch_limit(pair.target.config)
+    if switch is not None and used > switch:
+        raise BadInput(f"prompt ({prompt_tokens} tokens) + max new tokens ({max_new_tokens}) passes position {switch}, "
+                       f"where this target's LongRoPE switches to its long factors and encodes the whole sequence "
+                       f"again, which a kept cache cannot follow: at most {switch} positions.")
     scaled = cache_scaled_limit(pair.target.config)
     largest = LIMITS["nodes"][1] + 1          # a tree and its root, at the largest node budget
     if scaled is not None and used + largest > scaled:

@@ -110,6 +110,18 @@ def cache_scaled_limit(config) -> int | None:
     return scale - 1
 
 
+def rope_switch_limit(config) -> int | None:
+    """The positions a run may use on a LongRoPE model (Phi-3's long-context releases): past
+    `original_max_position_embeddings` transformers rotates every position by the long factors instead,
+    dropping the cache and encoding the whole sequence again (`Phi3ForCausalLM.prepare_inputs_for_generation`),
+    which a kept cache cannot follow. None for every other model."""
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+    if not isinstance(rope, dict) or rope.get("rope_type", rope.get("type")) != "longrope":
+        return None
+    return rope.get("original_max_position_embeddings") or getattr(cfg, "original_max_position_embeddings", None)
+
+
 # Layer kinds (transformers' cache layer types) that keep a recurrent state instead of, or beside, keys
 # and values, and model types whose configs declare no layer kinds but are recurrent throughout.
 RECURRENT_KINDS = {"linear_attention", "conv", "hybrid", "hybrid_sliding", "mamba"}

@@ -89,3 +89,25 @@ def test_a_classic_draft_with_fewer_token_ids_than_the_tokenizer_is_refused(tmp_
     with pytest.raises(BadInput, match="the draft model has 48 token ids, the target's tokenizer 64"):
         with_drafter(base, "classic", str(tmp_path / "small"))
     assert with_drafter(base, "classic", str(tmp_path / "same")).draft_model is not None
+
+
+def test_a_longrope_target_runs_up_to_its_switch_to_the_long_factors_and_no_further():
+    """Past original_max_position_embeddings, transformers encodes a LongRoPE model's whole sequence
+    again with the long factors; a kept cache cannot follow, and AR itself left `generate`'s output there."""
+    from transformers import Phi3Config, Phi3ForCausalLM
+
+    half = 4        # head_dim 8: four rotary frequencies
+    config = Phi3Config(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                        num_key_value_heads=2, max_position_embeddings=512, original_max_position_embeddings=32,
+                        pad_token_id=0, bos_token_id=None, eos_token_id=None,
+                        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0] * half,
+                                         "long_factor": [4.0 + i for i in range(half)],
+                                         "original_max_position_embeddings": 32})
+    torch.manual_seed(0)
+    pair = with_draft(Phi3ForCausalLM(config))
+    with torch.no_grad():
+        want = pair.target.generate(torch.tensor([PROMPT]), max_new_tokens=23, do_sample=False)[0, len(PROMPT):]
+    for method in METHODS:
+        assert decode(pair, method, 23) == want.tolist(), method      # 10 + 23 - 1 = 32 positions
+        with pytest.raises(BadInput, match="passes position 32, where this target's LongRoPE switches"):
+            decode(pair, method, 24)
