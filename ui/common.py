@@ -112,10 +112,20 @@ def steps_of(trace) -> int:
 
 
 def last_tree_step(trace) -> int:
-    """The 0-based index of a finished run's last step that drafted a tree (where its view lands): a run's
-    last step often has one token left, which the target picks alone, and an empty tree teaches nothing."""
+    """The 0-based index of the step a finished run's view lands on: its last step that drafted a tree
+    with the whole max depth open. A run's last step often has one token left, which the target picks
+    alone (an empty tree teaches nothing), and the steps before it have their depth capped by the tokens
+    left, so a builder spends the budget on a fan one or two layers deep, unlike the run's other trees.
+    Where no step had the whole depth, the last step with a tree; where none drafted, the last step."""
     steps = (trace or {}).get("steps", [])
-    return next((i for i in range(len(steps) - 1, -1, -1) if steps[i].get("tokens")), max(len(steps) - 1, 0))
+    meta = (trace or {}).get("meta", {})
+    left, max_depth = meta.get("max_new_tokens"), meta.get("max_depth")
+    full = []           # whether each step's depth was left uncapped by the tokens still to generate
+    for s in steps:
+        full.append(isinstance(left, int) and isinstance(max_depth, int) and left - 1 >= max_depth)
+        left = left - len(s.get("committed", [])) if isinstance(left, int) else left
+    drafted = [i for i, s in enumerate(steps) if s.get("tokens")]
+    return next((i for i in reversed(drafted) if full[i]), drafted[-1] if drafted else max(len(steps) - 1, 0))
 
 
 def bounded(value, lo: int, hi: int, fallback: int) -> int:

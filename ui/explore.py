@@ -286,7 +286,7 @@ def jump(trace, colour, present, evt: gr.EventData, request: gr.Request = None):
 
 
 def play(trace, step, colour, present):
-    # from the start when at the end (a finished run lands on its last step with a tree, maybe not the last)
+    # from the start when at or past where a finished run lands (ui/common.last_tree_step)
     start = 1 if clamp(trace, step) >= last_tree_step(trace) else step
     return (gr.Timer(active=steps_of(trace) > 1), *show(trace, start, colour, present))
 

@@ -188,6 +188,7 @@ class StepPlan:
     cfg: DecodeConfig | None          # the builder's settings; None: no draft this step (one token left)
     decision: dict | None = None      # the length controller's choice of depth
     token_cap: int | None = None      # the depth the tokens left allow, where it is below max depth
+    full_depth: int | None = None     # then the run's max depth, which a static shape is built for
 
 
 def plan_step(cfg: DecodeConfig, left: int, drafter, lengths, last_state) -> StepPlan:
@@ -200,7 +201,7 @@ def plan_step(cfg: DecodeConfig, left: int, drafter, lengths, last_state) -> Ste
     decision = lengths.choose(last_state) if lengths else None
     if decision:
         step_cfg = length_control.apply(step_cfg, decision)
-    return StepPlan(step_cfg, decision, token_cap)
+    return StepPlan(step_cfg, decision, token_cap, cfg.max_depth if token_cap is not None else None)
 
 
 def grow_tree(plan: StepPlan, drafter, state: TargetState, expand, step_cost, timer: StepTimer, left: int,
@@ -212,7 +213,7 @@ def grow_tree(plan: StepPlan, drafter, state: TargetState, expand, step_cost, ti
     if drafter:
         with timer.phase("draft"):
             state.begin_step()
-    tree, info = build_tree(expand, plan.cfg, step_cost, **(shape or {}))
+    tree, info = build_tree(expand, plan.cfg, step_cost, shape_depth=plan.full_depth, **(shape or {}))
     if plan.decision and info.stop_reason == depth_reached(plan.decision["depth"]):
         # the builder's max depth was the controller's choice this step, not the setting
         depth = plan.decision["depth"]

@@ -14,14 +14,17 @@ from opttree.trees.static import build_static, shape_paths
 
 
 def build_tree(expand, cfg: DecodeConfig, cost: StepCost | None = None, acceptance=None,
-               paths=None) -> tuple[DraftTree, BuildInfo]:
+               paths=None, shape_depth: int | None = None) -> tuple[DraftTree, BuildInfo]:
     """The step's tree. With the auto budget (`cfg.auto_nodes`) the size comes from `cost`, the
     machine's measured costs (auto_size.py), up to AUTO_MAX_NODES nodes.
 
     `acceptance`: the draft's positional acceptance vector (plain numbers, trees/sequoia.py), which
     Sequoia's tree is optimal for; None: DEFAULT_ACCEPTANCE. `paths`: a static shape given as rank
     paths in level order (an exported tree measured as it is); it replaces the method's own tree,
-    cut to the budget and max depth (and, under the auto budget, where the objective peaks)."""
+    cut to the budget and max depth (and, under the auto budget, where the objective peaks).
+    `shape_depth`: the run's max depth where `cfg.max_depth` is lower only because few tokens are left;
+    a static tree is built for it and cut at `cfg.max_depth`, as a serving engine cuts its fixed tree
+    (the static shapes' first layers do not depend on their depth, except Sequoia's optimum)."""
     if cfg.method == "ar":
         return DraftTree(), BuildInfo(stop_reason="autoregressive: no draft")
     if cfg.auto_nodes and cost is None:
@@ -42,5 +45,5 @@ def build_tree(expand, cfg: DecodeConfig, cost: StepCost | None = None, acceptan
         return build_eagle_dynamic(expand, n, cfg.max_depth, cfg.eagle_top_k, auto)
     if cfg.method == "sequoia":
         return build_sequoia(expand, DEFAULT_ACCEPTANCE if acceptance is None else acceptance, n, cfg.max_depth,
-                             auto)
+                             auto, shape_depth)
     return build_static(expand, shape_paths(cfg.method, n, cfg.max_depth), n, auto)

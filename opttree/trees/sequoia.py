@@ -199,15 +199,20 @@ def hardware_aware(acceptance: tuple[float, ...], cost: StepCost, max_nodes: int
     return Choice(tuple(chosen), record)
 
 
-def build_sequoia(expand, acceptance, nodes: int, max_depth: int, cost: StepCost | None = None):
+def build_sequoia(expand, acceptance, nodes: int, max_depth: int, cost: StepCost | None = None,
+                  shape_depth: int | None = None):
     """Grow Sequoia's tree for this vector with the static builder: n nodes at a fixed budget, or
-    with `cost` (the auto budget) the size and depth `hardware_aware` picks up to `nodes`."""
+    with `cost` (the auto budget) the size and depth `hardware_aware` picks up to `nodes`. With
+    `shape_depth` the tree is the one for that depth, cut at `max_depth` (few tokens left): the same
+    tree as every other step, shorter, not a new optimum for the lower depth."""
     a = check_acceptance(acceptance)
+    depth = max(shape_depth or max_depth, max_depth)
     if cost is None:
-        paths, record = optimal_tree(a, nodes, max_depth), None
+        paths, record = optimal_tree(a, nodes, depth), None
     else:
-        pick = hardware_aware(a, cost, nodes, max_depth)
+        pick = hardware_aware(a, cost, nodes, depth)
         paths, record = list(pick.paths), dict(pick.record)
+    paths = [p for p in paths if len(p) <= max_depth]
     tree, info = build_static(expand, paths, len(paths))
     depth = max((len(p) for p in paths), default=0)
     info.stop_reason = (f"Sequoia's tree for this draft's acceptance vector: {counted(len(paths), 'node')} over "

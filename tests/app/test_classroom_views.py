@@ -262,6 +262,23 @@ def test_a_finished_run_lands_on_its_last_step_with_a_tree():
     assert timer.active and shown.value == 1
 
 
+def test_a_finished_run_lands_on_its_last_tree_with_the_whole_depth_open():
+    """The steps before the last have their depth capped by the tokens left, and a builder spends their
+    budget on a fan one or two layers deep (a lesson's first view contradicted its caption): the view
+    lands on the last step whose depth the tokens left did not cap."""
+    from ui.common import last_tree_step
+
+    def trace(committed, max_new=24, max_depth=10):
+        steps = [{"committed": [0] * c, "tokens": [1] if i < len(committed) - 1 else []}
+                 for i, c in enumerate(committed)]
+        return {"meta": {"max_new_tokens": max_new, "max_depth": max_depth}, "steps": steps}
+
+    # tokens left before each step: 24 23 18 15 12 11 10 5 2 1; the depth is capped from the 7th (9 < 10)
+    assert last_tree_step(trace([1, 5, 3, 3, 1, 1, 5, 3, 1, 1])) == 5
+    assert last_tree_step(trace([5, 4, 1], max_new=10, max_depth=10)) == 1   # none uncapped: the last tree
+    assert last_tree_step(trace([1])) == 0 and last_tree_step({"steps": []}) == 0
+
+
 def test_a_stopped_run_keeps_its_steps_on_screen():
     """Stop ends the run at its next step: the status says so and the steps it drew stay, with Copy link on
     them (a stopped run's last update once raised, and the page never left 'Running')."""

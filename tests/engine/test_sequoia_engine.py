@@ -53,6 +53,22 @@ def test_sequoia_greedy_output_is_the_targets(drafter, vector, nodes):
         assert all(s["auto"]["rule"] == "sequoia" for s in trace["steps"] if s["tokens"])
 
 
+def test_a_step_near_the_token_limit_verifies_sequoias_tree_cut_shorter():
+    """Few tokens left cap a step's depth: Sequoia's tree is then the run's own tree cut there, as a serving
+    engine cuts its fixed tree (it was the optimum for the lower depth: a fan of all 25 nodes at depth 1)."""
+    pair = tiny_pair("classic", draft_is_target=True)       # every chain accepted: runs reach the capped steps
+    want = optimal_tree(DEFAULT_ACCEPTANCE, 25, 6)
+    for new in (9, 10, 11, 12):
+        trace = run(pair, "", DecodeConfig(method="sequoia", nodes=25, max_depth=6, max_new_tokens=new),
+                    prompt_ids=PROMPT)
+        assert trace["output_ids"] == greedy(pair.target, PROMPT, new)
+        capped = [s for s in trace["steps"] if "depth capped" in s["stop_reason"]]
+        assert capped, new
+        for s in capped:
+            depth = max(s["depth"])
+            assert rank_paths(s) == [p for p in want if len(p) <= depth], (new, depth)
+
+
 def test_a_given_static_shape_is_decoded_as_it_is():
     pair = tiny_pair("classic", draft_is_target=True)
     paths = [(0,), (1,), (0, 0), (0, 0, 0)]
