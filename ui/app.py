@@ -75,7 +75,7 @@ def build_app(service: RunService, waiting_runs: int = ServerSettings.max_waitin
 
         explore.wire(page, explore_parts, service, lane)
         explore.wire_presets(page, explore_parts["presets"] + learn_parts["presets"], service, lane)
-        compare.wire(page, compare_parts, service, bind(explore.stop, service), lane)
+        compare.wire(page, compare_parts, service, bind(explore.stop, service, compare.SCOPE), lane)
         ea_vs_a.wire(page, ea_parts)
         theory.wire(page, theory_parts, theory_tab)
         serving.wire(page, serving_parts, serving_tab, service, lane)

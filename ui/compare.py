@@ -48,6 +48,7 @@ EXTRA_CHOICES = [("OPT-Tree + retrieval fusion", "opt-tree + retrieval"),
 PROMPT_SETS = [("The Explore prompt + 4 built-in (chat, maths, code, a given passage)", plan.ALL),
                ("The Explore prompt only", plan.ONE)]
 OWN = ("statics", "extras", "prompt_set", "budgets", "tokens", "history")   # Compare's own inputs, after the settings
+SCOPE = "compare"        # the runs Compare's Stop ends (explore.stop), and no other tab's
 REDRAW_S = 0.25         # progress messages reach the page at most this often
 DEADLINE = 0.9          # no prompt starts that would likely end past this share of the time limit
 
@@ -164,7 +165,7 @@ def run_compare(page: Page, parts: dict, service, request: gr.Request, model, pr
 
     shown, result = 0.0, None
     try:
-        for up in service.stream_job(model, job, settings, session=session_of(request), others=others):
+        for up in service.stream_job(model, job, settings, session=session_of(request), others=others, scope=SCOPE):
             if up.state == "queued":
                 yield {status: f"⏳ Waiting for the model: position **{up.position}** in the queue…"}
             elif up.state == "running" and time.monotonic() - shown >= REDRAW_S:

@@ -144,7 +144,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     drawn, replaced = 0.0, {}       # `replaced`: once the run's first step is drawn (a link copied later stays)
     session = session_of(request)
     try:
-        for up in service.stream(model, prompt, settings, session=session):
+        for up in service.stream(model, prompt, settings, session=session, scope=SCOPE):
             if up.state == "queued":
                 msg = f"⏳ Waiting for the model: position **{up.position}** in the queue…"
                 yield {page.status: msg, page.learn_status: learn(msg)}
@@ -218,10 +218,11 @@ def with_history(page: Page, history, trace: dict) -> dict:
     return {page.history: history, page.ea_plot: fig, page.ea_text: r_text}
 
 
-def stop(service, request: gr.Request = None):
-    # When a run was signalled, the run itself writes "Stopped." at its next step boundary;
-    # writing "Stopping…" here too would race it (a late reply overwrote the final status).
-    if not service.cancel_session(session_of(request)):
+def stop(service, scope: str, request: gr.Request = None):
+    """A tab's Stop: the runs this session started from that tab (`scope`); another tab's run goes on.
+    When a run was signalled, the run itself writes "Stopped." at its next step boundary; writing
+    "Stopping…" here too would race it (a late reply overwrote the final status)."""
+    if not service.cancel_session(session_of(request), scope):
         gr.Info("Nothing is running: Stop has nothing to stop.")
     return gr.skip()
 
@@ -257,6 +258,7 @@ def fixed_mode():
 # A live run follows its newest step until the visitor scrubs to an earlier one: then each redraw only
 # lets the scrubber reach the new steps and the view stays where they put it, until they scrub to the
 # newest step again or the run ends. Keyed by browser session; emptied when the session's run ends.
+SCOPE = "explore"                   # the runs Explore's Stop ends (Learn's lessons run here too)
 LIVE: set[str] = set()              # sessions with an Explore run going
 PINNED: dict[str, int] = {}         # session -> the step (0-based) the visitor scrubbed to during it
 
@@ -306,7 +308,7 @@ def wire(page: Page, parts: dict, service, lane: dict) -> None:
     inputs, outputs = run_inputs(page), run_outputs(page)
     runner = bind(run_explore, page, service, names=inputs)
     parts["run"].click(runner, list(inputs.values()), outputs, api_name="run", **lane)
-    parts["stop"].click(bind(stop, service), None, page.status, api_name="stop", **STOP_EVENT)
+    parts["stop"].click(bind(stop, service, SCOPE), None, page.status, api_name="stop", **STOP_EVENT)
     scrub = [page.step, *page.views]
     at = [page.trace, page.step, page.colour, page.present]
     page.step.input(show, at, scrub, trigger_mode="always_last", **SCRUB)

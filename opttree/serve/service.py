@@ -134,9 +134,10 @@ class RunService:
             raise RunError("internal", f"Measuring failed unexpectedly ({type(exc).__name__}).") from None
 
     # ---- sessions (closing a tab cancels its runs) -------------------------------------------
-    def cancel_session(self, session: str | None) -> int:
-        """Stop every run of one browser session; returns how many were signalled."""
-        return self.sessions.cancel(session)
+    def cancel_session(self, session: str | None, scope: str | None = None) -> int:
+        """Stop the runs of one browser session, those of one scope (a tab's Stop stops that tab's runs)
+        or with None every one (a closed tab); returns how many were signalled."""
+        return self.sessions.cancel(session, scope)
 
     def end_session(self, session: str | None) -> None:
         """A closed tab: stop its runs and forget its Token Recycling tables."""
@@ -172,7 +173,7 @@ class RunService:
         return cfg
 
     def stream(self, model_id, prompt, settings: dict, cancel: threading.Event | None = None,
-               session: str | None = None, record_target: bool = True):
+               session: str | None = None, record_target: bool = True, scope: str = ""):
         """Yield `Update`s: queue positions while waiting, then the growing trace after each step.
 
         `record_target=False` leaves out the target's side of each node (trace.py), as timed
@@ -189,10 +190,10 @@ class RunService:
                 yield Update("running", trace=trace, notice=notice)
             return Update("done", trace=trace, notice=notice)
 
-        yield from self._in_lane(model_id, work, cancel, session)
+        yield from self._in_lane(model_id, work, cancel, session, scope=scope)
 
     def stream_job(self, model_id, job, settings: dict, cancel: threading.Event | None = None,
-                   session: str | None = None, others: dict | None = None):
+                   session: str | None = None, others: dict | None = None, scope: str = ""):
         """Yield `Update`s of a job of several runs (the Compare tab's benchmark) that holds one lane slot:
         queue positions, then `progress` before each run, then `Update("done", result=...)`.
 
@@ -215,14 +216,15 @@ class RunService:
             raise RuntimeError("the job ended without a result")
 
         yield from self._in_lane(model_id, work, cancel, session, others or {},
-                                 hint="try one prompt, fewer budgets or fewer new tokens")
+                                 hint="try one prompt, fewer budgets or fewer new tokens", scope=scope)
 
     def _in_lane(self, model_id, work, cancel: threading.Event | None, session: str | None, others=None,
-                 hint: str = "try fewer new tokens or nodes"):
+                 hint: str = "try fewer new tokens or nodes", scope: str = ""):
         """Run `work(pair, notice, stop, pairs)` (a generator of Updates whose return value is the final
-        one) in a lane slot, with the time limit, cancellation and failures as RunError."""
+        one) in a lane slot, with the time limit, cancellation and failures as RunError. The cancel flag is
+        kept under the session and `scope` (the tab whose Stop may end it)."""
         cancel = cancel or threading.Event()
-        self.sessions.register(session, cancel)
+        self.sessions.register(session, cancel, scope)
         ticket, last, timed_out, finished, ran = self.lane.enter(), None, [], False, False
         try:
             yield from self._wait_for_slot(ticket, cancel)
@@ -261,7 +263,7 @@ class RunService:
             raise self._failure(exc, model_id, last, bool(timed_out), hint if ran else None) from None
         finally:
             self.lane.leave(ticket)
-            self.sessions.unregister(session, cancel)
+            self.sessions.unregister(session, cancel, scope)
 
     def _wait_for_slot(self, ticket, cancel: threading.Event):
         """Yield queue positions until the ticket holds a lane slot (RunError if cancelled meanwhile)."""

@@ -20,28 +20,30 @@ SESSION_TABLES = 32     # Token Recycling tables kept for browser sessions (leas
 
 class Sessions:
     def __init__(self):
-        self._cancels: dict[str, set] = {}
+        self._cancels: dict[tuple[str, str], set] = {}      # (session, scope) -> cancel flags
         self._lock = threading.Lock()
         self.tables: OrderedDict[tuple, RecyclingTable] = OrderedDict()   # (session, target) -> table
 
-    def register(self, session: str | None, flag: threading.Event) -> None:
+    def register(self, session: str | None, flag: threading.Event, scope: str = "") -> None:
+        """Keep a run's cancel flag under its session and scope (the page's tab that started it)."""
         if session:
             with self._lock:
-                self._cancels.setdefault(session, set()).add(flag)
+                self._cancels.setdefault((session, scope), set()).add(flag)
 
-    def unregister(self, session: str | None, flag: threading.Event) -> None:
+    def unregister(self, session: str | None, flag: threading.Event, scope: str = "") -> None:
         if session:
             with self._lock:
-                flags = self._cancels.get(session)
+                flags = self._cancels.get((session, scope))
                 if flags:
                     flags.discard(flag)
                     if not flags:
-                        del self._cancels[session]
+                        del self._cancels[(session, scope)]
 
-    def cancel(self, session: str | None) -> int:
-        """Stop every run of one browser session; returns how many were signalled."""
+    def cancel(self, session: str | None, scope: str | None = None) -> int:
+        """Stop the runs of one browser session (of one scope, or with None of every scope); returns how
+        many were signalled."""
         with self._lock:
-            flags = list(self._cancels.get(session or "", ()))
+            flags = [f for (s, sc), fs in self._cancels.items() if s == session and scope in (None, sc) for f in fs]
         for f in flags:
             f.set()
         return len(flags)
