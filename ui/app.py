@@ -25,7 +25,7 @@ from opttree.errors import OptTreeError  # noqa: E402
 from opttree.serve.service import RunError, RunService  # noqa: E402
 from opttree.serve.settings import ServerSettings  # noqa: E402
 from ui import compare, ea_vs_a, explore, files, learn, links, serving, theory  # noqa: E402
-from ui.common import PRIVATE, Page, bind, md_safe  # noqa: E402
+from ui.common import PRIVATE, SCRUB, Page, bind, md_safe  # noqa: E402
 from viz.style import PAGE_CSS  # noqa: E402
 
 log = logging.getLogger("opttree.app")
@@ -99,7 +99,7 @@ def wire_links(demo, page: Page, parts: dict, tabs) -> None:
         None, run_flag, None, js=links.RUN_IF_LINKED_JS)
     parts["link"].click(bind(links.copy_link, page),
                         [page.ran, page.prompt, page.model, page.colour, page.step, page.present, *settings],
-                        page.link_box, **PRIVATE).then(
+                        page.link_box, **SCRUB).then(
         lambda: gr.Textbox(visible=True), None, page.link_box, **PRIVATE).then(
         None, page.link_box, None, js="(link) => { navigator.clipboard?.writeText(link).catch(() => {}); }")
 

@@ -33,7 +33,7 @@ from ui.common import (
     session_of,
     steps_of,
 )
-from ui.controls import STATIC_CHOICES, settings_from
+from ui.controls import STATIC_CHOICES, checked_controls, in_range, settings_from
 from viz.compare_charts import speed_budget_figure, summary_cost, tau_budget_figure
 from viz.compare_table import ALL, WIDTHS, budget_choices, compare_table, prompts_text, table_label, verdict_text
 from viz.cost_chart import cost_figure
@@ -49,6 +49,7 @@ PROMPT_SETS = [("The Explore prompt + 4 built-in (chat, maths, code, a given pas
                ("The Explore prompt only", plan.ONE)]
 OWN = ("statics", "extras", "prompt_set", "budgets", "tokens", "history")   # Compare's own inputs, after the settings
 SCOPE = "compare"        # the runs Compare's Stop ends (explore.stop), and no other tab's
+TOKEN_RANGE = (4, 64)   # the new-tokens slider's range: what a comparison runs
 REDRAW_S = 0.25         # progress messages reach the page at most this often
 DEADLINE = 0.9          # no prompt starts that would likely end past this share of the time limit
 
@@ -73,7 +74,8 @@ def build() -> dict:
             prompt_set = gr.Radio(PROMPT_SETS, value=plan.ALL, label="Prompts", elem_id="compare-prompts")
             budgets = gr.CheckboxGroup(list(plan.BUDGETS), value=list(plan.BUDGETS), elem_id="compare-budgets",
                                        label="Fixed node budgets n (the auto budget always runs)")
-            tokens = gr.Slider(4, 64, value=plan.TOKENS, step=1, label="New tokens per run", elem_id="compare-tokens")
+            tokens = gr.Slider(*TOKEN_RANGE, value=plan.TOKENS, step=1, label="New tokens per run",
+                               elem_id="compare-tokens")
         with gr.Column(scale=2):
             statics = gr.CheckboxGroup(STATIC_CHOICES, value=list(plan.STATICS), label="Static trees to compare",
                                        elem_id="statics")
@@ -131,8 +133,9 @@ def plan_for(page: Page, service, model, prompt, values: list):
         statics = ["binary"]
         notes.append("No static tree was ticked: the binary tree stands in.")
     fixed = [int(b) for b in (budgets or []) if str(b).isdigit() and int(b) > 0]
-    settings = {**settings_from(dict(zip(page.settings, settings_values))), "retrieval": "off",
-                "max_new_tokens": int(tokens or plan.TOKENS)}
+    settings = {**settings_from(checked_controls(dict(zip(page.settings, settings_values)))), "retrieval": "off",
+                "max_new_tokens": in_range("New tokens per run", plan.TOKENS if tokens is None else tokens,
+                                           *TOKEN_RANGE, whole=True)}
     offered, others, skipped = extra_rows(service.registry, model, extras)
     if skipped:
         notes.append(f"Not offered for this pair: {', '.join(skipped)}.")
@@ -296,8 +299,9 @@ def wire(page: Page, parts: dict, service, stop, lane: dict) -> None:
     outputs = [parts[k] for k in ("state", "status", "verdict", "tau", "speed", "budget", "table", "command", "cost",
                                   "step", "right", "left_plot", "right_plot")]
     outputs += [page.history, page.ea_plot, page.ea_text]
+    # preprocess=False: raw values, which `plan_for` checks (Gradio's own check answers a bare "Error")
     parts["run"].click(bind(run_compare, page, parts, service, names=inputs), list(inputs.values()), outputs,
-                       api_name="compare", **lane)
+                       api_name="compare", preprocess=False, **lane)
     parts["stop"].click(stop, None, parts["status"], api_visibility="private", **STOP_EVENT)
     parts["measure"].click(bind(measure, service), [page.model], [parts["cost"], parts["status"]],
                            api_visibility="private", **lane)

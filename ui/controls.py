@@ -6,7 +6,10 @@ The node budget has two: a switch "auto (this machine) / fixed n" (`NODES_MODE`)
 the fixed n; the run's `nodes` is 0 (auto) or the slider's value. Each control shows a short hint (the
 declared help's first clause); the whole help text sits in one folded "What each setting does".
 `control_values` turns a run's settings (a link's, a lesson's, an imported trace's) back into the
-controls' values, the switch included.
+controls' values, the switch included. `control_range` is the range a control takes (a slider's is
+narrower than the declared one): links are checked against it, and `checked_controls` refuses a value
+typed past it with a one-line message (the events that read the controls take their raw values: Gradio's
+own check would answer a bare "Error").
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from opttree.config import (
     TREE_METHODS,
     DecodeConfig,
     app_defaults,
+    python_type,
 )
 from opttree.errors import BadInput
 
@@ -121,15 +125,61 @@ def settings_help() -> str:
 
 def checked_settings(raw: dict) -> dict:
     """The settings of `raw` (a link's query, an imported trace's meta: untrusted) that pass their
-    declaration's checks, each converted to its type; unknown keys and bad values are left out."""
+    declaration's checks and that their control takes (`control_range`), each converted to its type;
+    unknown keys and bad values are left out."""
     out = {}
     for name in SETTING_NAMES:
         if name in raw:
             try:
-                out[name] = getattr(DecodeConfig(**{**app_defaults(), name: raw[name]}), name)
+                value = getattr(DecodeConfig(**{**app_defaults(), name: raw[name]}), name)
             except (BadInput, TypeError):
                 continue
+            span = control_range(name)
+            if span is None or span[0] <= value <= span[1] or (name == "nodes" and value == AUTO_NODES):
+                out[name] = value
     return out
+
+
+def control_range(name: str) -> tuple | None:
+    """The values a setting's control takes: its slider's range (`ui` in the declaration), else the
+    declared range (a number box); None for a setting chosen from a list."""
+    meta = SETTINGS[name].metadata
+    if meta["choices"] is not None:
+        return None
+    ui = meta["ui"]
+    return (ui["min"], ui["max"]) if "min" in ui else (meta["lo"], meta["hi"])
+
+
+def short_label(name: str) -> str:
+    """A control's label without its parenthesis ("Seed", "Max new tokens"), for messages."""
+    return SETTINGS[name].metadata["label"].split(" (")[0]
+
+
+def checked_controls(values: dict) -> dict:
+    """The controls' raw values (as typed in a slider's box or a number box, or sent to the API) with every
+    number inside its control's range and of its setting's type, or BadInput naming the first that is not.
+    A blank number box stays blank (its default applies), and so does the node slider under the auto budget
+    (or at 0, the auto budget's value in a run's settings)."""
+    out = dict(values)
+    for name, value in values.items():
+        span = control_range(name) if name in SETTINGS else None
+        if span is None or value is None or (name == "nodes" and (values.get(NODES_MODE) == AUTO or value == 0)):
+            continue
+        out[name] = in_range(short_label(name), value, *span, whole=python_type(name) is int)
+    return out
+
+
+def in_range(label: str, value, lo, hi, whole: bool = False) -> int | float:
+    """`value` as a number in lo..hi (a whole one, rounded, with `whole`), or BadInput saying so."""
+    try:
+        number = value if isinstance(value, int) else float(value)   # an int exactly: no rounding into range
+        inside = not isinstance(value, bool) and lo <= number <= hi      # False for NaN
+    except (TypeError, ValueError, OverflowError):
+        inside = False
+    if not inside:
+        got = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise BadInput(f"{label} must be between {lo:g} and {hi:g}, got {got}.")
+    return round(number) if whole else number
 
 
 def control_values(settings: dict) -> dict:

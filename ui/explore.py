@@ -9,6 +9,7 @@ import time
 
 import gradio as gr
 
+from opttree.errors import BadInput
 from opttree.serve.service import RunError
 from ui import links
 from ui.common import (
@@ -29,7 +30,7 @@ from ui.common import (
     step_views,
     steps_of,
 )
-from ui.controls import FIXED, NODES_MODE, mode_for, settings_controls, settings_from
+from ui.controls import FIXED, NODES_MODE, checked_controls, mode_for, settings_controls, settings_from
 from viz import lessons
 from viz.metrics import step_metrics
 from viz.step_charts import accept_bars, ea_points, why_shape
@@ -131,7 +132,11 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     The run replaces the one on screen when its first step is drawn (`now_showing`): its lesson caption,
     empty committed-token bars until it ends, what Copy link writes. A refused run changes none of them."""
     *values, history, colour, present, link = values
-    controls = dict(zip(page.settings, values))
+    try:      # the controls' raw values: a value typed past a slider's end is refused here, with its name
+        controls = checked_controls(dict(zip(page.settings, values)))
+    except BadInput as exc:
+        yield {page.status: f"⚠️ {md_safe(str(exc))}", page.learn_status: f"⚠️ {md_safe(str(exc))}"}
+        return
     settings = settings_from(controls)
     lesson = lessons.lesson_of(prompt, model, settings, service.registry.default)
     # The Learn tab's live tree says the lesson too, above the run's status.
@@ -307,7 +312,8 @@ PRESENT_JS = "(on) => { document.body.classList.toggle('presenter', !!on); }"
 def wire(page: Page, parts: dict, service, lane: dict) -> None:
     inputs, outputs = run_inputs(page), run_outputs(page)
     runner = bind(run_explore, page, service, names=inputs)
-    parts["run"].click(runner, list(inputs.values()), outputs, api_name="run", **lane)
+    # preprocess=False: the run takes the controls' raw values and says which is out of range (`checked_controls`)
+    parts["run"].click(runner, list(inputs.values()), outputs, api_name="run", preprocess=False, **lane)
     parts["stop"].click(bind(stop, service, SCOPE), None, page.status, api_name="stop", **STOP_EVENT)
     scrub = [page.step, *page.views]
     at = [page.trace, page.step, page.colour, page.present]
@@ -334,4 +340,4 @@ def wire_presets(page: Page, buttons: list, service, lane: dict) -> None:
     for i, btn in enumerate(buttons):
         k = i % len(lessons.PRESETS)
         btn.click(bind(apply_preset, page, k), None, targets, **PRIVATE).then(
-            runner, list(inputs.values()), run_outputs(page), api_visibility="private", **lane)
+            runner, list(inputs.values()), run_outputs(page), api_visibility="private", preprocess=False, **lane)

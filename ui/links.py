@@ -5,7 +5,8 @@ presenter mode.
 settings and node budget, runs it and shows step 3; `?tab=learn`, `?prompt=...&method=binary&nodes=25`
 (a fixed budget of 25: the switch moves to fixed n), `?nodes=auto`, `?colour=q`, `?present=1`
 (presenter mode) work the same way, and a step or `run=1` starts the run. Unknown keys are ignored
-and bad values fall back to the page's defaults (a link from a slide must never break the page).
+and bad values (a setting's included, past the range its control takes: `checked_settings`) fall back to the
+page's defaults (a link from a slide must never break the page).
 "Copy link" writes what the shown run ran with (its pair, prompt and settings, `nodes=auto` or the
 number) and the selected step into such a URL.
 """
@@ -17,9 +18,10 @@ from urllib.parse import quote_plus, urlencode
 import gradio as gr
 
 from opttree.config import AUTO_NODES, SETTING_NAMES, app_defaults
+from opttree.errors import BadInput
 from opttree.serve.settings import ServerSettings
 from ui.common import Page
-from ui.controls import checked_settings, control_values, settings_from
+from ui.controls import checked_controls, checked_settings, control_values, settings_from
 from viz import lessons
 from viz.style import COLOUR_MODES
 
@@ -147,7 +149,11 @@ def copy_link(page: Page, request: gr.Request, ran, prompt, model, colour, step,
     """The link to the shown run (`ran`: what it ran with) at the selected step; before any run, to
     the controls' prompt and settings (and no step: there is none to show yet)."""
     if not ran:
-        ran, step = ran_with(model, prompt, dict(zip(page.settings, values))), None
+        try:      # the controls' raw values (the event skips Gradio's check, which answers a bare "Error")
+            controls = checked_controls(dict(zip(page.settings, values)))
+        except BadInput as exc:
+            return gr.Textbox(value="", label=f"No link: {exc}")
+        ran, step = ran_with(model, prompt, controls), None
     url = link_for(page_url(request), "explore", ran["prompt"], ran["model"], colour, step, ran["settings"],
                    bool(present))
     if fits(str(ran["prompt"])):

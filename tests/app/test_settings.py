@@ -192,3 +192,42 @@ def test_named_inputs_must_match_the_handler():
     assert named(None, "m", "p", 5, colour="q") == ("m", "p", (5, "q"))
     with pytest.raises(ValueError, match="inputs named"):
         bind(handler, names=["prompt", "model", "nodes"])
+
+
+def test_a_value_typed_past_a_controls_range_is_refused_with_its_name():
+    """A slider's box takes any typed number and gr.Slider refuses one past either end before the handler runs
+    (every view then showed a bare "Error"): Run, Compare, a lesson's run and Copy link take the raw values
+    and the status names the control and its range; values inside it still run."""
+    import asyncio
+
+    from gradio.state_holder import SessionState
+
+    from opttree.serve.allow_list import load_registry
+    from opttree.serve.service import RunService
+    from ui.app import build_app
+    from ui.controls import elem_id
+
+    demo = build_app(RunService(registry=load_registry()))
+    by_elem = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
+    events = {"run": next(f for f in demo.fns.values() if f.api_name == "run"),
+              "compare": next(f for f in demo.fns.values() if f.api_name == "compare"),
+              "lesson": next(f for f in demo.fns.values() if f.name == "run_explore" and f.api_name != "run"),
+              "link": next(f for f in demo.fns.values() if f.name == "copy_link")}
+
+    def outputs(event: str, **typed) -> dict:
+        fn = events[event]
+        typed = {by_elem[elem_id(k)]: v for k, v in typed.items()}
+        inputs = [typed.get(b, getattr(b, "value", None)) for b in fn.inputs]
+        out = asyncio.run(demo.process_api(block_fn=fn, inputs=inputs, state=SessionState(demo)))
+        return {b.elem_id: v for b, v in zip(fn.outputs, out["data"]) if getattr(b, "elem_id", None)}
+
+    cases = [({"threshold": 5}, "Threshold δ must be between 0 and 1, got 5."),
+             ({"max_new_tokens": 300}, "Max new tokens must be between 1 and 256, got 300."),
+             ({"max_new_tokens": 0}, "Max new tokens must be between 1 and 256, got 0."),
+             ({"seed": -5}, "Seed must be between 0 and "), ({"top_k": 5000}, "Top-k must be between 0 and 200")]
+    for typed, said in cases:
+        for event, status in (("run", "status"), ("lesson", "status"), ("compare", "compare-status")):
+            assert said in outputs(event, **typed)[status], (event, typed)
+        assert said in outputs("link", **typed)["link"]["label"], typed
+    link = outputs("link", threshold=0.75, max_new_tokens=200)["link"]["value"]
+    assert "threshold=0.75" in link and "max_new_tokens=200" in link

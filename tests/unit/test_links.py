@@ -122,3 +122,18 @@ def test_a_link_with_a_blank_prompt_opens_the_page_without_running():
     query = query_of(copy_link_url(page, request, {}, "  ", "smollm2-eagle", "log_p_hat", 1, False, 25, 64, "fixed"))
     assert "prompt" not in query and "run" not in query and query["nodes"] == "25" and query["max_new_tokens"] == "64"
     assert not parse_link(query).get("run")
+
+
+def test_a_link_sets_only_values_its_control_takes():
+    """A link is checked against the range each control takes (a slider's is narrower than the declared
+    one): a value past it is ignored, and the run the link starts uses the control's own value."""
+    from ui.controls import control_range
+
+    for key, value in (("threshold", "5"), ("max_new_tokens", "300"), ("top_k", "5000"), ("tree_temperature", "3")):
+        link = parse_link({key: value, "prompt": "Hi", "run": "1"})
+        assert key not in link["settings"] and link["run"], key
+    assert control_range("threshold") == (0, 1) and control_range("max_new_tokens") == (1, 256)
+    assert control_range("seed") == (0, 2**53) and control_range("method") is None
+    inside = parse_link({"threshold": "1", "max_new_tokens": "256", "top_k": "200", "seed": "7", "nodes": "500"})
+    assert inside["settings"] == {"threshold": 1.0, "max_new_tokens": 256, "top_k": 200, "seed": 7, "nodes": 500,
+                                  NODES_MODE: "fixed"}
