@@ -1,11 +1,14 @@
 () => {
   // The page's script (ui/app.py passes this to Gradio's launch).
-  // Keys: ← / → step and Space play / pause in Explore, unless a text field has the focus.
-  let playing = false;
+  // Keys: ← / → step and Space play / pause in Explore, unless a field (text, slider, menu) or a button
+  // other than the page's own step, run and lesson buttons has the focus (a click on one leaves it there).
+  // Space presses whichever of Play / Pause shows: the page shows Pause only while steps play.
+  const OURS = /^(prev|next|play|pause|run|preset-\d+|learn-preset-\d+)$/;
   document.addEventListener('keydown', (e) => {
     const t = e.target;
     if (e.altKey || e.ctrlKey || e.metaKey) return;
-    if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT', 'BUTTON'].includes(t.tagName))) return;
+    if (t && t.tagName === 'BUTTON' && !OURS.test(t.id)) return;
+    if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName))) return;
     const press = (id) => {
       const b = document.getElementById(id);
       if (!b || b.offsetParent === null) return false;   // only while Explore is the visible tab
@@ -15,7 +18,7 @@
     let done = false;
     if (e.key === 'ArrowLeft') done = press('prev');
     else if (e.key === 'ArrowRight') done = press('next');
-    else if (e.key === ' ') { playing = !playing; done = press(playing ? 'play' : 'pause'); }
+    else if (e.key === ' ') done = press('pause') || press('play');
     if (done) e.preventDefault();
   });
   // Starting a run (Run, a lesson, a deep link's run) brings its tree into view: Explore's step view,

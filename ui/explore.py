@@ -88,7 +88,7 @@ def step_view(page: Page) -> dict:
                                       scale=4, min_width=120)
                 next_btn = gr.Button("Next ▶", size="sm", scale=0, min_width=70, elem_id="next")
                 play_btn = gr.Button("▶ Play", size="sm", scale=0, min_width=70, elem_id="play")
-                pause_btn = gr.Button("❚❚ Pause", size="sm", scale=0, min_width=70, elem_id="pause")
+                pause_btn = gr.Button("❚❚ Pause", size="sm", scale=0, min_width=70, elem_id="pause", visible=False)
             gr.Markdown("Keys: **←** / **→** step · **Space** play / pause (when no text box has the focus).",
                         elem_id="keys-help")
             text_out = gr.HTML(text_html(None), js_on_load=TOKEN_CLICK_JS, elem_id="gen-text")
@@ -292,17 +292,23 @@ def jump(trace, colour, present, evt: gr.EventData, request: gr.Request = None):
     return show(trace, (data.get("step", 0) if isinstance(data, dict) else 0) + 1, colour, present, request)
 
 
+def playing(on: bool) -> tuple:
+    """The timer and the buttons that say whether steps play: Pause shows while they do, Play while not
+    (the page's keys read which one shows: Space presses it)."""
+    return gr.Timer(active=on), gr.Button(visible=not on), gr.Button(visible=on)
+
+
 def play(trace, step, colour, present):
     # from the start when at or past where a finished run lands (ui/common.last_tree_step)
     start = 1 if clamp(trace, step) >= last_tree_step(trace) else step
-    return (gr.Timer(active=steps_of(trace) > 1), *show(trace, start, colour, present))
+    timer, play_btn, pause_btn = playing(steps_of(trace) > 1)
+    return (timer, *show(trace, start, colour, present), play_btn, pause_btn)
 
 
 def tick(trace, step, colour, present):
     i = clamp(trace, step)
-    if i >= steps_of(trace) - 1:
-        return (gr.Timer(active=False), *show(trace, i + 1, colour, present))
-    return (gr.Timer(active=True), *show(trace, i + 2, colour, present))
+    timer, play_btn, pause_btn = playing(i < steps_of(trace) - 1)
+    return (timer, *show(trace, i + 1 if i >= steps_of(trace) - 1 else i + 2, colour, present), play_btn, pause_btn)
 
 
 # Presenter mode is a class on the page's body (assets/app.css lays the step out on one screen with it).
@@ -325,9 +331,10 @@ def wire(page: Page, parts: dict, service, lane: dict) -> None:
     parts["next"].click(next_step, at, scrub, **SCRUB)
     parts["text"].click(jump, [page.trace, page.colour, page.present], scrub, **PRIVATE)
     timer = parts["timer"]
-    parts["play"].click(play, at, [timer, *scrub], **SCRUB)
-    parts["pause"].click(lambda: gr.Timer(active=False), None, timer, **PRIVATE)
-    timer.tick(tick, at, [timer, *scrub], **SCRUB)
+    buttons = [parts["play"], parts["pause"]]
+    parts["play"].click(play, at, [timer, *scrub, *buttons], **SCRUB)
+    parts["pause"].click(lambda: playing(False), None, [timer, *buttons], **PRIVATE)
+    timer.tick(tick, at, [timer, *scrub, *buttons], **SCRUB)
     page.settings["nodes"].input(fixed_mode, None, page.settings[NODES_MODE], **PRIVATE)
 
 

@@ -382,10 +382,23 @@ def test_deep_link_keys_and_copy_link(page):
     pg.wait_for_function("() => document.querySelector('#step input[type=number]').value === '3'")
     pg.keyboard.press("ArrowLeft")
     pg.wait_for_function("() => document.querySelector('#step input[type=number]').value === '2'")
+    # A click on a step button leaves the focus on it: the keys still step (they once did nothing).
+    pg.click("#next")
+    pg.wait_for_function("() => document.querySelector('#step input[type=number]').value === '3'")
+    assert pg.evaluate("document.activeElement.id") == "next"
+    pg.keyboard.press("ArrowLeft")
+    pg.wait_for_function("() => document.querySelector('#step input[type=number]').value === '2'")
     pg.click("#copy-link")
     pg.wait_for_selector("#link textarea, #link input")
     link = pg.locator("#link textarea, #link input").first.input_value()
     assert "run=1" in link and "step=2" in link and "Count+from+1" in link
+    # Play clicked with the mouse, then Space: Space pauses (it once played on); Pause shows only while playing.
+    visible = "(id) => { const b = document.getElementById(id); return !!b && b.offsetParent !== null; }"
+    assert pg.evaluate(visible, "play") and not pg.evaluate(visible, "pause")
+    pg.click("#play")
+    pg.wait_for_function(f"() => ({visible})('pause') && !({visible})('play')")
+    pg.keyboard.press(" ")
+    pg.wait_for_function(f"() => ({visible})('play') && !({visible})('pause')")
 
 
 def test_phone_width_layout_is_usable(page):

@@ -355,3 +355,20 @@ def test_scrubbing_back_during_a_live_run_keeps_the_view_there(monkeypatch):
         assert explore.PINNED == {}
     finally:
         explore.LIVE.discard("tab-8")
+
+
+def test_pause_shows_only_while_steps_play():
+    """Play shows Pause in its place and the timer runs; the last step, or Pause, stops it and shows Play
+    again (the page's Space key presses whichever shows, so it follows mouse clicks and a playback's end)."""
+    trace = tiny_trace()
+    last = len(trace["steps"])
+    timer, *_, play_btn, pause_btn = explore.play(trace, 1, "log_p_hat", False)
+    assert timer.active and play_btn.visible is False and pause_btn.visible is True
+    timer, *_, play_btn, pause_btn = explore.tick(trace, last - 1, "log_p_hat", False)
+    assert timer.active and pause_btn.visible is True
+    timer, shown, *_, play_btn, pause_btn = explore.tick(trace, last, "log_p_hat", False)
+    assert not timer.active and shown.value == last and play_btn.visible is True and pause_btn.visible is False
+    timer, play_btn, pause_btn = explore.playing(False)
+    assert not timer.active and play_btn.visible is True and pause_btn.visible is False
+
+
