@@ -126,9 +126,16 @@ def import_outputs(page: Page, parts: dict) -> list:
             page.ran, page.link_box, page.caption]
 
 
+def no_files() -> tuple[None, None]:
+    """Both export boxes emptied (the shown run changed: what they offer is the run before)."""
+    return None, None
+
+
 def wire(page: Page, parts: dict, registry, tab) -> None:
     # "No run to export yet" holds until the tab is opened again (a run may exist by then).
     tab.select(lambda: "", None, parts["export_status"], **PRIVATE)
+    # A file exported before names the run before: a new run or an import takes both away.
+    page.trace.change(no_files, None, [parts["export_file"], parts["html_file"]], **PRIVATE)
     parts["export"].click(export, page.trace, [parts["export_file"], parts["export_status"]], **PRIVATE)
     parts["export_html"].click(export_html, [page.trace, page.colour, page.step],
                                [parts["html_file"], parts["export_status"]], **PRIVATE)

@@ -372,3 +372,20 @@ def test_pause_shows_only_while_steps_play():
     assert not timer.active and play_btn.visible is True and pause_btn.visible is False
 
 
+
+def test_a_new_run_or_an_import_takes_the_exported_files_away():
+    """The export boxes offer the run they were made from: when the shown run changes (a run, an import),
+    both are emptied, never left linking the run before."""
+    from opttree.serve.service import RunService
+    from ui.app import build_app
+
+    demo = build_app(RunService(registry=load_registry()))
+    by_elem = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
+    boxes = [by_elem["export-file"], by_elem["export-html-file"]]
+    trace = next(f for f in demo.fns.values() if f.api_name == "run").outputs[0]      # page.trace
+    imported = next(f for f in demo.fns.values() if f.name == "do_import")
+    assert isinstance(trace, gr.State) and trace in imported.outputs                  # an import changes it too
+    on_change = [f for f in demo.fns.values() if (trace._id, "change") in f.targets]
+    assert [f.outputs for f in on_change] == [boxes]
+    assert on_change[0].fn() == (None, None)
+
