@@ -14,7 +14,7 @@ from opttree.config import MODEL_DRAFTERS
 from opttree.errors import OptTreeError
 from opttree.trace import dumps, loads
 from ui import explore, links
-from ui.common import PRIVATE, Page, bind, clamp, md_safe, steps_of
+from ui.common import PRIVATE, Page, bind, clamp, last_tree_step, md_safe, steps_of
 from ui.controls import checked_settings, control_values
 from viz import lessons
 from viz.html_export import standalone_html
@@ -96,7 +96,7 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
     settings = checked_settings({**meta, "retrieval": meta.get("retrieval_asked", meta.get("retrieval"))})
     controls = control_values(settings)
     model = model_of(page, registry, meta)
-    out = {box: None, **explore.shown_run(page, trace, 0, colour, present),
+    out = {box: None, **explore.shown_run(page, trace, last_tree_step(trace), colour, present),   # as a run lands
            **explore.with_history(page, history, trace),
            **{page.settings[name]: value for name, value in controls.items()},
            page.status: "Replaying an imported trace (no model involved).",

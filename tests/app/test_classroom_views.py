@@ -389,3 +389,11 @@ def test_a_new_run_or_an_import_takes_the_exported_files_away():
     assert [f.outputs for f in on_change] == [boxes]
     assert on_change[0].fn() == (None, None)
 
+
+def test_an_import_lands_where_a_finished_run_lands():
+    """An import comes back as if it had just run: on its last step with a tree, not on step 1."""
+    page, parts, registry = built_page()
+    trace = tiny_trace(method="chain", nodes=3, max_depth=3, max_new_tokens=9)    # steps of 3, 3, then 0 tokens
+    assert [len(s["tokens"]) for s in trace["steps"]] == [3, 3, 0]
+    out = files.do_import(page, parts, registry, dumps(trace).encode(), "log_p_hat", False, [])
+    assert out[page.step].value == 2 and out[page.step].maximum == 3
