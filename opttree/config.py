@@ -157,6 +157,11 @@ def _short(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def shown_bound(x) -> str:
+    """A range's end as a message prints it: 0.05, 2,048, 9,007,199,254,740,992 (never 9.0072e+15)."""
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
 def _checked(f, value):
     """One field's value, converted to its type and checked against its declaration."""
     meta = f.metadata
@@ -170,14 +175,14 @@ def _checked(f, value):
     lo, hi = meta["lo"], meta["hi"]
     if isinstance(value, int):   # compared exactly: a huge int must not round into the range
         if not lo <= value <= hi:
-            raise BadInput(f"{f.name} must be between {lo:g} and {hi:g}, got {_short(value)}.")
+            raise BadInput(f"{f.name} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {_short(value)}.")
         return value if want_int else float(value)
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
         raise BadInput(f"{f.name} must be a number, got {_short(value)}.") from None
     if not math.isfinite(number) or number < lo or number > hi:
-        raise BadInput(f"{f.name} must be between {lo:g} and {hi:g}, got {_short(value)}.")
+        raise BadInput(f"{f.name} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {_short(value)}.")
     if want_int and number != int(number):
         raise BadInput(f"{f.name} must be a whole number, got {_short(value)}.")
     return int(number) if want_int else number + 0.0   # + 0.0: -0.0 is recorded as 0.0

@@ -25,6 +25,7 @@ from opttree.config import (
     DecodeConfig,
     app_defaults,
     python_type,
+    shown_bound,
 )
 from opttree.errors import BadInput
 
@@ -178,7 +179,7 @@ def in_range(label: str, value, lo, hi, whole: bool = False) -> int | float:
         inside = False
     if not inside:
         got = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        raise BadInput(f"{label} must be between {lo:g} and {hi:g}, got {got}.")
+        raise BadInput(f"{label} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {got}.")
     return round(number) if whole else number
 
 

@@ -102,7 +102,8 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
            page.status: "Replaying an imported trace (no model involved).",
            **explore.now_showing(page, links.ran_with(model or registry.default, prompt, controls),
                                  imported_lesson(prompt, model, settings, registry.default), ended=True),
-           status: f"Loaded {article(method)} {md_safe(method)} run with {steps_of(trace)} steps: its prompt and "
+           status: f"Loaded {article(method)} {md_safe(method)} run{drafted_by(meta)} with {steps_of(trace)} steps: "
+                   "its prompt and "
                    "settings are in Explore's controls; open Explore to replay it."}
     if prompt.strip():      # a run decoded from token ids has no prompt text: the box keeps its own
         out[page.prompt] = prompt
@@ -142,6 +143,12 @@ def wire(page: Page, parts: dict, registry, tab) -> None:
     box = parts["import_file"]
     box.upload(bind(do_import, page, parts, registry), [box, page.colour, page.present, page.history],
                import_outputs(page, parts), **PRIVATE)
+
+
+def drafted_by(meta: dict) -> str:
+    """" (drafter: lookup)" for a run that drafted, naming its drafter; "" for AR (no drafter)."""
+    drafter = str(meta.get("drafter") or "none")
+    return "" if drafter == "none" else f" (drafter: {md_safe(drafter)})"
 
 
 def article(word: str) -> str:

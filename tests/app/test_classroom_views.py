@@ -12,6 +12,7 @@ from tiny import tiny_pair
 
 from opttree.config import SETTING_NAMES, SETTINGS, DecodeConfig
 from opttree.engine.speculative import run
+from opttree.errors import BadInput
 from opttree.serve.allow_list import load_registry
 from opttree.trace import dumps, loads
 from ui import ea_vs_a, explore, files, learn
@@ -397,3 +398,17 @@ def test_an_import_lands_where_a_finished_run_lands():
     assert [len(s["tokens"]) for s in trace["steps"]] == [3, 3, 0]
     out = files.do_import(page, parts, registry, dumps(trace).encode(), "log_p_hat", False, [])
     assert out[page.step].value == 2 and out[page.step].maximum == 3
+
+
+def test_messages_print_big_bounds_whole_and_an_import_names_its_drafter():
+    from ui.controls import checked_controls
+
+    with pytest.raises(BadInput, match=r"seed must be between 0 and 9,007,199,254,740,992, got -5\."):
+        DecodeConfig(seed=-5)
+    with pytest.raises(BadInput, match=r"^Seed must be between 0 and 9,007,199,254,740,992, got -5\.$"):
+        checked_controls({"seed": -5})
+    page, parts, registry = built_page()
+    trace = tiny_trace()
+    trace["meta"]["drafter"] = "lookup"
+    out = files.do_import(page, parts, registry, dumps(trace).encode(), "log_p_hat", False, [])
+    assert out[parts["import_status"]].startswith("Loaded a binary run (drafter: lookup) with ")
