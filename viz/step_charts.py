@@ -16,6 +16,7 @@ from opttree.trace import committed_draft, counted
 from opttree.trees.length_control import controller_name
 
 from . import style
+from .drafters import drafter_name, has_draft_model
 
 BADGE_PX = 44           # the panel's label (Gradio's) covers this much of the figure's top-left corner
 TITLE_CHARS = 64        # a 13-14 px title's line in a half-width panel
@@ -254,22 +255,36 @@ def fused_note(auto: dict) -> str:
 
 
 def ea_points(trace: dict) -> dict:
-    """One run's (E(A), A) per step, with its method (the calibration is per method); A = the draft
-    tokens the step committed (a step cut by EOS or the token limit counts only what it committed)."""
+    """One run's (E(A), A) for each step that drafted a tree, with its method and drafter (the calibration
+    is per both); A = the draft tokens the step committed (a step cut by EOS or the token limit counts
+    only what it committed). A step without a tree (a run's last single token, a lookup or Token Recycling
+    step that found nothing) has E(A) = A = 0 whatever the drafter believes: it is left out and counted
+    in `skipped`."""
     meta = trace.get("meta", {})
     nodes = meta.get("nodes", "?")
     budget = "auto" if nodes == 0 else f"n={nodes}"
+    steps = trace.get("steps", [])
+    drafted = [s for s in steps if s.get("tokens")]
     return {"label": f"{meta.get('method', '?')} · {budget} · {meta.get('draft') or 'no draft'}",
-            "method": str(meta.get("method", "?")),
-            "ea": [s["expected_accept"] for s in trace.get("steps", [])],
-            "a": [committed_draft(s) for s in trace.get("steps", [])]}
+            "method": str(meta.get("method", "?")), "drafter": drafter_name(meta),
+            "draft_model": has_draft_model(meta), "skipped": len(steps) - len(drafted),
+            "ea": [s["expected_accept"] for s in drafted],
+            "a": [committed_draft(s) for s in drafted]}
+
+
+def group_of(run: dict) -> str:
+    """A run's calibration group: its method and drafter ('opt-tree · EAGLE head'); older entries without
+    a drafter use their method, or their label's first part."""
+    method = run.get("method") or run["label"].split(" · ")[0]
+    return f"{method} · {run['drafter']}" if run.get("drafter") else method
 
 
 def by_method(runs: list[dict]) -> dict[str, tuple[list[float], list[float]]]:
-    """Steps pooled per method (runs from `ea_points`; older entries without a method use their label)."""
+    """Steps pooled per method and drafter (runs from `ea_points`): two drafters' p̂ are two different
+    beliefs, so one method drafted by both is two groups."""
     out: dict[str, tuple[list[float], list[float]]] = {}
     for run in runs:
-        ea, a = out.setdefault(run.get("method") or run["label"].split(" · ")[0], ([], []))
+        ea, a = out.setdefault(group_of(run), ([], []))
         ea.extend(run["ea"])
         a.extend(run["a"])
     return out
@@ -288,8 +303,11 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
     cols = min(3, max(len(groups), 1))
     nrows = max(1, math.ceil(len(groups) / cols))
     # Titles in short lines: three panels share a row, and a phone's chart is 350 px wide.
+    no_model = {group_of(r) for r in runs if r.get("draft_model") is False}
     titles = [f"{m}: binned r {_r(st['binned_r'])}, slope {_r(st['slope'])}<br>per-step r "
-              f"{_r(st['per_step_r'])} · {st['steps']} steps" for m, st in stats.items()]
+              f"{_r(st['per_step_r'])} · {st['steps']} steps"
+              + ("<br>no draft model: p̂ only ranks candidates, E(A) is no belief" if m in no_model else "")
+              for m, st in stats.items()]
     fig = make_subplots(rows=nrows, cols=cols, subplot_titles=titles or None, horizontal_spacing=0.08,
                         vertical_spacing=0.2)
     for i, (m, (ea, a)) in enumerate(groups.items()):
@@ -308,13 +326,16 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
         fig.update_xaxes(title_text="E(A) = Σ p̂ (expected)", row=r, col=c)
         fig.update_yaxes(title_text="A = accepted", row=r, col=c)
     n = sum(len(v[0]) for v in groups.values())
+    skipped = sum(r.get("skipped", 0) for r in runs)
+    left = f"; {counted(skipped, 'step')} without a tree left out" if skipped else ""
     caution = (f"<br><sup>only {n} steps: below {FEW_STEPS} the decile means and the slope are<br>noisy; "
                "run more to read the calibration</sup>") if 0 < n < FEW_STEPS else ""
-    fig.update_layout(template="plotly_white", height=360 * nrows + 30,
-                      margin=dict(l=50, r=10, t=120 + (24 if caution else 0), b=40), showlegend=False,
-                      title=dict(text=f"Expected vs actual accepted length<br><sup>{n} steps: their density and "
-                                      f"the mean A per E(A) decile</sup>{caution}", x=0.01, font=dict(size=14),
-                                 y=1, yref="container", yanchor="top", pad=dict(t=14)))  # top down
+    title = (f"Expected vs actual accepted length<br><sup>{n} steps that drafted a tree, per method and drafter: "
+             f"their density and<br>the mean A per E(A) decile{left}</sup>{caution}")
+    top = 134 + (24 if caution else 0) + (14 if no_model else 0)
+    fig.update_layout(template="plotly_white", height=360 * nrows + 30, margin=dict(l=50, r=10, t=top, b=40),
+                      showlegend=False, title=dict(text=title, x=0.01, font=dict(size=14), y=1, yref="container",
+                                                   yanchor="top", pad=dict(t=14)))  # top down
     fig.update_annotations(font_size=11)
     if not groups:
         fig.add_annotation(text="No steps yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)

@@ -191,12 +191,13 @@ def test_old_traces_with_uncut_accept_length_still_load_and_count_committed(trac
     from viz.step_charts import accept_bars, ea_points
 
     old = copy.deepcopy(trace)
-    step = old["steps"][-1]
+    last = max(i for i, s in enumerate(old["steps"]) if s["tokens"])   # the last step that drafted a tree
+    step = old["steps"][last]
     step["committed"] = step["committed"][:1]                  # a step cut after one token
     step["accept_length"] = len(step["accepted"]) + 2          # as an older engine may have recorded it
     loaded = loads(dumps(old))
-    assert committed_draft(loaded["steps"][-1]) == 1
-    assert ea_points(loaded)["a"][-1] == 1 and accept_bars(loaded).data[0].y[-1] == 1
+    assert committed_draft(loaded["steps"][last]) == 1
+    assert ea_points(loaded)["a"][-1] == 1 and accept_bars(loaded).data[0].y[last] == 1
 
 
 def test_acceptance_figures_by_hand():

@@ -243,12 +243,13 @@ def test_ea_density_per_method(trace):
     points = ea_points(trace)
     binary = {**points, "method": "binary", "a": [max(x - 1, 0) for x in points["a"]]}
     fig, stats = ea_density([points, points, binary])
-    assert set(stats) == {"opt-tree", "binary"} and stats["opt-tree"]["steps"] == 2 * len(trace["steps"])
+    assert set(stats) == {"opt-tree · draft model", "binary · draft model"}
+    assert stats["opt-tree · draft model"]["steps"] == 2 * len(trace["steps"])
     heat = [t for t in fig.data if t.type == "histogram2d"]
     means = [t for t in fig.data if (t.name or "").endswith("mean A per E(A) decile")]
     assert len(heat) == 2 and len(means) == 2 and means[0].error_y.array is not None
     titles = [a.text for a in fig.layout.annotations]
-    assert any(t.startswith("opt-tree: binned r") and "per-step r" in t for t in titles)
+    assert any(t.startswith("opt-tree · draft model: binned r") and "per-step r" in t for t in titles)
     empty, none = ea_density([])
     assert none == {} and empty.layout.annotations[-1].text == "No steps yet"
 
@@ -431,3 +432,20 @@ def test_every_lesson_reads_its_text_from_assets(tmp_path, monkeypatch):
     (tmp_path / "lessons.json").write_text(json.dumps(edited), encoding="utf-8")
     with pytest.raises(ValueError, match="a name and a lesson for each"):
         lessons.read_texts()
+
+
+def test_ea_vs_a_keeps_only_drafted_steps_and_splits_drafters(trace):
+    """E(A) vs A calibrates a drafter's beliefs: a step that drafted no tree (E(A) 0, A 0) is no
+    calibration point, and two drafters under one method are two groups, each named."""
+    eagle = json.loads(json.dumps(trace))
+    eagle["meta"].update(drafter="eagle", draft="head.safetensors")
+    eagle["steps"].append({**eagle["steps"][-1], "tokens": [], "texts": [], "parents": [], "depth": [], "q": [],
+                           "p_hat": [], "accepted": [], "accept_length": 0, "expected_accept": 0.0})
+    lookup = json.loads(json.dumps(trace))
+    lookup["meta"].update(drafter="lookup", draft="prompt lookup")
+    points = ea_points(eagle)
+    assert len(points["ea"]) == len(trace["steps"]) and 0.0 not in points["ea"] and points["skipped"] == 1
+    fig, stats = ea_density([points, ea_points(lookup)])
+    assert set(stats) == {"opt-tree · EAGLE head", "opt-tree · prompt lookup"}
+    titles = " ".join(a.text for a in fig.layout.annotations)
+    assert "no draft model" in titles and "1 step without a tree left out" in fig.layout.title.text

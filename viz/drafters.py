@@ -1,0 +1,39 @@
+"""What drafted a run, read from its trace's meta: the drafter's name for a reader, and what its p̂
+mean. A draft model's p̂ is its belief that a path is accepted; prompt lookup and Token Recycling have
+no draft model (config.TRAINING_FREE), and their p̂ only rank candidates."""
+
+from __future__ import annotations
+
+from opttree.config import TRAINING_FREE
+
+NAMES = {"eagle": "EAGLE head", "classic": "draft model", "early-exit": "early exit",
+         "lookup": "prompt lookup", "recycling": "Token Recycling"}
+# What p̂ is where no draft model drafts (drafters/lookup.py, drafters/recycling.py).
+NO_MODEL_P_HAT = {
+    "lookup": "p̂ is match evidence (the share of the prompt's matches that continue this way), so a chain every "
+              "match agrees on has p̂ = 1 at each node and E(A) is its length",
+    "recycling": "p̂ is the target's probability of each token after the same token when the target last scored "
+                 "it, in another context, so it ranks candidates but is no chance of acceptance"}
+
+
+def drafter_kind(meta: dict | None) -> str:
+    """The trace's drafter kind (drafters/registry.py); older traces name only the draft ('' if unknown)."""
+    meta = meta or {}
+    if meta.get("drafter"):
+        return str(meta["drafter"])
+    draft = str(meta.get("draft") or "").lower()
+    return next((kind for kind in TRAINING_FREE if kind in draft), "")
+
+
+def drafter_name(meta: dict | None) -> str:
+    kind = drafter_kind(meta)
+    return NAMES.get(kind, kind)
+
+
+def has_draft_model(meta: dict | None) -> bool:
+    return drafter_kind(meta) not in TRAINING_FREE
+
+
+def p_hat_meaning(meta: dict | None) -> str:
+    """What the run's p̂ (and so E(A)) are: a sentence for a drafter without a draft model, '' otherwise."""
+    return NO_MODEL_P_HAT.get(drafter_kind(meta), "")
