@@ -17,13 +17,23 @@ from __future__ import annotations
 
 import html
 import json
+import shlex
 import statistics
 from collections import Counter
 
 import plotly.graph_objects as go
 
+from opttree.config import BUNDLED_ID, MODEL_DRAFTERS, TRAINING_FREE
 from opttree.errors import BadInput
-from opttree.trees.export import EXPORT_FORMATS, engine_export, frequent_paths, held_note, rank_paths, static_paths
+from opttree.trees.export import (
+    EXPORT_FORMATS,
+    EXPORT_METHODS,
+    engine_export,
+    frequent_paths,
+    held_note,
+    rank_paths,
+    static_paths,
+)
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE, expected_accepted
 
 from . import style
@@ -109,35 +119,61 @@ def _engine(paths, fmt: str, drafter: str) -> tuple[str | None, list[str]]:
     return out.text, out.notes
 
 
+def export_drafter(trace: dict | None) -> str:
+    """The drafter an export is for: the run's, or the CLI's default (eagle) with no run or after AR."""
+    kind = str(((trace or {}).get("meta") or {}).get("drafter") or "")
+    return kind if kind in (*MODEL_DRAFTERS, *TRAINING_FREE) else "eagle"
+
+
+def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -> list[str]:
+    """The `opttree export-tree` line for the exported tree (`formats`: those that took it), or why there
+    is none: "run" exports the run's own method (its max depth and target where they are not the CLI's
+    defaults), and a method or drafter the CLI refuses gets no line."""
+    meta = (trace or {}).get("meta") or {}
+    method = str(meta.get("method") or "") if choice == "run" else choice
+    if method not in EXPORT_METHODS:
+        return [f"`opttree export-tree` has no --method {html.escape(method)} (it takes {', '.join(EXPORT_METHODS)}): "
+                "Download saves this shape's rank paths."]
+    drafter = export_drafter(trace)
+    if not formats:
+        return [f"No engine takes the {drafter} drafter, and `opttree export-tree` refuses it too."]
+    line = f"opttree export-tree --format {formats[0]} --method {method} --nodes {len(paths)} --drafter {drafter}"
+    depth, target = meta.get("max_depth"), meta.get("target")
+    if choice == "run" and isinstance(depth, int) and not isinstance(depth, bool) and depth != EXPORT_DEPTH:
+        line += f" --max-depth {depth}"
+    if choice == "run" and target and target != BUNDLED_ID:
+        line += f" --target {shlex.quote(str(target))}"
+    others = " or ".join(f for f in EXPORT_FORMATS if f != formats[0])
+    return ["The same from the command line (for OPT-Tree it fits the shape over many prompts and measures what "
+            f"adaptivity is worth; --format {others} for the others); docs/serving.md says how to start each "
+            "engine with it:", "", _code(line, "bash")]
+
+
 def export_markdown(trace: dict | None, choice: str, nodes: int) -> str:
     """The panel: the tree's size and depth, then for each format (current vLLM's chain, vLLM ≤ 0.20's
     tree, SGLang's flags) what it takes or why it cannot, with what it loses, and the CLI line."""
     paths, notes = export_paths(trace, choice, nodes)
     if not paths:
         return "\n\n".join(notes)
-    drafter = str(((trace or {}).get("meta") or {}).get("drafter") or "eagle")
+    drafter = export_drafter(trace)
     lines = [f"**{len(paths)} node{'' if len(paths) == 1 else 's'}, depth {max(len(p) for p in paths)}.** "
              + " ".join(notes)]
+    took = []
     for fmt, title in EXPORT_FORMATS.items():
         text, said = _engine(paths, fmt, drafter)
         lines += ["", f"**{title}**" + (":" if text else ": not this tree."), ""]
         if text:
+            took.append(fmt)
             lines += [_code(text, "bash" if fmt == "sglang" else "json"), ""]
         lines.append(" ".join(html.escape(n, quote=False) for n in said))
-    cli = {"run": "opt-tree"}.get(choice, choice)
-    lines += ["", "The same from the command line (for OPT-Tree it fits the shape over many prompts and "
-              "measures what adaptivity is worth; --format vllm-tree or sglang for the others); docs/serving.md "
-              "says how to start each engine with it:", "",
-              _code(f"opttree export-tree --format vllm --method {cli} --nodes {len(paths)} --drafter {drafter}",
-                    "bash")]
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *cli_text(trace, choice, paths, took)])
 
 
 def export_json(trace: dict | None, choice: str, nodes: int) -> str:
     """The exported tree as data: rank paths and each format's text (None where the engine cannot take it)
     with its notes (what Download saves)."""
     paths, notes = export_paths(trace, choice, nodes)
-    drafter = str(((trace or {}).get("meta") or {}).get("drafter") or "eagle")
+    drafter = export_drafter(trace)
     engines = {fmt: dict(zip(("text", "notes"), _engine(paths, fmt, drafter))) if paths else None
                for fmt in EXPORT_FORMATS}
     return json.dumps({"choice": choice, "nodes": len(paths), "paths": [list(p) for p in paths], "notes": notes,

@@ -19,7 +19,7 @@ def step_of(paths):
 
 
 def trace_of(steps, **meta):
-    return {"meta": {"drafter": "eagle", "nodes": 25, **meta}, "steps": steps}
+    return {"meta": {"method": "opt-tree", "drafter": "eagle", "nodes": 25, **meta}, "steps": steps}
 
 
 def test_a_static_runs_export_is_its_own_shape():
@@ -84,8 +84,8 @@ def test_no_tree_says_so_and_other_drafters_are_named():
     assert "drafted no tree" in serving.export_markdown(ar, "run", 25)
     text = serving.export_markdown(trace_of([], drafter="recycling"), "chain", 4)
     assert "no speculative method for the recycling drafter" in text
-    assert "no speculative algorithm for the recycling drafter" in text and "```" in text   # only the CLI line
-    assert text.count("```bash") == 1
+    assert "no speculative algorithm for the recycling drafter" in text and "```" not in text
+    assert "`opttree export-tree` refuses it too" in text       # no command line the CLI would refuse
 
 
 def test_the_default_size_is_the_runs_budget_or_its_median_tree():
@@ -124,3 +124,25 @@ def test_the_chart_stars_each_batch_sizes_best_and_the_sentence_says_where_it_st
 def test_every_shape_exports_a_rank_tree(choice):
     paths, _ = serving.export_paths(trace_of([]), choice, 25)
     assert 0 < len(paths) <= 25 and rank_paths(step_of(paths)) == paths
+
+
+def cli_line(text: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith("opttree export-tree"))
+
+
+def test_the_command_line_exports_the_runs_own_method_and_drafter():
+    """"This run's trees" names the run's method (failed before: every run printed --method opt-tree), a
+    method and drafter `export-tree` takes, and the run's max depth and target where they differ from the
+    CLI's defaults."""
+    for method in ("sequoia", "binary", "chain", "eagle-static"):
+        paths = static_paths(method, 12, 10, DEFAULT_ACCEPTANCE)
+        line = cli_line(serving.export_markdown(trace_of([step_of(paths)], method=method), "run", 12))
+        assert f"--method {method} --nodes {len(paths)} --drafter eagle" in line
+    lookup = trace_of([step_of([(0,), (0, 0)])], method="chain", drafter="lookup", max_depth=6, target="org/other")
+    line = cli_line(serving.export_markdown(lookup, "run", 2))
+    assert line.endswith("--method chain --nodes 2 --drafter lookup --max-depth 6 --target org/other")
+    for method in ("eagle-dynamic", "tr-static"):      # shapes export-tree has no --method for
+        text = serving.export_markdown(trace_of([step_of(EAGLE_25)], method=method), "run", 25)
+        assert "opttree export-tree --format" not in text and f"has no --method {method}" in text
+    ar = trace_of([], method="ar", drafter="none")      # an AR run's export of a shape: the CLI's default drafter
+    assert cli_line(serving.export_markdown(ar, "binary", 6)).endswith("--method binary --nodes 6 --drafter eagle")
