@@ -7,6 +7,7 @@ import html
 from opttree.trace import by_depth_text, committed_draft, counted, percent
 
 from .cost_chart import context_read, usable, verify_ratio
+from .drafters import drafter_name, p_hat_meaning
 
 
 def step_metrics(trace: dict | None, index: int | None) -> str:
@@ -15,7 +16,10 @@ def step_metrics(trace: dict | None, index: int | None) -> str:
     if not steps or index is None:
         return "_No step yet._"
     s = steps[index]
-    rows = [("E(A) = Σ p̂ (expected accepted)", f"{s['expected_accept']:.2f}"),
+    meaning = p_hat_meaning(trace.get("meta"))
+    what = "no draft model: a ranking score, not a prediction" if meaning else "expected accepted"
+    ea = f"E(A) = Σ p̂ ({what})"
+    rows = [(ea, f"{s['expected_accept']:.2f}"),
             ("accepted draft tokens", accepted_text(s)),
             ("nodes in the tree", str(len(s["tokens"]))),
             ("tree depth", str(max(s["depth"], default=0))),
@@ -58,7 +62,7 @@ def run_summary(trace: dict | None) -> str:
             f"{s['steps']} steps · "
             f"τ = **{s['tau']:.2f}** tokens/step · {s['tokens_per_s']:.1f} tokens/s{prefill_text(s)} · "
             f"mean E(A) {s.get('mean_expected_accept', 0):.2f} vs **{s.get('mean_accepted_draft_tokens', 0):.2f}** "
-            f"accepted draft tokens a step{calibrated}" + acceptance_text(s) + belief_note(s))
+            f"accepted draft tokens a step{calibrated}" + acceptance_text(s) + belief_note(s, m))
 
 
 def prefill_text(summary: dict) -> str:
@@ -68,8 +72,15 @@ def prefill_text(summary: dict) -> str:
     return f" (the whole run, the prompt's {ms:.0f} ms prefill included)" if isinstance(ms, (int, float)) else ""
 
 
-def belief_note(summary: dict) -> str:
-    """A word where E(A) and the accepted tokens look contradictory: p̂ is what the draft believes."""
+def belief_note(summary: dict, meta: dict | None = None) -> str:
+    """A word on what E(A) is: for a drafter without a draft model (prompt lookup, Token Recycling) what
+    its p̂ are, always; for a draft model, where E(A) and the accepted tokens look contradictory, that p̂
+    is the draft's belief."""
+    meaning = p_hat_meaning(meta)
+    if meaning:
+        name = drafter_name(meta)
+        return (f"\n\n{name[:1].upper() + name[1:]} has no draft model: {meaning}. E(A) sums these p̂, so "
+                "here it is a ranking score, not a prediction of the accepted tokens.")
     ea, got = summary.get("mean_expected_accept") or 0.0, summary.get("mean_accepted_draft_tokens") or 0.0
     if ea <= 0 or abs(ea - got) <= 0.25 * max(ea, got):
         return ""

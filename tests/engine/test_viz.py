@@ -449,3 +449,19 @@ def test_ea_vs_a_keeps_only_drafted_steps_and_splits_drafters(trace):
     assert set(stats) == {"opt-tree · EAGLE head", "opt-tree · prompt lookup"}
     titles = " ".join(a.text for a in fig.layout.annotations)
     assert "no draft model" in titles and "1 step without a tree left out" in fig.layout.title.text
+
+
+def test_metrics_say_what_e_a_is_without_a_draft_model():
+    """Prompt lookup and Token Recycling have no draft model: a 10-token retrieved chain has p̂ = 1 at each
+    node, so E(A) = 10 is its length, not a belief the draft over-states (failed before: the note said
+    "this draft over-states acceptance")."""
+    chain = make_step([-1, *range(9)], [1.0] * 10, accepted=[0, 1])
+    for drafter in ("lookup", "recycling"):
+        trace = {"steps": [chain], "summary": summarize([chain], 3, 1.0),
+                 "meta": {"method": "opt-tree", "drafter": drafter, "draft": "x"}}
+        md = step_metrics(trace, 0)
+        assert "| 10.00 |" in md and "no draft model" in md
+        assert "over-states" not in md and "draft's own belief" not in md
+    model = {"steps": [chain], "summary": summarize([chain], 3, 1.0),
+             "meta": {"method": "opt-tree", "drafter": "eagle"}}
+    assert "over-states" in step_metrics(model, 0) and "no draft model" not in step_metrics(model, 0)
