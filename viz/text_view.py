@@ -4,6 +4,10 @@ Blue tokens were drafted and accepted; orange ones are the target's bonus token 
 step. Alternate steps get a darker shade so step boundaries are visible. Every token is
 HTML-escaped (a model that emits `<script>` shows it as text). Each span carries `data-step` so a
 click can jump the scrubber to the step that produced it.
+
+The trace records each token's text decoded alone, so a character a byte-level tokenizer splits over
+several tokens (an emoji, Arabic, an accented letter) reads U+FFFD in each of them. `run_pieces` gives
+such a run of tokens its text from the run's whole output text, on its first token (the rest empty).
 """
 
 from __future__ import annotations
@@ -39,13 +43,63 @@ def token_pieces(step: dict) -> list[tuple[str, bool]]:
     return pieces
 
 
+BROKEN = "\ufffd"     # what a token decoded alone shows for the bytes of a character it holds only part of
+
+
+def run_pieces(trace: dict | None) -> list[list[tuple[str, bool]]]:
+    """`token_pieces` of every step, with each character split over tokens mended from the output text;
+    the tokens' own texts where the output text does not line up with them (a live run before its end)."""
+    trace = trace or {}
+    pieces = [token_pieces(s) for s in trace.get("steps", [])]
+    where = [(i, j) for i, ps in enumerate(pieces) for j in range(len(ps))]
+    texts = [pieces[i][j][0] for i, j in where]
+    mended = mend(texts, str(trace.get("output_text") or "")) if any(BROKEN in t for t in texts) else None
+    for (i, j), text in zip(where, mended or []):
+        pieces[i][j] = (text, pieces[i][j][1])
+    return pieces
+
+
+def _special(text: str) -> bool:
+    """A special token's text (`<|im_end|>`), which the output text leaves out."""
+    return text.startswith("<") and text.endswith(">")
+
+
+def mend(texts: list[str], output: str) -> list[str] | None:
+    """`texts` with each run of tokens that read U+FFFD given the run's text in `output` (the tokens'
+    decoded whole) on its first token, the rest empty; None where `output` does not line up with them."""
+    out, at, k = list(texts), 0, 0
+    while k < len(texts):
+        text = texts[k]
+        if BROKEN not in text:
+            skip = at + len(output[at:]) - len(output[at:].lstrip())   # a leading space decoded alone drops
+            if output.startswith(text, at) or output.startswith(text, skip):
+                at = (at if output.startswith(text, at) else skip) + len(text)
+            elif not _special(text):
+                return None
+            k += 1
+            continue
+        end = k
+        while end < len(texts) and BROKEN in texts[end]:
+            end += 1
+        # A U+FFFD stands for at most 3 bytes, and bytes decode to at most as many characters.
+        bound = sum(3 * t.count(BROKEN) + len(t.replace(BROKEN, "")) for t in texts[k:end])
+        after = next((t for t in texts[end:] if t and not _special(t)), None)
+        stop = len(output) if after is None else next(
+            (j for j in range(at + 1, min(len(output), at + bound) + 1) if output.startswith(after, j)), None)
+        if stop is None or not 0 < stop - at <= bound or BROKEN in output[at:stop]:
+            return None
+        out[k:end] = [output[at:stop]] + [""] * (end - k - 1)
+        at, k = stop, end
+    return out
+
+
 def text_html(trace: dict | None, current: int | None = None) -> str:
     steps = (trace or {}).get("steps", [])
     if not steps:
         return '<div class="gen-text empty">The generated text appears here, token by token.</div>'
     parts = []
-    for i, step in enumerate(steps):
-        for text, bonus in token_pieces(step):
+    for i, pieces in enumerate(run_pieces(trace)):
+        for text, bonus in pieces:
             parts.append(_span(text, i, bonus, i == current))
     legend = (f'<div class="gen-legend"><span class="tok draft" style="background:{style.DRAFT_TEXT_BG[0]}">'
               'accepted draft token</span> '

@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 from opttree.trace import committed_draft, counted
 
 from . import style
+from .text_view import BROKEN, run_pieces
 from .tree_layout import tidy_layout
 
 LABEL_LIMIT = 80          # above this many nodes only the accepted path keeps text labels
@@ -54,8 +55,10 @@ def _hover(step: dict, i: int) -> str:
 def root_context(trace: dict, index: int) -> str:
     """The end of the text step `index` continues (its root is that text's last token): the output
     committed by the steps before it, or for the first step the end of the prompt."""
-    steps = trace.get("steps") or []
-    text = "".join(s.get("committed_text", "") for s in steps[:index])
+    text = "".join(s.get("committed_text", "") for s in (trace.get("steps") or [])[:index])
+    if BROKEN in text:       # a character split over two steps: mended from the output text where it lines up
+        mended = "".join(t for pieces in run_pieces(trace)[:index] for t, _ in pieces)
+        text = text if BROKEN in mended else mended
     if not text.strip():
         text = trace.get("prompt", "")
     text = " ".join(text.split())
