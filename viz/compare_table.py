@@ -29,7 +29,9 @@ def table_label(summary: dict | None) -> str:
     """What every figure in the table is: a mean over the prompts, ± one standard error."""
     if not summary:
         return "Each method's figures (press Compare)"
-    return (f"Each figure is a mean over {prompts_text(summary['prompts'])} ± one standard error (SE) over them; "
+    spread = ("(one prompt: no standard error)" if summary["prompts"] == 1
+              else "± one standard error (SE) over them")
+    return (f"Each figure is a mean over {prompts_text(summary['prompts'])} {spread}; "
             "tokens per step (τ), accepted draft tokens per step and speedup are per prompt, then averaged (the "
             "other columns pool every step). Speedup times whole runs, the "
             "prompt's prefill included (its own column): speculative decoding shortens the steps, not the prefill")

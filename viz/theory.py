@@ -238,6 +238,12 @@ def _children(step: dict, node: int) -> list[int]:
     return [j for j, par in enumerate(step["parents"]) if par == node]
 
 
+def children_text(n: int, bold: bool = False) -> str:
+    """'1 child', '3 children' (the count in bold for the reading)."""
+    count = f"**{n}**" if bold else str(n)
+    return f"{count} {'child' if n == 1 else 'children'}"
+
+
 def step_view(trace: dict | None, index: int, node: int):
     """(p/q figure, rates figure, reading) for one recorded row of the trace."""
     steps = (trace or {}).get("steps", [])
@@ -261,7 +267,7 @@ def step_view(trace: dict | None, index: int, node: int):
                 + (f", target p = {p_target[j]:.3f}" if p_target else "") for j in kids}
     mass = sum(p_target[j] for j in kids) if p_target and kids else None
     k = len(kids) if 1 <= len(kids) <= KS[-1] else 4
-    mark = (len(kids), mass, f"this tree: {len(kids)} children holding target p = {mass:.3f}") \
+    mark = (len(kids), mass, f"this tree: {children_text(len(kids))} holding target p = {mass:.3f}") \
         if mass is not None and 1 <= len(kids) <= KS[-1] else None
     meta = (trace or {}).get("meta", {})
     texts = rows[node]["texts"]
@@ -278,10 +284,10 @@ def step_view(trace: dict | None, index: int, node: int):
     elif node != -1:
         lines.append("This node is off the accepted path: the verifier never sampled here.")
     if mass is not None:
-        lines.append(f"This tree gave the node **{len(kids)}** children; the target's mass on them is "
+        lines.append(f"This tree gave the node {children_text(len(kids), bold=True)}; the target's mass on them is "
                      f"**{mass:.2f}**, the chance its own token is one of them (the star on the chart).")
     elif kids:
-        lines.append(f"This tree gave the node {len(kids)} children.")
+        lines.append(f"This tree gave the node {children_text(len(kids))}.")
     else:
         lines.append("The node has no children in this tree (the draft expanded it, the tree kept none).")
     lines.append(reading(table, k, max(d.rest_p, d.rest_q)))

@@ -105,3 +105,12 @@ def test_table_columns_share_the_width_and_hold_their_header_words():
     for header, share in zip(COLUMNS, shares):
         longest = max(len(word) for word in header.split())
         assert longest * HEADER_CHAR_PX + CELL_PAD_PX <= TABLE_PX * share / 100, header
+
+
+def test_one_prompt_and_one_child_read_in_the_singular():
+    """Failed before: "over 1 prompt ± one standard error (SE) over them", "gave the node 1 children"."""
+    from viz.theory import children_text
+
+    one = table_label({**SUMMARY, "prompts": 1})
+    assert "over 1 prompt (one prompt: no standard error)" in one and "over them" not in one
+    assert children_text(1) == "1 child" and children_text(3, bold=True) == "**3** children"
