@@ -332,10 +332,10 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
                "run more to read the calibration</sup>") if 0 < n < FEW_STEPS else ""
     title = (f"Expected vs actual accepted length<br><sup>{n} steps that drafted a tree, per method and drafter: "
              f"their density and<br>the mean A per E(A) decile{left}</sup>{caution}")
-    top = 134 + (24 if caution else 0) + (14 if no_model else 0)
+    top = 120 + BADGE_PX + (24 if caution else 0) + (14 if no_model else 0)
     fig.update_layout(template="plotly_white", height=360 * nrows + 30, margin=dict(l=50, r=10, t=top, b=40),
                       showlegend=False, title=dict(text=title, x=0.01, font=dict(size=14), y=1, yref="container",
-                                                   yanchor="top", pad=dict(t=14)))  # top down
+                                                   yanchor="top", pad=dict(t=BADGE_PX)))  # below the chip
     fig.update_annotations(font_size=11)
     if not groups:
         fig.add_annotation(text="No steps yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)

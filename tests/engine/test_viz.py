@@ -12,7 +12,7 @@ from opttree.trace import dumps, loads, summarize
 from viz import style
 from viz.cost_chart import cost_figure
 from viz.metrics import run_summary, step_metrics, why_slower
-from viz.step_charts import accept_bars, ea_density, ea_points, why_shape
+from viz.step_charts import BADGE_PX, accept_bars, ea_density, ea_points, why_shape
 from viz.text_view import text_html, token_pieces
 from viz.tree_figure import FRAME_PX, MAX_HEIGHT, ROW_PX, TITLE_TOP, figure_height, root_context, tree_figure
 from viz.tree_layout import tidy_layout
@@ -252,6 +252,10 @@ def test_ea_density_per_method(trace):
     assert any(t.startswith("opt-tree · draft model: binned r") and "per-step r" in t for t in titles)
     empty, none = ea_density([])
     assert none == {} and empty.layout.annotations[-1].text == "No steps yet"
+    for f in (fig, empty):      # the title starts below the label chip the page draws over the chart's top left
+        title = f.layout.title
+        assert (title.yref, title.yanchor) == ("container", "top") and title.pad.t >= BADGE_PX
+        assert f.layout.margin.t >= BADGE_PX + 4 * title.font.size     # its three lines, below the chip
 
 
 def auto_step(**extra):
