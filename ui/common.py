@@ -198,7 +198,8 @@ def history_views(history):
     def num(x):
         return f"{x:.3f}" if isinstance(x, (int, float)) else "n/a"
 
-    lines = [f"{n} steps that drafted a tree, of {len(history)} run(s). **Binned r**: Pearson r between mean E(A) and mean A over "
+    lines = [f"{n} steps that drafted a tree, of {len(history)} run(s). **Binned r**: Pearson r between mean E(A) "
+             "and mean A over "
              "E(A) deciles (what the paper's Figure 4 shows); **slope**: mean A per unit of E(A) (1 = calibrated); "
              "**per-step r**: over single steps, held down by A being a small integer.", "",
              "| method · drafter | binned r | slope | per-step r | steps |", "|---|---|---|---|---|"]

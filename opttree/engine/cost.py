@@ -42,7 +42,7 @@ from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
 from opttree.errors import BadInput
 from opttree.machine import cpu_isa, cpu_name
-from opttree.models.loading import last_logits_only
+from opttree.models.loading import last_logits_only, learned_position_limit
 from opttree.nets.few_row_linear import (
     MKL,
     PROBE_ROWS,
@@ -299,10 +299,10 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def check_room_to_measure(model, name: str, tree: int) -> None:
-    """BadInput when `model` has too few positions to be timed after PREFIX_TOKENS of prefix with a
-    `tree`-token forward and the drafting's own growth (64): the curve every run reads."""
-    room, need = getattr(getattr(model, "config", None), "max_position_embeddings", None), PREFIX_TOKENS + tree + 64
+def check_room_to_measure(room: int | None, name: str, tree: int) -> None:
+    """BadInput when a model with `room` positions has too few to be timed after PREFIX_TOKENS of prefix
+    with a `tree`-token forward and the drafting's own growth (64): the curve every run reads."""
+    need = PREFIX_TOKENS + tree + 64
     if room is not None and room < need:
         raise BadInput(f"this {name} has {room} positions; measuring what its forwards cost here (the curve every "
                        f"run reads) takes {need}: a {PREFIX_TOKENS}-token prefix, a {tree}-token tree and the "
@@ -312,7 +312,7 @@ def check_room_to_measure(model, name: str, tree: int) -> None:
 def measure_verify(pair, sizes=SIZES, reps: int = 3, warmup: int = 1, log=None) -> dict:
     """The target's half of the curve, measured now: verification forwards after PREFIX_TOKENS of KV
     prefix and after a longer one (`longer`), keyed by `target_key`."""
-    check_room_to_measure(pair.target, "target", max(sizes))
+    check_room_to_measure(getattr(pair.target.config, "max_position_embeddings", None), "target", max(sizes))
     t0, load = time.perf_counter(), load_average()
     near = _verify_at(pair, PREFIX_TOKENS, sizes, reps, warmup, log)
     far = longer_prefix(pair, sizes)
@@ -327,17 +327,21 @@ def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, lo
     draft, draft layers, after PREFIX_TOKENS of KV prefix and again after a longer one (`longer`).
     `verify`: the target's half measured earlier (`measure_verify`), reused instead of timed again.
     The curve's `measured_utc` and `load_avg` are the verify forwards'; its draft's are in `draft`."""
-    if pair.drafter_kind == "classic":      # a draft LM is timed after the same prefix
-        check_room_to_measure(pair.draft_model, "draft model", max(widths))
+    # A draft LM is timed after the same prefixes; one with learned positions (GPT-2, OPT) that do not
+    # reach the longer prefix keeps its costs after the short one there.
+    room = learned_position_limit(pair.draft_model) if pair.drafter_kind == "classic" else None
+    check_room_to_measure(room, "draft model", max(widths))
     t0 = time.perf_counter()
     verify = verify or measure_verify(pair, sizes, reps, warmup, log)
 
-    def with_draft(part: dict) -> dict:
+    def with_draft(part: dict, held: dict | None = None) -> dict:
+        if held is not None and room is not None and room < part["prefix_tokens"] + max(widths) + 64:
+            return {**part, "draft": held}
         load, draft = load_average(), _draft_at(pair, part["prefix_tokens"], widths, reps, warmup, log)
         return {**part, "draft": draft and {**draft, "measured_utc": _now(), "load_avg": load}}
 
-    longer = verify.get("longer")
-    curve = {**with_draft(verify), "key": cache_key(pair), "longer": with_draft(longer) if longer else None}
+    near, longer = with_draft(verify), verify.get("longer")
+    curve = {**near, "key": cache_key(pair), "longer": with_draft(longer, near["draft"]) if longer else None}
     curve["seconds"] = round(verify["seconds"] + time.perf_counter() - t0, 2)
     return curve
 

@@ -25,6 +25,7 @@ from opttree.engine.step_timer import StepTimer
 from opttree.engine.target_state import TargetState
 from opttree.errors import BadInput
 from opttree.models.draft_assets import length_predictor_for
+from opttree.models.loading import learned_position_limit
 from opttree.nets.attention_mask import cache_scaled_limit, rope_switch_limit
 from opttree.trace import (
     ROWS_PER_RUN,
@@ -83,7 +84,7 @@ def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], recor
 
 
 def check_room(pair, prompt_tokens: int, max_new_tokens: int) -> None:
-    """BadInput unless the run fits the target's positions (and a classic draft's). The target reads
+    """BadInput unless the run fits the target's positions (and a classic draft's learned ones). The target reads
     positions 0 .. prompt + max new tokens - 2: a tree never reaches past the tokens left
     (`capped_config`) and the last bonus token is committed without a forward. Sliding-window and
     chunked layers set no limit: their masks keep them inside their windows at any length
@@ -92,8 +93,9 @@ def check_room(pair, prompt_tokens: int, max_new_tokens: int) -> None:
     the long factors (`rope_switch_limit`)."""
     used = prompt_tokens + max_new_tokens - 1
     draft = pair.draft_model if pair.drafter_kind == "classic" else None    # a draft LM reads them all too
-    for name, model in (("model", pair.target), ("draft model", draft)):
-        limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    limits = (("model", getattr(pair.target.config, "max_position_embeddings", None)),
+              ("draft model", learned_position_limit(draft)))    # a rotary draft reads past its length
+    for name, limit in limits:
         if limit and used > limit:
             raise BadInput(f"prompt ({prompt_tokens} tokens) + max new tokens ({max_new_tokens}) exceeds the "
                            f"{name}'s context of {limit} tokens by {used - limit}.")

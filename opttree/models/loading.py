@@ -181,13 +181,24 @@ def load_target(target: str = bundled.BUNDLED_ID, device: str = "auto", dtype: s
 
 
 def check_draft_vocab(draft_model, tokenizer) -> None:
-    """BadInput unless a draft LM can read every token id the target's tokenizer gives: the draft reads
-    the prompt's and the target's tokens by id, so it must share the target's tokenizer (a draft whose
-    embedding has fewer rows failed mid-run with an IndexError)."""
-    rows, need = draft_model.get_input_embeddings().num_embeddings, len(tokenizer)
-    if rows < need:
+    """BadInput unless a draft LM has a row for every token of the target's vocabulary: the draft reads
+    the prompt's and the target's tokens by id, so it must share the target's tokenizer. The bound is the
+    tokenizer's base vocabulary: a token added beside it that text never holds (Gemma 3's image
+    placeholder) may lie past a text-only draft's rows."""
+    rows, need = draft_model.get_input_embeddings().num_embeddings, getattr(tokenizer, "vocab_size", None)
+    if isinstance(need, int) and rows < need:
         raise BadInput(f"the draft model has {rows} token ids, the target's tokenizer {need}: a draft must use "
                        "the target's tokenizer (the same vocabulary, or a larger one with the same ids).")
+
+
+def learned_position_limit(model) -> int | None:
+    """How many positions a model with learned absolute position embeddings (GPT-2, OPT) can read at
+    all: one past them has no row. None for rotary models, which read any position (past their
+    training length, less well)."""
+    cfg = getattr(model, "config", None)
+    if cfg is None or any(getattr(cfg, k, None) is not None for k in ("rope_parameters", "rope_scaling", "rotary_dim")):
+        return None
+    return getattr(cfg, "max_position_embeddings", None)
 
 
 def load_classic_draft(draft: str, target, device, dtype, trust_remote_code=False):

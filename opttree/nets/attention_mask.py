@@ -135,7 +135,7 @@ def tree_refusal(config) -> str | None:
     A tree forward lays its nodes side by side in cache slots and tells each node its own position and
     ancestors (the tree mask). That is exact for attention that takes positions from `position_ids` and
     visibility from the mask. It is not for:
-    - ALiBi (BLOOM, MPT, Falcon with `alibi`): the bias grows with the distance in cache slots, so a
+    - ALiBi (BLOOM, MPT, Falcon with `alibi`, Jais): the bias grows with the distance in cache slots, so a
       node's siblings and cousins shift every distance it sees (BLOOM and Falcon also build the bias
       from a 2D mask and cannot read a 4D one);
     - recurrent and linear-attention layers (Mamba, RWKV, Jamba, Qwen3-Next, LFM2, ...): every node,
@@ -144,7 +144,8 @@ def tree_refusal(config) -> str | None:
     cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
     kind = getattr(cfg, "model_type", "") or ""
     attn = getattr(cfg, "attn_config", None)
-    if kind in ("bloom", "mpt") or getattr(cfg, "alibi", False) is True or getattr(attn, "alibi", False) is True:
+    alibi = getattr(cfg, "alibi", False) is True or getattr(attn, "alibi", False) is True
+    if kind in ("bloom", "mpt") or alibi or getattr(cfg, "position_embedding_type", None) == "alibi":   # the last: Jais
         return (f"{kind or 'this model'} uses ALiBi, whose bias counts distances in cache slots: a tree's "
                 "nodes sit side by side there, so each would see its context at the wrong distances.")
     if kind in RECURRENT_MODELS or RECURRENT_KINDS & set(layer_kinds(cfg)):

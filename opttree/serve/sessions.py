@@ -1,7 +1,7 @@
 """What the service keeps per browser session: the cancel flags of its runs and its own Token
 Recycling tables.
 
-Closing a tab (or pressing Stop) sets the flags of that session's runs; a session's tables
+Closing a tab sets the flags of that session's runs, a tab's Stop those it started (its scope); a session's tables
 (`recycling_scope: session`) are keyed by that session, bounded (least recently used dropped first),
 dropped when the tab closes and never handed to another session.
 """

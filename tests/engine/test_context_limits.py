@@ -57,7 +57,7 @@ def test_a_run_may_use_every_position_of_the_target_and_no_more():
 
 def test_a_classic_draft_with_fewer_positions_than_the_run_needs_is_refused_by_name(tmp_path, monkeypatch):
     """The draft LM reads every position the target does, and is timed after a 128-token prefix for
-    the cost curve (each failed with an IndexError)."""
+    the cost curve: a GPT-2 draft has no position past its table."""
     monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))       # nothing cached: the first run measures
     torch.manual_seed(0)
     pair = with_draft(tiny_llama(0, 64))
@@ -72,15 +72,37 @@ def test_a_classic_draft_with_fewer_positions_than_the_run_needs_is_refused_by_n
         decode(pair, "opt-tree", 292)
 
 
+def test_a_draft_with_learned_positions_short_of_the_longer_cost_prefix_keeps_its_near_costs(tmp_path, monkeypatch):
+    """The cost curve times the draft after a second, longer prefix (1,024 tokens where the target has
+    room), where a 512-position GPT-2 draft has no position left. A rotary draft is not held to its
+    max positions: it reads past them (less well), and the output stays the target's."""
+    monkeypatch.setenv("OPTTREE_COSTS", str(tmp_path))
+    torch.manual_seed(0)
+    pair = with_draft(tiny_llama(0, 64))
+    pair.target.config.max_position_embeddings = 2048
+    pair.draft_model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=64, n_positions=512,
+                                                  bos_token_id=None, eos_token_id=None)).eval()
+    trace = run(pair, "", DecodeConfig(method="opt-tree", nodes=10, max_depth=6, max_new_tokens=8), chat=False,
+                prompt_ids=PROMPT)
+    curve = pair.cost_curve
+    assert curve["longer"]["prefix_tokens"] > 512 - 128 and curve["longer"]["draft"] == curve["draft"]
+    assert len(trace["output_ids"]) == 8
+    rotary = with_draft(tiny_llama(0, 64))
+    rotary.draft_model.config.max_position_embeddings = 16                   # a RoPE draft: no position table
+    assert decode(rotary, "opt-tree", 40) == decode(with_draft(tiny_llama(0, 64)), "ar", 40)
+
+
 def test_a_classic_draft_with_fewer_token_ids_than_the_tokenizer_is_refused(tmp_path):
-    """A draft reads the prompt's and the target's tokens by id (a smaller one failed with an IndexError)."""
+    """A draft reads the prompt's and the target's tokens by id: a smaller table has no row for some."""
     from tiny import tiny_pair
 
     from opttree.drafters.registry import with_drafter
 
     class Tokenizer(ToyTokenizer):
+        vocab_size = 64         # the base vocabulary; one token added past it, as Gemma 3's image placeholder
+
         def __len__(self):
-            return 64
+            return 65
 
     base = tiny_pair("none")
     base.tokenizer = Tokenizer()
@@ -88,7 +110,7 @@ def test_a_classic_draft_with_fewer_token_ids_than_the_tokenizer_is_refused(tmp_
     tiny_llama(1, 64, layers=1).save_pretrained(tmp_path / "same")
     with pytest.raises(BadInput, match="the draft model has 48 token ids, the target's tokenizer 64"):
         with_drafter(base, "classic", str(tmp_path / "small"))
-    assert with_drafter(base, "classic", str(tmp_path / "same")).draft_model is not None
+    assert with_drafter(base, "classic", str(tmp_path / "same")).draft_model is not None   # 64 rows of 65 ids
 
 
 def test_a_longrope_target_runs_up_to_its_switch_to_the_long_factors_and_no_further():

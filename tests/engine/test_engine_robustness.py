@@ -203,8 +203,8 @@ def test_largest_allowed_tree_runs():
 
 
 def test_a_target_too_short_to_measure_its_costs_is_bad_input(tmp_path, monkeypatch):
-    # 128 positions leave no room for the cost curve's 128-token prefix and 64-token tree: the first
-    # run measured them anyway and crashed with an IndexError from the position embedding.
+    # 128 positions leave no room for the cost curve's 128-token prefix and 64-token tree (timing them
+    # would index past the position embedding): the first run refuses the target instead.
     from tiny import tiny_pair
     from transformers import GPT2Config, GPT2LMHeadModel
 

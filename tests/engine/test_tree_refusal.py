@@ -36,6 +36,7 @@ REFUSED = {
     "bloom": (lambda: BloomConfig(vocab_size=64, hidden_size=32, n_layer=2, n_head=4), "ALiBi"),
     "mpt": (lambda: MptConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, max_seq_len=128), "ALiBi"),
     "falcon with alibi": (lambda: FalconConfig(**SMALL, alibi=True), "ALiBi"),
+    "jais-style": (lambda: LlamaConfig(**SMALL, position_embedding_type="alibi"), "ALiBi"),   # remote code: its key
     "mamba": (lambda: MambaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2), "recurrent"),
     "rwkv": (lambda: RwkvConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2), "recurrent"),
     "qwen3-next": (lambda: Qwen3NextConfig(**SMALL, intermediate_size=64, num_key_value_heads=2, head_dim=8,
