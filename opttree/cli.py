@@ -161,11 +161,18 @@ def cmd_export_tree(args) -> int:
             report["acceptance_by_rank"], report["acceptance_source"] = list(vector), source
             notes.append(f"Sequoia's tree for the acceptance by rank from {source}.")
     notes += [n for n in [held_note(args.method, args.nodes, paths, args.max_depth)] if n]
-    out = engine_export(paths, args.format, kind)
+    def write_report(text, said):
+        if args.report:
+            report.update(paths=[list(p) for p in paths], text=text, notes=said)
+            Path(args.report).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+
+    try:   # an OPT-Tree stand-in's shape is known only after its fit: a refusal still leaves the report
+        out = engine_export(paths, args.format, kind)
+    except BadInput as exc:
+        write_report(None, [*notes, str(exc)])
+        raise
     notes += out.notes
-    if args.report:
-        report.update(paths=[list(p) for p in paths], text=out.text, notes=notes)
-        Path(args.report).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    write_report(out.text, notes)
     print(out.text)
     for note in notes:
         log("note: " + note)

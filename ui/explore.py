@@ -102,11 +102,13 @@ def step_view(page: Page) -> dict:
 
 # ---------------------------------------------------------------- model work (through the service's lane)
 
+SCOPE = "explore"       # the runs Explore's Stop ends (Learn's lessons run here too)
 # A live run redraws the page at most this often, and its live updates leave out the accepted-length
 # bars (drawn once the run ends). A redraw keeps a 2-core machine's browser busy ~0.28 s (Chromium's
 # long tasks over a 90-step run), so a redraw every 0.3 s saturated it: on a loaded machine the page
 # fell ever further behind the run, and a click on Stop waited behind the queued redraws.
 LIVE_REDRAW_S = 1.0
+
 
 def run_inputs(page: Page) -> dict:
     """A run's inputs by name, in `run_explore`'s order; each name is its parameter's in the /run API."""
@@ -263,7 +265,6 @@ def fixed_mode():
 # A live run follows its newest step until the visitor scrubs to an earlier one: then each redraw only
 # lets the scrubber reach the new steps and the view stays where they put it, until they scrub to the
 # newest step again or the run ends. Keyed by browser session; emptied when the session's run ends.
-SCOPE = "explore"                   # the runs Explore's Stop ends (Learn's lessons run here too)
 LIVE: set[str] = set()              # sessions with an Explore run going
 PINNED: dict[str, int] = {}         # session -> the step (0-based) the visitor scrubbed to during it
 

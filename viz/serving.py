@@ -100,8 +100,8 @@ def export_paths(trace: dict | None, choice: str, nodes: int) -> tuple[list[tupl
                        f"{expected_accepted(vector, nodes, EXPORT_DEPTH):.2f} accepted draft tokens a step."]
     paths = static_paths(choice, nodes, EXPORT_DEPTH)
     held = held_note(choice, nodes, paths, EXPORT_DEPTH)
-    return paths, [f"The {dict((v, k) for k, v in EXPORT_CHOICES).get(choice, choice)} shape"
-                   + (f": {held}" if held else ".")]
+    name = dict((v, k) for k, v in EXPORT_CHOICES).get(choice, choice)
+    return paths, [held[0].upper() + held[1:] if held else f"The {name} shape."]
 
 
 def _code(text: str, lang: str = "") -> str:
@@ -161,7 +161,7 @@ def export_markdown(trace: dict | None, choice: str, nodes: int) -> str:
     took = []
     for fmt, title in EXPORT_FORMATS.items():
         text, said = _engine(paths, fmt, drafter)
-        lines += ["", f"**{title}**" + (":" if text else ": not this tree."), ""]
+        lines += ["", f"**{title}**" + (":" if text else ": cannot take it."), ""]
         if text:
             took.append(fmt)
             lines += [_code(text, "bash" if fmt == "sglang" else "json"), ""]

@@ -89,7 +89,8 @@ def load_causal_lm(spec: str, device: torch.device, dtype: torch.dtype,
     refusal = tree_refusal(config)     # read from the config, before any weight is loaded
     if refusal:
         raise BadInput(f"model {spec!r} cannot run here: {refusal}")
-    kwargs = dict(dtype=dtype, attn_implementation=paths.attention_impl(), trust_remote_code=trust_remote_code)
+    kwargs = dict(config=config, dtype=dtype, attn_implementation=paths.attention_impl(),
+                  trust_remote_code=trust_remote_code)
     if device_map:
         kwargs["device_map"] = device_map  # spreads a big target over the visible GPUs
     try:

@@ -110,7 +110,8 @@ def vllm_refusal(paths, method: str | None, tree: bool) -> str | None:
     if tree and not uniform_per_level(paths):
         return ("vLLM ≤ 0.20 drafts one child count per level (the level's drafts divided by the level above's), "
                 "and this tree's nodes on one level have different numbers of children, so it cannot be drafted "
-                "as written: use --format vllm (a chain) or sglang, or a tree with even levels (binary, chain)")
+                "as written: use --format vllm (a chain) or sglang, or a tree with even levels (a chain, or a binary "
+                "tree of whole levels: 2, 6, 14, 30, 62 … nodes)")
     return None
 
 

@@ -24,7 +24,7 @@ def build_tree(expand, cfg: DecodeConfig, cost: StepCost | None = None, acceptan
     cut to the budget and max depth (and, under the auto budget, where the objective peaks).
     `shape_depth`: the run's max depth where `cfg.max_depth` is lower only because few tokens are left;
     a static tree is built for it and cut at `cfg.max_depth`, as a serving engine cuts its fixed tree
-    (the static shapes' first layers do not depend on their depth, except Sequoia's optimum)."""
+    (built for the lower depth, Sequoia's optimum and Token Recycling's template would differ)."""
     if cfg.method == "ar":
         return DraftTree(), BuildInfo(stop_reason="autoregressive: no draft")
     if cfg.auto_nodes and cost is None:
@@ -46,4 +46,5 @@ def build_tree(expand, cfg: DecodeConfig, cost: StepCost | None = None, acceptan
     if cfg.method == "sequoia":
         return build_sequoia(expand, DEFAULT_ACCEPTANCE if acceptance is None else acceptance, n, cfg.max_depth,
                              auto, shape_depth)
-    return build_static(expand, shape_paths(cfg.method, n, cfg.max_depth), n, auto)
+    shape = shape_paths(cfg.method, n, max(shape_depth or 0, cfg.max_depth))
+    return build_static(expand, [p for p in shape if len(p) <= cfg.max_depth], n, auto)

@@ -15,7 +15,7 @@ from opttree.models.draft_assets import card_acceptance
 from opttree.train.acceptance import conditional, measure_acceptance, target_rank
 from opttree.trees.export import parse_sglang_args, parse_vllm_config
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE, optimal_tree
-from opttree.trees.static import EAGLE_25
+from opttree.trees.static import EAGLE_25, TR_STATIC
 
 PROMPT = [4, 8, 15, 16, 23, 42]
 
@@ -67,6 +67,12 @@ def test_a_step_near_the_token_limit_verifies_sequoias_tree_cut_shorter():
         for s in capped:
             depth = max(s["depth"])
             assert rank_paths(s) == [p for p in want if len(p) <= depth], (new, depth)
+    # Token Recycling's template too: its 25 first nodes cut, not the template's first 25 within the cap
+    template = [p for p in TR_STATIC if len(p) <= 6][:25]
+    trace = run(pair, "", DecodeConfig(method="tr-static", nodes=25, max_depth=6, max_new_tokens=10),
+                prompt_ids=PROMPT)
+    capped = [s for s in trace["steps"] if "depth capped" in s["stop_reason"]]
+    assert capped and all(set(rank_paths(s)) == {p for p in template if len(p) <= max(s["depth"])} for s in capped)
 
 
 def test_a_given_static_shape_is_decoded_as_it_is():

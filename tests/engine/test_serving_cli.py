@@ -95,3 +95,19 @@ def test_sequoia_says_where_its_vector_came_from(capsys):
     assert "acceptance by rank from the card of" in capsys.readouterr().err
     assert main([*EXPORT, "--method", "sequoia", "--nodes", "10", "--drafter", "lookup"]) == 0
     assert "the default prior" in capsys.readouterr().err
+
+
+def test_an_opt_tree_stand_in_vllm_cannot_draft_is_refused_with_its_report_written(capsys, tmp_path, monkeypatch):
+    """OPT-Tree's static stand-in is known only after its fit (minutes): a vllm-tree refusal then still
+    writes the report, with the shape and the reason (it left an empty folder)."""
+    uneven = [(0,), (1,), (0, 0)]
+    monkeypatch.setattr("opttree.cli._adaptive_static", lambda args, cfg, log: (uneven, {"compare": {
+        "tau_opt_tree": 2.0, "tau_static": 1.8, "tau_gain": 0.2, "speed_ratio_opt_tree_over_static": 1.1}}))
+    report = tmp_path / "opt.json"
+    assert main(["export-tree", "--format", "vllm-tree", "--method", "opt-tree", "--nodes", "3",
+                 "--report", str(report)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip().splitlines()[-1].startswith("error: ") and "one child count per level" in err
+    saved = json.loads(report.read_text())
+    assert saved["paths"] == [list(p) for p in uneven] and saved["text"] is None
+    assert "one child count per level" in saved["notes"][-1] and saved["adaptivity"]["compare"]["tau_gain"] == 0.2

@@ -69,7 +69,7 @@ def test_the_panel_says_what_each_vllm_takes_as_the_cli_does():
     holding the tree, which current vLLM refuses)."""
     uneven = serving.export_markdown(trace_of([step_of(EAGLE_25)]), "run", 25)
     assert "PR #42121" in uneven and "speculative_token_tree" not in uneven.split("```json\n")[1].split("```")[0]
-    assert "**vLLM ≤ 0.20 (speculative_token_tree)**: not this tree." in uneven
+    assert "**vLLM ≤ 0.20 (speculative_token_tree)**: cannot take it." in uneven
     assert "one child count per level" in uneven and uneven.count("```json") == 1
     even = serving.export_markdown(trace_of([]), "binary", 6)
     tree = even.split("```json\n")[2].split("\n```")[0]
