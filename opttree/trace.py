@@ -14,7 +14,9 @@ the machine's measured cost curve in compact form (engine/cost.py). A drafted ru
 draft's acceptance by rank (`acceptance_by_rank`, Sequoia's vector, and `acceptance_source`: its card
 or the default prior) and a run given a static shape its rank paths (`static_paths`). `meta["retrieval"]`
 is what the run did ("on"/"off"); where the setting was "auto" and resolved by the prompt's length,
-`retrieval_asked` keeps "auto" (a link or an import restores that). A step whose depth a length
+`retrieval_asked` keeps "auto" (a link or an import restores that), and where `tree_temperature` is not the
+setting (0: the draft's fitted value; sampling and the training-free drafters: 1), `tree_temperature_asked`
+keeps the setting. A step whose depth a length
 controller chose records the decision (`length`: for Thompson sampling the posterior's alpha and beta,
 the sampled theta and the price δ; for the predictor its predicted accepted length; and the chosen
 depth; trees/length_control.py). All of these are optional: traces

@@ -93,7 +93,8 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
         return {status: "⚠️ This trace has no steps: nothing to replay (the run on screen is kept).", box: None}
     meta, prompt = trace["meta"], str(trace.get("prompt", ""))
     method = str(meta.get("method", "?"))
-    settings = checked_settings({**meta, "retrieval": meta.get("retrieval_asked", meta.get("retrieval"))})
+    settings = checked_settings({**meta, "retrieval": meta.get("retrieval_asked", meta.get("retrieval")),
+                                 "tree_temperature": meta.get("tree_temperature_asked", meta.get("tree_temperature"))})
     controls = control_values(settings)
     model = model_of(page, registry, meta)
     out = {box: None, **explore.shown_run(page, trace, last_tree_step(trace), colour, present),   # as a run lands

@@ -135,6 +135,8 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
     trace = new_trace(pair, cfg, prompt, prompt_ids, record_target, curve, paths)
     if asked != cfg.retrieval:
         trace["meta"]["retrieval_asked"] = asked    # the setting; meta["retrieval"] is what the run did
+    if cfg.tree_temperature != trace["meta"]["tree_temperature"]:
+        trace["meta"]["tree_temperature_asked"] = cfg.tree_temperature   # e.g. 0: the draft's fitted value
     text_of = TokenTexts(pair.tokenizer)
     start, prefill_ms = time.perf_counter(), None
     for step in decode(pair, prompt_ids, cfg, cancel, record_target, cost.step_cost(curve), context, paths):

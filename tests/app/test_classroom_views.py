@@ -6,6 +6,8 @@ Copy link following the run on screen."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import gradio as gr
 import pytest
 from tiny import tiny_pair
@@ -104,6 +106,22 @@ def test_an_import_restores_the_prompt_and_settings_and_reaches_ea_vs_a():
     assert files.model_of(page, registry, {**bundled, "drafter": "classic", "draft": "self"}) == "smollm2-self"
     assert files.model_of(page, registry, {**bundled, "drafter": "recycling", "draft": "x"}) == "smollm2-recycling"
     assert files.model_of(page, registry, {**bundled, "drafter": "eagle", "draft": "other.safetensors"}) is None
+
+
+def test_an_import_restores_the_tree_temperature_it_was_asked_with():
+    """A run at tree temperature 0 (the draft's fitted value) drafts at the card's value, which meta records;
+    the import puts 0 back in the control (it put the fitted value there, so a re-run lost its lesson's
+    caption and Copy link wrote the fitted value)."""
+    page, parts, registry = built_page()
+    pair = tiny_pair("classic", draft_is_target=True)
+    pair.tree_temperature = 0.7                                      # a card's fitted value
+    cfg = DecodeConfig(method="binary", nodes=6, max_depth=3, max_new_tokens=6, tree_temperature=0.0)
+    trace = run(pair, "", cfg, prompt_ids=[5, 6])
+    assert trace["meta"]["tree_temperature"] == 0.7 and trace["meta"]["tree_temperature_asked"] == 0.0
+    out = files.do_import(page, parts, registry, dumps(trace).encode(), "log_p_hat", False, [])
+    assert out[page.settings["tree_temperature"]] == 0.0 and out[page.ran]["settings"]["tree_temperature"] == 0.0
+    asked = run(pair, "", replace(cfg, tree_temperature=0.5), prompt_ids=[5, 6])   # asked and used alike
+    assert asked["meta"]["tree_temperature"] == 0.5 and "tree_temperature_asked" not in asked["meta"]
 
 
 def test_export_with_no_run_says_so_and_a_run_exports(tmp_path, monkeypatch):
