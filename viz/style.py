@@ -127,7 +127,7 @@ CSS_COLOURS = {
     "paper_bg": _LAYOUT["paper_bgcolor"],        # Plotly writes the SVG's background as given ("white")
     "plot_bg": svg_rgb(_LAYOUT["plot_bgcolor"]), "figure_text": svg_rgb(_LAYOUT["font"]["color"]),
     "label": svg_rgb(LABEL), "grid": svg_rgb(_LAYOUT["xaxis"]["gridcolor"]), "guide": svg_rgb(GUIDE),
-    "root": svg_rgb(ROOT),
+    "root": svg_rgb(ROOT), "accepted_text": svg_rgb(ACCEPTED),
 }
 
 

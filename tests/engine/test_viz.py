@@ -410,6 +410,16 @@ def test_the_page_css_is_assets_app_css_with_the_figure_colours():
     assert f'fill: {style.svg_rgb(style.ROOT)}' in style.PAGE_CSS
 
 
+def test_dark_mode_lightens_the_accepted_paths_labels(trace):
+    """The accepted path's labels are drawn in its red, which the dark page restyles lighter (the red on
+    a dark background was hard to read): the rule matches the colour Plotly writes for them."""
+    fig = tree_figure(trace["steps"][0])
+    accepted = next(t for t in fig.data if (t.name or "").startswith("accepted path"))
+    assert accepted.textfont.color == style.ACCEPTED
+    rule = f'.dark .js-plotly-plot text[style*="fill: {style.svg_rgb(style.ACCEPTED)}"] {{ fill: #ff8a8a !important; }}'
+    assert rule in style.PAGE_CSS
+
+
 def test_every_lesson_reads_its_text_from_assets(tmp_path, monkeypatch):
     """Each lesson's name and caption come from assets/lessons.json (under its id in RUNS), the Learn
     tab's prose from assets/learn.md; viz/lessons.py declares what the lessons run, not what they say."""
