@@ -101,7 +101,8 @@ def wire_links(demo, page: Page, parts: dict, tabs) -> None:
                         [page.ran, page.prompt, page.model, page.colour, page.step, page.present, *settings],
                         page.link_box, **SCRUB).then(
         lambda: gr.Textbox(visible=True), None, page.link_box, **PRIVATE).then(
-        None, page.link_box, None, js="(link) => { navigator.clipboard?.writeText(link).catch(() => {}); }")
+        None, page.link_box, None,   # a refused link ("") leaves the clipboard as it was
+        js="(link) => { if (link) navigator.clipboard?.writeText(link).catch(() => {}); }")
 
 
 def on_unload(service, request: gr.Request = None):

@@ -33,7 +33,7 @@ from ui.common import (
     session_of,
     steps_of,
 )
-from ui.controls import STATIC_CHOICES, checked_controls, in_range, settings_from
+from ui.controls import STATIC_CHOICES, checked_controls, in_range, raw_text, settings_from
 from viz.compare_charts import speed_budget_figure, summary_cost, tau_budget_figure
 from viz.compare_table import ALL, WIDTHS, budget_choices, compare_table, prompts_text, table_label, verdict_text
 from viz.cost_chart import cost_figure
@@ -128,6 +128,7 @@ def plan_for(page: Page, service, model, prompt, values: list):
     the Explore settings and Compare's own inputs; `notes`: sentences for the status line on what runs other
     than asked. BadInput on a bad prompt or method."""
     *settings_values, chosen, extras, prompt_set, budgets, tokens = values
+    prompt = raw_text(prompt)
     statics, notes = [m for m in (chosen or []) if m in {v for _, v in STATIC_CHOICES}], []
     if not statics:     # the verdict weighs OPT-Tree against a static tree: one stands in
         statics = ["binary"]

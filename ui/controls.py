@@ -162,12 +162,19 @@ def checked_controls(values: dict) -> dict:
     A blank number box stays blank (its default applies), and so does the node slider under the auto budget
     (or at 0, the auto budget's value in a run's settings)."""
     out = dict(values)
+    if values.get(NODES_MODE) not in (None, AUTO, FIXED):        # a radio's raw value: one of its choices
+        raise BadInput(f"{short_label('nodes')}: the budget is {AUTO!r} or {FIXED!r}, got {values[NODES_MODE]!r}.")
     for name, value in values.items():
         span = control_range(name) if name in SETTINGS else None
         if span is None or value is None or (name == "nodes" and (values.get(NODES_MODE) == AUTO or value == 0)):
             continue
         out[name] = in_range(short_label(name), value, *span, whole=python_type(name) is int)
     return out
+
+
+def raw_text(value) -> str:
+    """A text box's raw value as the box's own check gives it: a string ('' for none)."""
+    return "" if value is None else str(value)
 
 
 def in_range(label: str, value, lo, hi, whole: bool = False) -> int | float:

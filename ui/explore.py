@@ -30,7 +30,7 @@ from ui.common import (
     step_views,
     steps_of,
 )
-from ui.controls import FIXED, NODES_MODE, checked_controls, mode_for, settings_controls, settings_from
+from ui.controls import FIXED, NODES_MODE, checked_controls, mode_for, raw_text, settings_controls, settings_from
 from viz import lessons
 from viz.metrics import step_metrics
 from viz.step_charts import accept_bars, ea_points, why_shape
@@ -89,8 +89,8 @@ def step_view(page: Page) -> dict:
                 next_btn = gr.Button("Next ▶", size="sm", scale=0, min_width=70, elem_id="next")
                 play_btn = gr.Button("▶ Play", size="sm", scale=0, min_width=70, elem_id="play")
                 pause_btn = gr.Button("❚❚ Pause", size="sm", scale=0, min_width=70, elem_id="pause", visible=False)
-            gr.Markdown("Keys: **←** / **→** step · **Space** play / pause (when no text box has the focus).",
-                        elem_id="keys-help")
+            gr.Markdown("Keys: **←** / **→** step · **Space** play / pause (unless a text box, slider or menu has "
+                        "the focus).", elem_id="keys-help")
             text_out = gr.HTML(text_html(None), js_on_load=TOKEN_CLICK_JS, elem_id="gen-text")
             metrics = gr.Markdown(step_metrics(None, None), elem_id="metrics")
     with gr.Row():     # side by side where both fit 320 px, one above the other on a narrower page
@@ -134,6 +134,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     The run replaces the one on screen when its first step is drawn (`now_showing`): its lesson caption,
     empty committed-token bars until it ends, what Copy link writes. A refused run changes none of them."""
     *values, history, colour, present, link = values
+    prompt = raw_text(prompt)
     try:      # the controls' raw values: a value typed past a slider's end is refused here, with its name
         controls = checked_controls(dict(zip(page.settings, values)))
     except BadInput as exc:

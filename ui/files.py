@@ -10,7 +10,7 @@ import tempfile
 
 import gradio as gr
 
-from opttree.config import MODEL_DRAFTERS
+from opttree.config import MODEL_DRAFTERS, SETTING_NAMES
 from opttree.errors import OptTreeError
 from opttree.trace import dumps, loads
 from ui import explore, links
@@ -93,8 +93,12 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
         return {status: "⚠️ This trace has no steps: nothing to replay (the run on screen is kept).", box: None}
     meta, prompt = trace["meta"], str(trace.get("prompt", ""))
     method = str(meta.get("method", "?"))
-    settings = checked_settings({**meta, "retrieval": meta.get("retrieval_asked", meta.get("retrieval")),
-                                 "tree_temperature": meta.get("tree_temperature_asked", meta.get("tree_temperature"))})
+    asked = {**meta, "retrieval": meta.get("retrieval_asked", meta.get("retrieval")),
+             "tree_temperature": meta.get("tree_temperature_asked", meta.get("tree_temperature"))}
+    settings = checked_settings(asked)
+    # A command-line run may use values past the page's controls (512 new tokens): named, not silently kept out.
+    past = [f"{name} {md_safe(str(asked[name]))}" for name in SETTING_NAMES
+            if asked.get(name) is not None and name not in settings]
     controls = control_values(settings)
     model = model_of(page, registry, meta)
     out = {box: None, **explore.shown_run(page, trace, last_tree_step(trace), colour, present),   # as a run lands
@@ -105,7 +109,8 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
                                  imported_lesson(prompt, model, settings, registry.default), ended=True),
            status: f"Loaded {article(method)} {md_safe(method)} run{drafted_by(meta)} with {steps_of(trace)} steps: "
                    "its prompt and "
-                   "settings are in Explore's controls; open Explore to replay it."}
+                   "settings are in Explore's controls; open Explore to replay it."
+                   + (f" Past what the controls take, left as they were: {', '.join(past)}." if past else "")}
     if prompt.strip():      # a run decoded from token ids has no prompt text: the box keeps its own
         out[page.prompt] = prompt
     if model:
@@ -136,8 +141,10 @@ def no_files() -> tuple[None, None]:
 def wire(page: Page, parts: dict, registry, tab) -> None:
     # "No run to export yet" holds until the tab is opened again (a run may exist by then).
     tab.select(lambda: "", None, parts["export_status"], **PRIVATE)
-    # A file exported before names the run before: a new run or an import takes both away.
-    page.trace.change(no_files, None, [parts["export_file"], parts["html_file"]], **PRIVATE)
+    # A file exported before names the run before: a new run or an import takes both away. They listen to
+    # `page.ran` (a run's prompt, pair and settings), not to the trace: Gradio hashes a listened state at
+    # every event that outputs it, and a live run outputs its trace (megabytes) at every redraw.
+    page.ran.change(no_files, None, [parts["export_file"], parts["html_file"]], **PRIVATE)
     parts["export"].click(export, page.trace, [parts["export_file"], parts["export_status"]], **PRIVATE)
     parts["export_html"].click(export_html, [page.trace, page.colour, page.step],
                                [parts["html_file"], parts["export_status"]], **PRIVATE)

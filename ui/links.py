@@ -21,7 +21,7 @@ from opttree.config import AUTO_NODES, SETTING_NAMES, app_defaults
 from opttree.errors import BadInput
 from opttree.serve.settings import ServerSettings
 from ui.common import Page
-from ui.controls import checked_controls, checked_settings, control_values, settings_from
+from ui.controls import checked_controls, checked_settings, control_values, raw_text, settings_from
 from viz import lessons
 from viz.style import COLOUR_MODES
 
@@ -149,6 +149,7 @@ def copy_link(page: Page, request: gr.Request, ran, prompt, model, colour, step,
     """The link to the shown run (`ran`: what it ran with) at the selected step; before any run, to
     the controls' prompt and settings (and no step: there is none to show yet)."""
     if not ran:
+        prompt = raw_text(prompt)
         try:      # the controls' raw values (the event skips Gradio's check, which answers a bare "Error")
             controls = checked_controls(dict(zip(page.settings, values)))
         except BadInput as exc:

@@ -66,7 +66,8 @@ def _special(text: str) -> bool:
 
 def mend(texts: list[str], output: str) -> list[str] | None:
     """`texts` with each run of tokens that read U+FFFD given the run's text in `output` (the tokens'
-    decoded whole) on its first token, the rest empty; None where `output` does not line up with them."""
+    decoded whole) on its first token, the rest empty; None where `output` does not line up with them
+    (then the tokens keep their own texts: a character shows as U+FFFD, but none is lost)."""
     out, at, k = list(texts), 0, 0
     while k < len(texts):
         text = texts[k]
@@ -86,11 +87,12 @@ def mend(texts: list[str], output: str) -> list[str] | None:
         after = next((t for t in texts[end:] if t and not _special(t)), None)
         stop = len(output) if after is None else next(
             (j for j in range(at + 1, min(len(output), at + bound) + 1) if output.startswith(after, j)), None)
-        if stop is None or not 0 < stop - at <= bound or BROKEN in output[at:stop]:
+        # The output's last run may itself end mid-character (cut at the token limit): it keeps its U+FFFD.
+        if stop is None or not 0 < stop - at <= bound or (after is not None and BROKEN in output[at:stop]):
             return None
         out[k:end] = [output[at:stop]] + [""] * (end - k - 1)
         at, k = stop, end
-    return out
+    return out if not output[at:].strip() else None       # every character placed, none dropped
 
 
 def text_html(trace: dict | None, current: int | None = None) -> str:

@@ -284,8 +284,10 @@ def step_view(trace: dict | None, index: int, node: int):
     elif node != -1:
         lines.append("This node is off the accepted path: the verifier never sampled here.")
     if mass is not None:
-        lines.append(f"This tree gave the node {children_text(len(kids), bold=True)}; the target's mass on them is "
-                     f"**{mass:.2f}**, the chance its own token is one of them (the star on the chart).")
+        them = "it" if len(kids) == 1 else "them"
+        lines.append(f"This tree gave the node {children_text(len(kids), bold=True)}; the target's mass on {them} is "
+                     f"**{mass:.2f}**, the chance its own token is {'that one' if len(kids) == 1 else 'one of them'} "
+                     "(the star on the chart).")
     elif kids:
         lines.append(f"This tree gave the node {children_text(len(kids))}.")
     else:

@@ -124,6 +124,18 @@ def test_an_import_restores_the_tree_temperature_it_was_asked_with():
     assert asked["meta"]["tree_temperature"] == 0.5 and "tree_temperature_asked" not in asked["meta"]
 
 
+def test_an_import_names_the_settings_its_controls_cannot_take():
+    """A command-line run may use values past the page's sliders (top-k 1000): the import names them
+    instead of leaving them out in silence (Copy link then writes the controls' values, another run)."""
+    page, parts, registry = built_page()
+    out = files.do_import(page, parts, registry, dumps(tiny_trace(top_k=1000)).encode(), "log_p_hat", False, [])
+    said = out[parts["import_status"]]
+    assert "Past what the controls take, left as they were: top_k 1000." in said
+    assert page.settings["top_k"] not in out
+    plain = files.do_import(page, parts, registry, dumps(tiny_trace()).encode(), "log_p_hat", False, [])
+    assert "Past what" not in plain[parts["import_status"]]
+
+
 def test_export_with_no_run_says_so_and_a_run_exports(tmp_path, monkeypatch):
     monkeypatch.setattr(files, "EXPORT_DIR", str(tmp_path))
     for nothing in (None, {}, {**tiny_trace(), "steps": []}):
@@ -401,12 +413,14 @@ def test_a_new_run_or_an_import_takes_the_exported_files_away():
     demo = build_app(RunService(registry=load_registry()))
     by_elem = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
     boxes = [by_elem["export-file"], by_elem["export-html-file"]]
-    trace = next(f for f in demo.fns.values() if f.api_name == "run").outputs[0]      # page.trace
+    run = next(f for f in demo.fns.values() if f.api_name == "run")
     imported = next(f for f in demo.fns.values() if f.name == "do_import")
-    assert isinstance(trace, gr.State) and trace in imported.outputs                  # an import changes it too
-    on_change = [f for f in demo.fns.values() if (trace._id, "change") in f.targets]
-    assert [f.outputs for f in on_change] == [boxes]
-    assert on_change[0].fn() == (None, None)
+    on_change = [f for f in demo.fns.values() if f.outputs == boxes and f.targets[0][1] == "change"]
+    assert len(on_change) == 1 and on_change[0].fn() == (None, None)
+    listened = demo.blocks[on_change[0].targets[0][0]]
+    assert isinstance(listened, gr.State) and listened in run.outputs and listened in imported.outputs
+    # not the trace: Gradio hashes a listened state at every event that outputs it (a live run's redraws)
+    assert listened is not run.outputs[0] and listened.value == {}
 
 
 def test_an_import_lands_where_a_finished_run_lands():

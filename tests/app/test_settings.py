@@ -231,3 +231,8 @@ def test_a_value_typed_past_a_controls_range_is_refused_with_its_name():
         assert said in outputs("link", **typed)["link"]["label"], typed
     link = outputs("link", threshold=0.75, max_new_tokens=200)["link"]["value"]
     assert "threshold=0.75" in link and "max_new_tokens=200" in link
+    # The other raw values the boxes' own checks gave typed: a radio's unknown choice is refused, a number
+    # sent as the prompt is its text (both reach the handler unchecked now, from the API).
+    for event, status in (("run", "status"), ("lesson", "status"), ("compare", "compare-status")):
+        assert "the budget is 'auto' or 'fixed', got 'bogus'" in outputs(event, nodes_mode="bogus")[status], event
+    assert "prompt=123" in outputs("link", prompt=123)["link"]["value"]

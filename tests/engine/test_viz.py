@@ -506,3 +506,15 @@ def test_characters_split_over_byte_level_tokens_show_whole():
     assert root_context(trace, 2).endswith("Hi 👍🏽")
     broken = {**trace, "output_text": ""}            # a live run before its end: the tokens' own texts
     assert "\ufffd" in text_html(broken)
+
+
+def test_mending_never_drops_a_character_and_keeps_a_cut_last_one():
+    """A run of broken tokens is mended only where the whole output lines up: a repeated character after
+    it (日日) must not lose one to an early match (the tokens then keep their own texts), and an output cut
+    at the token limit inside a character keeps its last U+FFFD without unmending the emoji before it."""
+    from viz.text_view import BROKEN as F
+    from viz.text_view import mend
+
+    assert mend([" " + F, F, "日"], " 日日") is None               # the first match would read " 日"
+    assert mend(["x", F, F, "y", F], "x😀y" + F) == ["x", "😀", "", "y", F]
+    assert mend(["x", F, F, "y"], "x😀y") == ["x", "😀", "", "y"]
