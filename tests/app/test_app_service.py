@@ -181,32 +181,6 @@ def test_cancel_mid_run_keeps_the_partial_trace_and_frees_the_lane(service):
     assert service.cancel_session("tab-1") == 0
 
 
-def test_a_tabs_stop_ends_that_tabs_runs_and_not_another_tabs(service):
-    """Explore's Stop stopped a comparison of the same session, and Compare's an Explore run; a closed
-    tab still stops every run of its session."""
-    from types import SimpleNamespace
-
-    from ui import compare, explore
-
-    request = SimpleNamespace(session_hash="tab-1")
-    run = service.stream("tiny", "t1 t2", dict(SETTINGS, max_new_tokens=40, nodes=2, max_depth=1),
-                         session="tab-1", scope=explore.SCOPE)
-    states = []
-    with pytest.raises(RunError) as err:
-        for up in run:
-            states.append(up.state)
-            if states.count("running") == 1:
-                explore.stop(service, compare.SCOPE, request)          # Compare's Stop: not this run
-                assert service.cancel_session("tab-2") == 0            # nor another session's
-            if states.count("running") == 3:
-                explore.stop(service, explore.SCOPE, request)          # Explore's own Stop
-    assert err.value.kind == "cancelled" and len(err.value.trace["steps"]) >= 3
-    flags = [threading.Event(), threading.Event()]
-    for flag, scope in zip(flags, (explore.SCOPE, compare.SCOPE)):
-        service.sessions.register("tab-1", flag, scope)
-    assert service.cancel_session("tab-1") == 2 and all(f.is_set() for f in flags)   # a closed tab
-
-
 def test_time_limit(service):
     service.time_limit_s = 0.0
     with pytest.raises(RunError) as err:

@@ -268,6 +268,38 @@ def explore_updates(prompt: str, stop_after: int | None = None, **settings) -> l
     return updates
 
 
+def test_a_tabs_stop_ends_that_tabs_runs_and_not_another_tabs():
+    """Explore's Stop stopped a comparison of the same session, and Compare's an Explore run; a closed
+    tab still stops every run of its session."""
+    import threading
+    from types import SimpleNamespace
+
+    from opttree.serve.allow_list import ModelEntry, Registry
+    from opttree.serve.service import RunError, RunService
+    from ui import compare
+
+    pair = tiny_pair("classic", draft_is_target=True)
+    service = RunService(registry=Registry([ModelEntry("tiny", "tiny pair", "t", "self")], default="tiny"),
+                         pair_factory=lambda entry: pair)
+    request = SimpleNamespace(session_hash="tab-1")
+    settings = dict(method="opt-tree", nodes=2, max_depth=1, threshold=0.01, max_new_tokens=40)
+    run = service.stream("tiny", "t1 t2", settings, session="tab-1", scope=explore.SCOPE)
+    states = []
+    with pytest.raises(RunError) as err:
+        for up in run:
+            states.append(up.state)
+            if states.count("running") == 1:
+                explore.stop(service, compare.SCOPE, request)          # Compare's Stop: not this run
+                assert service.cancel_session("tab-2") == 0            # nor another session's
+            if states.count("running") == 3:
+                explore.stop(service, explore.SCOPE, request)          # Explore's own Stop
+    assert err.value.kind == "cancelled" and len(err.value.trace["steps"]) >= 3
+    flags = [threading.Event(), threading.Event()]
+    for flag, scope in zip(flags, (explore.SCOPE, compare.SCOPE)):
+        service.sessions.register("tab-1", flag, scope)
+    assert service.cancel_session("tab-1") == 2 and all(f.is_set() for f in flags)   # a closed tab
+
+
 def test_copy_link_follows_the_run_on_screen_and_a_refused_run_leaves_it():
     """A run that starts drawing becomes what Copy link writes and hides the link copied before (it named
     the run before); a refused run (an empty prompt) changes neither: the page still shows the last run."""

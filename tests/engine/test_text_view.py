@@ -1,0 +1,46 @@
+"""The generated text as the page shows it: a character split over byte-level tokens (emoji, Arabic,
+accents), which each token decoded alone reads as U+FFFD, shows whole (viz/text_view.py)."""
+
+from test_viz import make_step
+
+from viz.text_view import text_html
+from viz.tree_figure import root_context
+
+
+def byte_level_trace(chunks: list[list[bytes]]) -> dict:
+    """A trace of a byte-level tokenizer's tokens (each step commits its chunk's tokens, the last the bonus),
+    each token's text decoded alone as the engine records it, so a split character reads U+FFFD."""
+    steps = []
+    for chunk in chunks:
+        texts = [b.decode("utf-8", "replace") for b in chunk]
+        step = make_step([-1, *range(len(chunk) - 2)], [0.9] * (len(chunk) - 1), texts=texts[:-1],
+                         accepted=list(range(len(chunk) - 1)))
+        step.update(bonus_text=texts[-1], committed_text=b"".join(chunk).decode("utf-8", "replace"))
+        steps.append(step)
+    return {"steps": steps, "prompt": "Répète", "meta": {},
+            "output_text": b"".join(b for chunk in chunks for b in chunk).decode("utf-8", "replace")}
+
+
+def test_characters_split_over_byte_level_tokens_show_whole():
+    """An emoji split over byte-level tokens (and over two steps) shows as the emoji on its first token, not
+    as one U+FFFD per token (failed before: the text strip showed each token's own broken text)."""
+    thumb = "👍🏽".encode()       # 8 bytes: two characters
+    trace = byte_level_trace([[b"Hi", b" ", thumb[:3]], [thumb[3:6], thumb[6:], b"\n"], [b"ok", b"!"]])
+    html_text = text_html(trace)
+    assert "\ufffd" not in html_text and "👍🏽" in html_text and "Hi" in html_text
+    assert html_text.index("👍🏽") < html_text.index('data-step="1"')       # on the run's first token (step 1)
+    assert root_context(trace, 2).endswith("Hi 👍🏽")
+    broken = {**trace, "output_text": ""}            # a live run before its end: the tokens' own texts
+    assert "\ufffd" in text_html(broken)
+
+
+def test_mending_never_drops_a_character_and_keeps_a_cut_last_one():
+    """A run of broken tokens is mended only where the whole output lines up: a repeated character after
+    it (日日) must not lose one to an early match (the tokens then keep their own texts), and an output cut
+    at the token limit inside a character keeps its last U+FFFD without unmending the emoji before it."""
+    from viz.text_view import BROKEN as F
+    from viz.text_view import mend
+
+    assert mend([" " + F, F, "日"], " 日日") is None               # the first match would read " 日"
+    assert mend(["x", F, F, "y", F], "x😀y" + F) == ["x", "😀", "", "y", F]
+    assert mend(["x", F, F, "y"], "x😀y") == ["x", "😀", "", "y"]
