@@ -151,7 +151,7 @@ class DecodeConfig:
         return asdict(self)
 
 
-def _short(value) -> str:
+def short_value(value) -> str:
     """A rejected value as the error message shows it (never thousands of digits)."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -167,7 +167,7 @@ def _checked(f, value):
     meta = f.metadata
     if meta["choices"] is not None:
         if value not in meta["choices"]:
-            raise BadInput(f"unknown {f.name} {_short(value)}: choose one of {', '.join(meta['choices'])}.")
+            raise BadInput(f"unknown {f.name} {short_value(value)}: choose one of {', '.join(meta['choices'])}.")
         return value
     want_int = f.type in ("int", int)
     if isinstance(value, bool):
@@ -175,16 +175,17 @@ def _checked(f, value):
     lo, hi = meta["lo"], meta["hi"]
     if isinstance(value, int):   # compared exactly: a huge int must not round into the range
         if not lo <= value <= hi:
-            raise BadInput(f"{f.name} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {_short(value)}.")
+            raise BadInput(f"{f.name} must be between {shown_bound(lo)} and {shown_bound(hi)}, "
+                           f"got {short_value(value)}.")
         return value if want_int else float(value)
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
-        raise BadInput(f"{f.name} must be a number, got {_short(value)}.") from None
+        raise BadInput(f"{f.name} must be a number, got {short_value(value)}.") from None
     if not math.isfinite(number) or number < lo or number > hi:
-        raise BadInput(f"{f.name} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {_short(value)}.")
+        raise BadInput(f"{f.name} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {short_value(value)}.")
     if want_int and number != int(number):
-        raise BadInput(f"{f.name} must be a whole number, got {_short(value)}.")
+        raise BadInput(f"{f.name} must be a whole number, got {short_value(value)}.")
     return int(number) if want_int else number + 0.0   # + 0.0: -0.0 is recorded as 0.0
 
 

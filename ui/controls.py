@@ -25,6 +25,7 @@ from opttree.config import (
     DecodeConfig,
     app_defaults,
     python_type,
+    short_value,
     shown_bound,
 )
 from opttree.errors import BadInput
@@ -185,8 +186,7 @@ def in_range(label: str, value, lo, hi, whole: bool = False) -> int | float:
     except (TypeError, ValueError, OverflowError):
         inside = False
     if not inside:
-        got = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        raise BadInput(f"{label} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {got}.")
+        raise BadInput(f"{label} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {short_value(value)}.")
     return round(number) if whole else number
 
 

@@ -53,16 +53,19 @@ NOTHING = "⚠️ There is no run to export yet: run a prompt in Explore, or imp
 
 def export(trace) -> tuple[str | None, str]:
     """(the run's trace file, or None; what the status line says)."""
-    if not steps_of(trace):
-        return None, NOTHING
-    return _write(trace, ".json", dumps(trace)), ""
+    return _exported(trace, ".json", lambda: dumps(trace))
 
 
 def export_html(trace, colour, step) -> tuple[str | None, str]:
     """The run as one HTML page that opens at the step selected in Explore, and the status line."""
+    return _exported(trace, ".html", lambda: standalone_html(trace, colour, start=clamp(trace, step)))
+
+
+def _exported(trace, suffix: str, body) -> tuple[str | None, str]:
+    """The file `body()` writes for a run, and an empty status; with no run, no file and NOTHING."""
     if not steps_of(trace):
         return None, NOTHING
-    return _write(trace, ".html", standalone_html(trace, colour, start=clamp(trace, step))), ""
+    return _write(trace, suffix, body()), ""
 
 
 def model_of(page: Page, registry, meta: dict) -> str | None:

@@ -42,7 +42,7 @@ from opttree.decoding.verify import drafter_features, verify_tree
 from opttree.drafters.registry import make_drafter
 from opttree.errors import BadInput
 from opttree.machine import cpu_isa, cpu_name
-from opttree.models.loading import last_logits_only, learned_position_limit
+from opttree.models.loading import draft_position_limit, last_logits_only
 from opttree.nets.few_row_linear import (
     MKL,
     PROBE_ROWS,
@@ -70,6 +70,7 @@ SIZES = tuple(sorted({*PROBE_ROWS, 32, 64}))
 WIDTHS = (1, 2, 4, 8, 16, 32, 64)     # nodes per draft layer
 PREFIX_TOKENS = 128
 LONGER_PREFIX_TOKENS = 1024           # the second prefix: a pasted passage's length (trees/auto_size.at_prefix)
+GROWTH = 64                           # positions a draft timing adds past its prefix and tree (its own drafted tokens)
 NEW_TOKENS = 2                        # tokens a step's begin_step feeds (about τ on the bundled pair)
 
 
@@ -269,7 +270,7 @@ def longer_prefix(pair, sizes=SIZES) -> int | None:
     """The longer KV prefix the curve is also measured after: LONGER_PREFIX_TOKENS, or what the
     target's positions leave room for beside the largest tree; None where that is no longer than
     PREFIX_TOKENS."""
-    margin = max(sizes) + 64          # the largest tree, and the draft timing's own growth
+    margin = max(sizes) + GROWTH      # the largest tree, and the draft timing's own growth
     room = getattr(pair.target.config, "max_position_embeddings", None) or LONGER_PREFIX_TOKENS + margin
     longer = min(LONGER_PREFIX_TOKENS, room - margin)
     return longer if longer > PREFIX_TOKENS else None
@@ -299,14 +300,20 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def room_to_time(room: int | None, prefix: int, tree: int) -> bool:
+    """Whether a model with `room` positions (None: any) can be timed after `prefix` tokens with a
+    `tree`-token forward and the drafting's own growth (GROWTH)."""
+    return room is None or room >= prefix + tree + GROWTH
+
+
 def check_room_to_measure(room: int | None, name: str, tree: int) -> None:
     """BadInput when a model with `room` positions has too few to be timed after PREFIX_TOKENS of prefix
-    with a `tree`-token forward and the drafting's own growth (64): the curve every run reads."""
-    need = PREFIX_TOKENS + tree + 64
-    if room is not None and room < need:
-        raise BadInput(f"this {name} has {room} positions; measuring what its forwards cost here (the curve every "
-                       f"run reads) takes {need}: a {PREFIX_TOKENS}-token prefix, a {tree}-token tree and the "
-                       "drafting's own growth.")
+    (`room_to_time`): the curve every run reads."""
+    if not room_to_time(room, PREFIX_TOKENS, tree):
+        need = PREFIX_TOKENS + tree + GROWTH
+        raise BadInput(f"this {name} has {room} positions; measuring what its forwards cost here (the curve "
+                       f"every run reads) takes {need}: a {PREFIX_TOKENS}-token prefix, a {tree}-token tree and "
+                       "the drafting's own growth.")
 
 
 def measure_verify(pair, sizes=SIZES, reps: int = 3, warmup: int = 1, log=None) -> dict:
@@ -329,13 +336,13 @@ def measure(pair, sizes=SIZES, widths=WIDTHS, reps: int = 3, warmup: int = 1, lo
     The curve's `measured_utc` and `load_avg` are the verify forwards'; its draft's are in `draft`."""
     # A draft LM is timed after the same prefixes; one with learned positions (GPT-2, OPT) that do not
     # reach the longer prefix keeps its costs after the short one there.
-    room = learned_position_limit(pair.draft_model) if pair.drafter_kind == "classic" else None
+    room = draft_position_limit(pair)
     check_room_to_measure(room, "draft model", max(widths))
     t0 = time.perf_counter()
     verify = verify or measure_verify(pair, sizes, reps, warmup, log)
 
     def with_draft(part: dict, held: dict | None = None) -> dict:
-        if held is not None and room is not None and room < part["prefix_tokens"] + max(widths) + 64:
+        if held is not None and not room_to_time(room, part["prefix_tokens"], max(widths)):
             return {**part, "draft": held}
         load, draft = load_average(), _draft_at(pair, part["prefix_tokens"], widths, reps, warmup, log)
         return {**part, "draft": draft and {**draft, "measured_utc": _now(), "load_avg": load}}

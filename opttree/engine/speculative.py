@@ -25,7 +25,7 @@ from opttree.engine.step_timer import StepTimer
 from opttree.engine.target_state import TargetState
 from opttree.errors import BadInput
 from opttree.models.draft_assets import length_predictor_for
-from opttree.models.loading import learned_position_limit
+from opttree.models.loading import draft_position_limit
 from opttree.nets.attention_mask import cache_scaled_limit, rope_switch_limit
 from opttree.trace import (
     ROWS_PER_RUN,
@@ -92,9 +92,8 @@ def check_room(pair, prompt_tokens: int, max_new_tokens: int) -> None:
     largest tree below its next step (`cache_scaled_limit`); a LongRoPE model stays below its switch to
     the long factors (`rope_switch_limit`)."""
     used = prompt_tokens + max_new_tokens - 1
-    draft = pair.draft_model if pair.drafter_kind == "classic" else None    # a draft LM reads them all too
     limits = (("model", getattr(pair.target.config, "max_position_embeddings", None)),
-              ("draft model", learned_position_limit(draft)))    # a rotary draft reads past its length
+              ("draft model", draft_position_limit(pair)))    # a rotary draft reads past its length
     for name, limit in limits:
         if limit and used > limit:
             raise BadInput(f"prompt ({prompt_tokens} tokens) + max new tokens ({max_new_tokens}) exceeds the "

@@ -202,6 +202,12 @@ def learned_position_limit(model) -> int | None:
     return getattr(cfg, "max_position_embeddings", None)
 
 
+def draft_position_limit(pair) -> int | None:
+    """The positions a pair's draft LM can read at all (`learned_position_limit`): a classic draft reads
+    every position the target does; None for any other drafter, whose draft has no positions of its own."""
+    return learned_position_limit(pair.draft_model) if pair.drafter_kind == "classic" else None
+
+
 def load_classic_draft(draft: str, target, device, dtype, trust_remote_code=False):
     model = load_bundled_classic(draft, target)
     if model is None:

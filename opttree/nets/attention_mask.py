@@ -42,13 +42,18 @@ def causal_mask(prefix_len: int, new: int, dtype, device, config=None):
 LOCAL_SPAN = {"sliding_attention": "sliding_window", "chunked_attention": "attention_chunk_size"}
 
 
+def text_config(config):
+    """The decoder's config (a multimodal model's text part; a text model's own config)."""
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
 def layer_kinds(config) -> list[str]:
     """Each decoder layer's attention kind ('full_attention', 'sliding_attention', ...), read as
     transformers reads the config: `layer_types` where the config class declares it (Qwen 2, Gemma 2/3,
     Llama 4; those models take a mask per kind), else one kind for every layer from `sliding_window` or
     `attention_chunk_size` (Mistral, Phi-3, Llama: their models build one mask and ignore a stray
     `layer_types` a checkpoint may carry)."""
-    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    cfg = text_config(config)
     declared = not dataclasses.is_dataclass(cfg) or "layer_types" in {f.name for f in dataclasses.fields(cfg)}
     kinds = getattr(cfg, "layer_types", None) if declared else None
     n = getattr(cfg, "num_hidden_layers", None) or 1
@@ -65,7 +70,7 @@ def local_spans(config) -> dict[str, int]:
     left out: transformers refuses to build its mask."""
     if config is None:
         return {}
-    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    cfg = text_config(config)
     sizes = {kind: getattr(cfg, field, None) for kind, field in LOCAL_SPAN.items()}
     sizes = {kind: size for kind, size in sizes.items() if isinstance(size, int) and size > 0}
     if not sizes:     # no window or chunk size at all (most models): no layer kind needs reading
@@ -102,7 +107,7 @@ def cache_scaled_limit(config) -> int | None:
     a factor that steps at every multiple of `floor_scale`). A tree forward puts node i at cache length
     + i while its position is prefix + depth, so it is exact only while no node can cross such a step:
     below floor_scale, less the largest tree. None for every other model."""
-    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    cfg = text_config(config)
     scale = getattr(cfg, "floor_scale", None)
     nope = getattr(cfg, "no_rope_layers", None)
     if not getattr(cfg, "attn_temperature_tuning", False) or not isinstance(scale, int) or not nope or all(nope):
@@ -115,7 +120,7 @@ def rope_switch_limit(config) -> int | None:
     `original_max_position_embeddings` transformers rotates every position by the long factors instead,
     dropping the cache and encoding the whole sequence again (`Phi3ForCausalLM.prepare_inputs_for_generation`),
     which a kept cache cannot follow. None for every other model."""
-    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    cfg = text_config(config)
     rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
     if not isinstance(rope, dict) or rope.get("rope_type", rope.get("type")) != "longrope":
         return None
@@ -141,7 +146,7 @@ def tree_refusal(config) -> str | None:
     - recurrent and linear-attention layers (Mamba, RWKV, Jamba, Qwen3-Next, LFM2, ...): every node,
       siblings included, runs through one state, and a rejected node cannot be taken back out of it;
     - GPT-Neo's local layers: their window counts cache slots, not positions."""
-    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    cfg = text_config(config)
     kind = getattr(cfg, "model_type", "") or ""
     attn = getattr(cfg, "attn_config", None)
     alibi = getattr(cfg, "alibi", False) is True or getattr(attn, "alibi", False) is True

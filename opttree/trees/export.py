@@ -99,11 +99,13 @@ def _nonempty(paths) -> list[Path]:
     return tree
 
 
-def vllm_refusal(paths, method: str | None, tree: bool) -> str | None:
-    """Why vLLM cannot take this export (module docstring), or None: no method for the drafter, and for
-    the tree form (vLLM ≤ 0.20) a method without a tree path or a tree its proposer cannot draft."""
+def vllm_refusal(paths, method: str | None, tree: bool, kind: str | None = None) -> str | None:
+    """Why vLLM cannot take this export (module docstring), or None: no method for the (`kind`) drafter,
+    and for the tree form (vLLM ≤ 0.20) a method without a tree path or a tree its proposer cannot draft."""
     if method is None:
-        return "vLLM has no speculative method for this drafter (it serves eagle, draft_model and ngram drafts)"
+        who = f"the {kind} drafter" if kind else "this drafter"
+        return (f"vLLM has no speculative method for {who} (it serves eagle, draft_model and ngram drafts): "
+                "pass --drafter for the draft you serve")
     if tree and method not in VLLM_TREE_METHODS:
         return (f"vLLM ≤ 0.20 drafts a speculative_token_tree only with method 'eagle' (its EAGLE proposer's "
                 f"propose_tree), not {method!r}: use --format vllm (a chain) or sglang")
@@ -115,11 +117,11 @@ def vllm_refusal(paths, method: str | None, tree: bool) -> str | None:
     return None
 
 
-def vllm_config(paths, method: str | None, tree: bool = False) -> dict:
+def vllm_config(paths, method: str | None, tree: bool = False, kind: str | None = None) -> dict:
     """The `--speculative-config` object: a chain as deep as the tree (vLLM ≥ 0.21), or with `tree` the
     tree itself as `speculative_token_tree` (vLLM ≤ 0.20). BadInput where vLLM cannot take it (`vllm_refusal`)."""
     paths = _nonempty(paths)
-    why = vllm_refusal(paths, method, tree)
+    why = vllm_refusal(paths, method, tree, kind)
     if why:
         raise BadInput(why)
     if not tree:
@@ -127,9 +129,9 @@ def vllm_config(paths, method: str | None, tree: bool = False) -> dict:
     return {"method": method, "num_speculative_tokens": len(paths), "speculative_token_tree": str(paths)}
 
 
-def vllm_json(paths, method: str | None, tree: bool = False) -> str:
+def vllm_json(paths, method: str | None, tree: bool = False, kind: str | None = None) -> str:
     """`vllm_config` on one line, as `--speculative-config '...'` takes it."""
-    return json.dumps(vllm_config(paths, method, tree))
+    return json.dumps(vllm_config(paths, method, tree, kind))
 
 
 def parse_vllm_config(text: str) -> tuple[str | None, list[Path]]:
@@ -265,10 +267,7 @@ def engine_export(paths, fmt: str, kind: str) -> Export:
     if fmt == "sglang":
         return Export(sglang_flags(paths, kind).args(), [sglang_note(paths, kind)])
     method, tree = VLLM_METHODS.get(kind), fmt == "vllm-tree"
-    if method is None:
-        raise BadInput(f"vLLM has no speculative method for the {kind} drafter (it serves eagle, draft_model and "
-                       f"ngram drafts): pass --drafter for the draft you serve")
-    text = vllm_json(paths, method, tree)
+    text = vllm_json(paths, method, tree, kind)
     return Export(text, _vllm_notes(check_paths(paths), method, tree))
 
 

@@ -206,11 +206,11 @@ def build_sequoia(expand, acceptance, nodes: int, max_depth: int, cost: StepCost
     `shape_depth` the tree is the one for that depth, cut at `max_depth` (few tokens left): the same
     tree as every other step, shorter, not a new optimum for the lower depth."""
     a = check_acceptance(acceptance)
-    depth = max(shape_depth or max_depth, max_depth)
+    built_for = max(shape_depth or max_depth, max_depth)
     if cost is None:
-        paths, record = optimal_tree(a, nodes, depth), None
+        paths, record = optimal_tree(a, nodes, built_for), None
     else:
-        pick = hardware_aware(a, cost, nodes, depth)
+        pick = hardware_aware(a, cost, nodes, built_for)
         paths, record = list(pick.paths), dict(pick.record)
     paths = [p for p in paths if len(p) <= max_depth]
     tree, info = build_static(expand, paths, len(paths))
