@@ -16,6 +16,7 @@ from app_server import ARTIFACTS, CHROMIUM, browser_on_app, drafting_model_id
 from viz.lessons import PRESETS
 
 sync_api = pytest.importorskip("playwright.sync_api")
+PlaywrightTimeout = sync_api.TimeoutError
 
 PLOT = "#tree-plot .js-plotly-plot"
 RUN_TIMEOUT_MS = 240_000
@@ -281,9 +282,16 @@ def test_theory_tab_after_a_short_run(page):
     pg.get_by_role("tab", name="Theory").click()
     # Opening the tab loads the Explore step's recorded rows into the node menu and draws the root.
     pg.wait_for_function("() => /Step \\d+, root/.test(document.querySelector('#theory-text').innerText)")
-    pg.locator("#theory-node input").click()
     options = pg.locator('[data-testid="dropdown-option"]')
-    options.filter(has_text="node ").first.wait_for()     # the menu renders its options after the click
+    for attempt in range(3):     # a click that lands while the menu redraws (a loaded machine) opens nothing
+        pg.locator("#theory-node input").click()
+        try:
+            options.filter(has_text="node ").first.wait_for(timeout=20_000)   # rendered after the click
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
+            pg.keyboard.press("Escape")
     labels = options.all_inner_texts()
     assert labels[0].strip().startswith("✓") or "root" in labels[0]
     node = next(i for i, t in enumerate(labels) if "node " in t)
