@@ -140,9 +140,9 @@ def tree_refusal(config) -> str | None:
     A tree forward lays its nodes side by side in cache slots and tells each node its own position and
     ancestors (the tree mask). That is exact for attention that takes positions from `position_ids` and
     visibility from the mask. It is not for:
-    - ALiBi (BLOOM, MPT, Falcon with `alibi`, Jais): the bias grows with the distance in cache slots, so a
-      node's siblings and cousins shift every distance it sees (BLOOM and Falcon also build the bias
-      from a 2D mask and cannot read a 4D one);
+    - ALiBi (BLOOM, MPT, Falcon with `alibi`, Jais, Baichuan's 13B models): the bias grows with the
+      distance in cache slots, so a node's siblings and cousins shift every distance it sees (BLOOM and
+      Falcon also build the bias from a 2D mask and cannot read a 4D one);
     - recurrent and linear-attention layers (Mamba, RWKV, Jamba, Qwen3-Next, LFM2, ...): every node,
       siblings included, runs through one state, and a rejected node cannot be taken back out of it;
     - GPT-Neo's local layers: their window counts cache slots, not positions."""
@@ -150,6 +150,9 @@ def tree_refusal(config) -> str | None:
     kind = getattr(cfg, "model_type", "") or ""
     attn = getattr(cfg, "attn_config", None)
     alibi = getattr(cfg, "alibi", False) is True or getattr(attn, "alibi", False) is True
+    # Baichuan (remote code) names no position scheme: its 13B models (Baichuan-13B, Baichuan2-13B) use ALiBi
+    # and its 7B ones, the models 4,096 wide, rotary positions; vLLM tells them apart the same way.
+    alibi = alibi or (kind == "baichuan" and getattr(cfg, "hidden_size", None) != 4096)
     if kind in ("bloom", "mpt") or alibi or getattr(cfg, "position_embedding_type", None) == "alibi":   # the last: Jais
         return (f"{kind or 'this model'} uses ALiBi, whose bias counts distances in cache slots: a tree's "
                 "nodes sit side by side there, so each would see its context at the wrong distances.")

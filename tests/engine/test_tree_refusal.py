@@ -19,6 +19,7 @@ from transformers import (
     MistralConfig,
     MptConfig,
     MptForCausalLM,
+    PretrainedConfig,
     Qwen3NextConfig,
     Qwen3NextForCausalLM,
     RwkvConfig,
@@ -55,6 +56,17 @@ def test_refused_from_its_config_before_any_weight_loads(tmp_path, name):
     config().save_pretrained(tmp_path)          # a config alone: loading weights would fail differently
     with pytest.raises(BadInput, match=reason):
         load_causal_lm(str(tmp_path), torch.device("cpu"), torch.float32)
+
+
+class BaichuanStyle(PretrainedConfig):
+    """Baichuan's config as its remote code declares it: a model type and sizes, no position scheme."""
+    model_type = "baichuan"
+
+
+@pytest.mark.parametrize("width, refused", [(5120, True), (4096, False)], ids=["13B (ALiBi)", "7B (rotary)"])
+def test_baichuan_is_refused_where_it_uses_alibi(width, refused):
+    reason = tree_refusal(BaichuanStyle(hidden_size=width, num_hidden_layers=2))
+    assert (reason is not None and "ALiBi" in reason) if refused else reason is None
 
 
 @pytest.mark.parametrize("config", [LlamaConfig(**SMALL), FalconConfig(**SMALL),
