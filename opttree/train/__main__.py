@@ -66,12 +66,7 @@ def parse(argv=None):
     ap.add_argument("--tau-prompts", type=int, default=10,
                     help="eval prompts for τ after training (0: skip); measured on the CPU whatever --device "
                          "says, as the card command measures")
-    ap.add_argument("--fit-temperature", type=int, default=12, metavar="N",
-                    help="fit the tree temperature on N held-out training prompts (0: skip, keep 1.0); on the CPU "
-                         "too")
-    ap.add_argument("--fit-sharegpt", type=int, default=0, metavar="N",
-                    help="fit it on N held-out real users' opening turns (ShareGPT) too; the shipped cards' fits "
-                         "read 12 of each")
+    C.fit_args(ap, default=12)
     ap.add_argument("--export-every-eval", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     device_arg(ap)

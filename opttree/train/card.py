@@ -157,6 +157,17 @@ def write_card(path: str | Path, card: dict) -> Path:
     return path
 
 
+def fit_args(ap, default: int) -> None:
+    """`--fit-temperature` and `--fit-sharegpt`, the same for the training command (which fits after
+    training, by default) and the card command (which fits only when asked)."""
+    ap.add_argument("--fit-temperature", type=int, default=default, metavar="N",
+                    help=f"fit the tree temperature on N held-out training prompts (default {default}; "
+                         "0: skip); measured on the CPU whatever --device says")
+    ap.add_argument("--fit-sharegpt", type=int, default=0, metavar="N",
+                    help="with --fit-temperature: also on N held-out real users' opening turns (ShareGPT; needs "
+                         "requirements-train.txt); the shipped cards' fits read 12 of each")
+
+
 def record_fit(pair, card: dict, n: int, sharegpt: int = 0) -> dict:
     """Fit the tree temperature on `n` held-out training prompts (and `sharegpt` held-out ShareGPT opening
     turns) and put it, with what it ran on, into `card`."""
@@ -198,11 +209,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="--set public: Spec-Bench's question.jsonl (checked against its pinned sha256)")
     ap.add_argument("--threads", type=int, default=2)
     device_arg(ap, default=MEASURE_DEVICE)
-    ap.add_argument("--fit-temperature", type=int, default=0, metavar="N",
-                    help="first fit the tree temperature on N held-out training prompts")
-    ap.add_argument("--fit-sharegpt", type=int, default=0, metavar="N",
-                    help="with --fit-temperature: also on N held-out real users' opening turns (ShareGPT; needs "
-                         "requirements-train.txt); the shipped cards' fits read 12 of each")
+    fit_args(ap, default=0)
     ap.add_argument("--acceptance", type=int, default=0, metavar="N",
                     help="only measure the acceptance by rank (Sequoia's vector, train/acceptance.py) on N held-out "
                          "training prompts and store it in the card as acceptance_by_rank; τ is not measured")
