@@ -17,6 +17,7 @@ from ui import explore, links
 from ui.common import PRIVATE, Page, bind, clamp, last_tree_step, md_safe, steps_of
 from ui.controls import checked_settings, control_values
 from viz import lessons
+from viz.drafters import drafter_kind
 from viz.html_export import standalone_html
 
 EXPORT_DIR = os.path.join(tempfile.gettempdir(), "opttree-exports")
@@ -74,9 +75,9 @@ def model_of(page: Page, registry, meta: dict) -> str | None:
     offered = {value for _, value in page.model.choices}
     if meta.get("model") in offered:
         return meta["model"]
-    draft = str(meta.get("draft") or "")
+    draft, drafter = str(meta.get("draft") or ""), drafter_kind(meta, from_draft=False)
     found = [e.id for e in registry.entries.values() if e.id in offered and e.target == meta.get("target")
-             and (e.drafter == meta.get("drafter") or (e.drafter == "self" and draft == "self"))
+             and (e.drafter == drafter or (e.drafter == "self" and draft == "self"))
              and (e.drafter not in MODEL_DRAFTERS or os.path.basename(e.draft) == draft)]
     return found[0] if len(found) == 1 else None
 
@@ -158,8 +159,8 @@ def wire(page: Page, parts: dict, registry, tab) -> None:
 
 def drafted_by(meta: dict) -> str:
     """" (drafter: lookup)" for a run that drafted, naming its drafter; "" for AR (no drafter)."""
-    drafter = str(meta.get("drafter") or "none")
-    return "" if drafter == "none" else f" (drafter: {md_safe(drafter)})"
+    drafter = drafter_kind(meta, from_draft=False)
+    return "" if drafter in ("", "none") else f" (drafter: {md_safe(drafter)})"
 
 
 def article(word: str) -> str:

@@ -37,6 +37,7 @@ from opttree.trees.export import (
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE, expected_accepted
 
 from . import style
+from .drafters import drafter_kind
 
 EXPORT_CHOICES = (("this run's trees (their most frequent shape)", "run"),
                   ("Sequoia (the draft's acceptance by rank)", "sequoia"),
@@ -121,7 +122,7 @@ def _engine(paths, fmt: str, drafter: str) -> tuple[str | None, list[str]]:
 
 def export_drafter(trace: dict | None) -> str:
     """The drafter an export is for: the run's, or the CLI's default (eagle) with no run or after AR."""
-    kind = str(((trace or {}).get("meta") or {}).get("drafter") or "")
+    kind = drafter_kind((trace or {}).get("meta"), from_draft=False)
     return kind if kind in (*MODEL_DRAFTERS, *TRAINING_FREE) else "eagle"
 
 
