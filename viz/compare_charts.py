@@ -53,9 +53,9 @@ def _error(rows: list[dict], key: str) -> dict:
 
 def _traces(summary: dict, key: str, what: str) -> list[dict]:
     data, labelled = [], False
-    # The auto stars of shapes that chose the same size coincide: each later star is drawn smaller, on top,
-    # so every one still shows (nested) at its true place.
+    # The auto stars of shapes that chose the same size coincide: they nest, one size per starred shape.
     starred = sum(any(r["budget"] == 0 for r in rows) for rows in shapes(summary).values())
+    star_sizes = iter(style.nested_star_sizes(starred, smallest=15))
     for i, (shape, rows) in enumerate(shapes(summary).items()):
         colour = COLOURS[i % len(COLOURS)]
         fixed = sorted((r for r in rows if r["budget"] and isinstance(r.get(key), (int, float))),
@@ -77,10 +77,10 @@ def _traces(summary: dict, key: str, what: str) -> list[dict]:
                              error_y=_error(auto, key),
                              text=None if labelled else ["auto"] + [""] * (len(auto) - 1),
                              textposition="top center", textfont=dict(size=10, color=style.GUIDE),
-                             marker=dict(color=colour, size=15 + 4 * (starred - 1), symbol="star",
+                             marker=dict(color=colour, size=next(star_sizes), symbol="star",
                                          line=dict(color=style.GUIDE, width=1)),
                              hovertemplate=[_hover(r, key, what) for r in auto]))
-            labelled, starred = True, starred - 1
+            labelled = True
     return data
 
 

@@ -210,8 +210,8 @@ def speedup_figure(table: list[dict], best: dict, where: str = "") -> go.Figure:
                          hovertemplate=(f"B = {b}, n = %{{x}}: ×%{{y:.2f}} over AR, %{{customdata:.0f}} tokens/s "
                                         "(modelled)<extra></extra>")))
     stars = [best[b] for b in sorted(best)]
-    # Batches whose best size is the same (often 0: AR) share a point: each later star is smaller, on top.
-    sizes = [14 + 4 * (len(stars) - 1 - i) for i in range(len(stars))]
+    # Batches whose best size is the same (often 0: AR) share a point: their stars nest.
+    sizes = style.nested_star_sizes(len(stars), smallest=14)
     data.append(dict(type="scatter", mode="markers", name="best n for that B", x=[r["nodes"] for r in stars],
                      y=[r["speedup"] for r in stars], marker=dict(symbol="star", size=sizes, color=style.BONUS,
                                                                   line=dict(color=style.GUIDE, width=1)),

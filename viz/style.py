@@ -109,6 +109,15 @@ def wrap_lines(text: str, width: int = NOTE_CHARS) -> tuple[str, int]:
     return "<br>".join(out), len(out)
 
 
+NEST_STEP = 4              # px between the sizes of stars that share a point
+
+
+def nested_star_sizes(count: int, smallest: int) -> list[int]:
+    """Marker sizes for `count` stars, in drawing order, that may share a point: each later star is
+    NEST_STEP px smaller, drawn on top, so every one still shows (nested) at its true place."""
+    return [smallest + NEST_STEP * (count - 1 - i) for i in range(count)]
+
+
 def svg_rgb(colour: str) -> str:
     """'#2a3f5f' or 'white' as Plotly writes it into an SVG element's style: 'rgb(42, 63, 95)'."""
     colour = {"white": "#ffffff", "black": "#000000"}.get(colour.lower(), colour)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from viz import style
 from viz.compare_charts import BUDGET_AXIS, speed_budget_figure, summary_cost, tau_budget_figure
 from viz.compare_table import ALL, budget_choices, compare_table, table_label, verdict_text
 
@@ -114,3 +115,16 @@ def test_one_prompt_and_one_child_read_in_the_singular():
     one = table_label({**SUMMARY, "prompts": 1})
     assert "over 1 prompt (one prompt: no standard error)" in one and "over them" not in one
     assert children_text(1) == "1 child" and children_text(3, bold=True) == "**3** children"
+
+
+def test_auto_stars_nest_in_the_order_their_shapes_ran():
+    """Auto stars on one point nest: each later shape's star 4 px smaller, on top (style.nested_star_sizes, the
+    rule the Serving chart's stars follow too); a shape without an auto budget takes no star."""
+    summary = {"rows": [row("ar", "ar", None, 1.0, 1.0, None), row("opt-tree@auto", "opt-tree", 0, 3.2, 1.6, 6.0),
+                        row("binary@8", "binary", 8, 2.2, 1.4, 8.0), row("chain@auto", "chain", 0, 2.0, 1.2, 6.0),
+                        row("eagle-static@auto", "eagle-static", 0, 2.6, 1.7, 6.0)], "prompts": 5}
+    for figure in (tau_budget_figure, speed_budget_figure):
+        stars = [t for t in figure(summary).data if t.marker.symbol == "star"]
+        assert [t.name for t in stars] == ["opt-tree · auto", "chain · auto", "eagle-static · auto"]
+        assert [t.marker.size for t in stars] == [23, 19, 15]
+    assert style.nested_star_sizes(3, smallest=15) == [23, 19, 15] and style.nested_star_sizes(0, smallest=15) == []

@@ -146,3 +146,11 @@ def test_the_command_line_exports_the_runs_own_method_and_drafter():
         assert "opttree export-tree --format" not in text and f"has no --method {method}" in text
     ar = trace_of([], method="ar", drafter="none")      # an AR run's export of a shape: the CLI's default drafter
     assert cli_line(serving.export_markdown(ar, "binary", 6)).endswith("--method binary --nodes 6 --drafter eagle")
+
+
+def test_best_sizes_on_one_point_nest_in_batch_order():
+    """Each later batch's star 4 px smaller, on top (style.nested_star_sizes, as Compare's auto stars)."""
+    table = [{"batch": b, "nodes": 0, "speedup": 1.0, "tokens_per_s": 10.0} for b in (1, 4, 16, 64)]
+    best = {r["batch"]: r for r in table}                        # every batch's best is AR: one point
+    assert list(serving.speedup_figure(table, best).data[-1].marker.size) == [26, 22, 18, 14]
+    assert list(serving.speedup_figure(table[:1], {1: table[0]}).data[-1].marker.size) == [14]
