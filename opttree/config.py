@@ -162,6 +162,29 @@ def shown_bound(x) -> str:
     return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
+def checked_number(name: str, value, lo, hi, whole: bool = False) -> int | float:
+    """`value` (a number, or a number's text) in lo..hi, or BadInput naming `name` (a setting's name, or a
+    control's label): the one check of a numeric setting, for the config and for the page's raw values. An
+    int is compared exactly and kept (a huge one must not round into the range); with `whole`, a fraction is
+    refused, never rounded, and a whole float or text comes back an int."""
+    if isinstance(value, bool):
+        raise BadInput(f"{name} must be a number, got {value!r}.")
+    between = f"{name} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {short_value(value)}."
+    if isinstance(value, int):
+        if not lo <= value <= hi:
+            raise BadInput(between)
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise BadInput(f"{name} must be a number, got {short_value(value)}.") from None
+    if not math.isfinite(number) or number < lo or number > hi:
+        raise BadInput(between)
+    if whole and number != int(number):
+        raise BadInput(f"{name} must be a whole number, got {short_value(value)}.")
+    return int(number) if whole else number + 0.0   # + 0.0: -0.0 is recorded as 0.0
+
+
 def _checked(f, value):
     """One field's value, converted to its type and checked against its declaration."""
     meta = f.metadata
@@ -170,23 +193,8 @@ def _checked(f, value):
             raise BadInput(f"unknown {f.name} {short_value(value)}: choose one of {', '.join(meta['choices'])}.")
         return value
     want_int = f.type in ("int", int)
-    if isinstance(value, bool):
-        raise BadInput(f"{f.name} must be a number, got {value!r}.")
-    lo, hi = meta["lo"], meta["hi"]
-    if isinstance(value, int):   # compared exactly: a huge int must not round into the range
-        if not lo <= value <= hi:
-            raise BadInput(f"{f.name} must be between {shown_bound(lo)} and {shown_bound(hi)}, "
-                           f"got {short_value(value)}.")
-        return value if want_int else float(value)
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise BadInput(f"{f.name} must be a number, got {short_value(value)}.") from None
-    if not math.isfinite(number) or number < lo or number > hi:
-        raise BadInput(f"{f.name} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {short_value(value)}.")
-    if want_int and number != int(number):
-        raise BadInput(f"{f.name} must be a whole number, got {short_value(value)}.")
-    return int(number) if want_int else number + 0.0   # + 0.0: -0.0 is recorded as 0.0
+    number = checked_number(f.name, value, meta["lo"], meta["hi"], whole=want_int)
+    return number if want_int else float(number)
 
 
 SETTINGS = {f.name: f for f in fields(DecodeConfig)}

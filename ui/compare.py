@@ -17,7 +17,7 @@ import gradio as gr
 
 from opttree.bench import compare as plan
 from opttree.bench.harness import iter_bench, parse_methods
-from opttree.config import BUNDLED_ID
+from opttree.config import BUNDLED_ID, checked_number
 from opttree.errors import OptTreeError
 from opttree.serve.service import RunError
 from ui.common import (
@@ -33,7 +33,7 @@ from ui.common import (
     session_of,
     steps_of,
 )
-from ui.controls import STATIC_CHOICES, checked_controls, in_range, raw_text, settings_from
+from ui.controls import STATIC_CHOICES, checked_controls, raw_text, settings_from
 from viz.compare_charts import speed_budget_figure, summary_cost, tau_budget_figure
 from viz.compare_table import ALL, WIDTHS, budget_choices, compare_table, prompts_text, table_label, verdict_text
 from viz.cost_chart import cost_figure
@@ -135,8 +135,8 @@ def plan_for(page: Page, service, model, prompt, values: list):
         notes.append("No static tree was ticked: the binary tree stands in.")
     fixed = [int(b) for b in (budgets or []) if str(b).isdigit() and int(b) > 0]
     settings = {**settings_from(checked_controls(dict(zip(page.settings, settings_values)))), "retrieval": "off",
-                "max_new_tokens": in_range("New tokens per run", plan.TOKENS if tokens is None else tokens,
-                                           *TOKEN_RANGE, whole=True)}
+                "max_new_tokens": checked_number("New tokens per run", plan.TOKENS if tokens is None else tokens,
+                                                 *TOKEN_RANGE, whole=True)}
     offered, others, skipped = extra_rows(service.registry, model, extras)
     if skipped:
         notes.append(f"Not offered for this pair: {', '.join(skipped)}.")

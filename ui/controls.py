@@ -8,8 +8,9 @@ declared help's first clause); the whole help text sits in one folded "What each
 `control_values` turns a run's settings (a link's, a lesson's, an imported trace's) back into the
 controls' values, the switch included. `control_range` is the range a control takes (a slider's is
 narrower than the declared one): links are checked against it, and `checked_controls` refuses a value
-typed past it with a one-line message (the events that read the controls take their raw values: Gradio's
-own check would answer a bare "Error").
+typed past it, or a fraction for a whole-number setting, with a one-line message from the check the config
+makes (`config.checked_number`; the events that read the controls take their raw values: Gradio's own check
+would answer a bare "Error").
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from opttree.config import (
     TREE_METHODS,
     DecodeConfig,
     app_defaults,
+    checked_number,
     python_type,
-    short_value,
-    shown_bound,
 )
 from opttree.errors import BadInput
 
@@ -169,7 +169,7 @@ def checked_controls(values: dict) -> dict:
         span = control_range(name) if name in SETTINGS else None
         if span is None or value is None or (name == "nodes" and (values.get(NODES_MODE) == AUTO or value == 0)):
             continue
-        out[name] = in_range(short_label(name), value, *span, whole=python_type(name) is int)
+        out[name] = checked_number(short_label(name), value, *span, whole=python_type(name) is int)
     return out
 
 
@@ -178,16 +178,6 @@ def raw_text(value) -> str:
     return "" if value is None else str(value)
 
 
-def in_range(label: str, value, lo, hi, whole: bool = False) -> int | float:
-    """`value` as a number in lo..hi (a whole one, rounded, with `whole`), or BadInput saying so."""
-    try:
-        number = value if isinstance(value, int) else float(value)   # an int exactly: no rounding into range
-        inside = not isinstance(value, bool) and lo <= number <= hi      # False for NaN
-    except (TypeError, ValueError, OverflowError):
-        inside = False
-    if not inside:
-        raise BadInput(f"{label} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {short_value(value)}.")
-    return round(number) if whole else number
 
 
 def control_values(settings: dict) -> dict:

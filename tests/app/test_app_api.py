@@ -117,6 +117,17 @@ def test_ui_endpoint_only_accepts_listed_models(client):
     assert said and all("<img" not in str(o) for o in said)
 
 
+def test_ui_endpoints_refuse_a_fraction_for_a_whole_number_as_generate_does(client):
+    """/run and /compare take the controls' raw values: a fraction for a whole-number setting is refused with
+    the same sentence as /generate's (config.checked_number, with the control's label), not rounded and run."""
+    with pytest.raises(AppError, match="nodes must be a whole number, got 60.5"):
+        generate(client, nodes=60.5)
+    for api in ("/run", "/compare"):
+        out = client.predict(model=fast_model_id(), prompt=PROMPT, method="chain", nodes=60.5, nodes_mode="fixed",
+                             api_name=api)
+        assert [o for o in out if "Nodes must be a whole number, got 60.5." in str(o)], (api, out)
+
+
 def test_the_page_serves_its_stylesheet_and_keys_from_assets(launched):
     """The launched page's config carries assets/app.css (colours filled in) and assets/app.js as they are."""
     import httpx

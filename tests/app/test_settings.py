@@ -197,7 +197,7 @@ def test_named_inputs_must_match_the_handler():
 def test_a_value_typed_past_a_controls_range_is_refused_with_its_name():
     """A slider's box takes any typed number and gr.Slider refuses one past either end before the handler runs
     (every view then showed a bare "Error"): Run, Compare, a lesson's run and Copy link take the raw values
-    and the status names the control and its range; values inside it still run."""
+    and the status names the control and its range, or that it takes whole numbers; values inside it still run."""
     import asyncio
 
     from gradio.state_holder import SessionState
@@ -224,11 +224,16 @@ def test_a_value_typed_past_a_controls_range_is_refused_with_its_name():
     cases = [({"threshold": 5}, "Threshold δ must be between 0 and 1, got 5."),
              ({"max_new_tokens": 300}, "Max new tokens must be between 1 and 256, got 300."),
              ({"max_new_tokens": 0}, "Max new tokens must be between 1 and 256, got 0."),
-             ({"seed": -5}, "Seed must be between 0 and "), ({"top_k": 5000}, "Top-k must be between 0 and 200")]
+             ({"seed": -5}, "Seed must be between 0 and "), ({"top_k": 5000}, "Top-k must be between 0 and 200"),
+             # a whole-number setting refuses a fraction, as /generate does (config.checked_number), never rounds it
+             ({"nodes": 60.5, "nodes_mode": "fixed"}, "Nodes must be a whole number, got 60.5."),
+             ({"max_new_tokens": 12.5}, "Max new tokens must be a whole number, got 12.5.")]
     for typed, said in cases:
         for event, status in (("run", "status"), ("lesson", "status"), ("compare", "compare-status")):
             assert said in outputs(event, **typed)[status], (event, typed)
         assert said in outputs("link", **typed)["link"]["label"], typed
+    said = "New tokens per run must be a whole number, got 8.5."      # Compare's own slider, by the same check
+    assert said in outputs("compare", compare_tokens=8.5)["compare-status"]
     link = outputs("link", threshold=0.75, max_new_tokens=200)["link"]["value"]
     assert "threshold=0.75" in link and "max_new_tokens=200" in link
     # The other raw values the boxes' own checks gave typed: a radio's unknown choice is refused, a number
