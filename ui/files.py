@@ -75,7 +75,7 @@ def model_of(page: Page, registry, meta: dict) -> str | None:
     offered = {value for _, value in page.model.choices}
     if meta.get("model") in offered:
         return meta["model"]
-    draft, drafter = str(meta.get("draft") or ""), drafter_kind(meta, from_draft=False)
+    draft, drafter = str(meta.get("draft") or ""), drafter_kind(meta)
     found = [e.id for e in registry.entries.values() if e.id in offered and e.target == meta.get("target")
              and (e.drafter == drafter or (e.drafter == "self" and draft == "self"))
              and (e.drafter not in MODEL_DRAFTERS or os.path.basename(e.draft) == draft)]
@@ -159,7 +159,7 @@ def wire(page: Page, parts: dict, registry, tab) -> None:
 
 def drafted_by(meta: dict) -> str:
     """" (drafter: lookup)" for a run that drafted, naming its drafter; "" for AR (no drafter)."""
-    drafter = drafter_kind(meta, from_draft=False)
+    drafter = drafter_kind(meta)
     return "" if drafter in ("", "none") else f" (drafter: {md_safe(drafter)})"
 
 

@@ -16,14 +16,14 @@ NO_MODEL_P_HAT = {
                  "it, in another context, so it ranks candidates but is no chance of acceptance"}
 
 
-def drafter_kind(meta: dict | None, *, from_draft: bool = True) -> str:
+def drafter_kind(meta: dict | None) -> str:
     """The one reader of which drafter made a run: the trace's drafter kind (drafters/registry.py), "none"
-    for AR. Older traces have no `drafter` field and name only the draft: from_draft reads a training-free
-    kind from that name, which the views show; '' where the kind is unknown."""
+    for AR. Older traces have no `drafter` field and name only the draft: a training-free kind is read from
+    that name; '' where the kind is unknown."""
     meta = meta or {}
     if meta.get("drafter"):
         return str(meta["drafter"])
-    draft = str(meta.get("draft") or "").lower() if from_draft else ""
+    draft = str(meta.get("draft") or "").lower()
     return next((kind for kind in TRAINING_FREE if kind in draft), "")
 
 

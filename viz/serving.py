@@ -122,7 +122,7 @@ def _engine(paths, fmt: str, drafter: str) -> tuple[str | None, list[str]]:
 
 def export_drafter(trace: dict | None) -> str:
     """The drafter an export is for: the run's, or the CLI's default (eagle) with no run or after AR."""
-    kind = drafter_kind((trace or {}).get("meta"), from_draft=False)
+    kind = drafter_kind((trace or {}).get("meta"))
     return kind if kind in (*MODEL_DRAFTERS, *TRAINING_FREE) else "eagle"
 
 

@@ -1,7 +1,7 @@
 """Which drafter made a run, as each reader of a trace shows it: the views' drafter kind and name
 (viz/drafters.py), the import's status wording (ui/files.py `drafted_by`) and the Serving export's
 drafter (viz/serving.py `export_drafter`). Older traces have no `drafter` field in their meta, only the
-draft's name; each reader keeps what it shows for them."""
+draft's name; every reader reads a training-free drafter from that name."""
 
 from __future__ import annotations
 
@@ -26,15 +26,17 @@ def test_the_views_read_an_older_traces_drafter_from_its_draft_name():
     assert drafter_kind({"method": "ar", "drafter": "none"}) == "none"
 
 
-def test_an_import_names_the_drafter_only_where_the_trace_records_one():
-    assert drafted_by(OLD_LOOKUP) == drafted_by(OLD_HEAD) == drafted_by({}) == ""
+def test_an_import_names_the_drafter_where_the_trace_records_or_names_one():
+    assert drafted_by(OLD_HEAD) == drafted_by({}) == ""
+    assert drafted_by(OLD_LOOKUP) == " (drafter: lookup)"
     assert drafted_by({"drafter": "none"}) == drafted_by({"drafter": ""}) == drafted_by({"drafter": None}) == ""
     assert drafted_by({"drafter": "lookup", "draft": "x"}) == " (drafter: lookup)"
     assert drafted_by({"drafter": "my_drafter"}) == r" (drafter: my\_drafter)"      # markdown-safe
 
 
-def test_an_export_takes_the_recorded_drafter_else_the_command_lines_default():
-    assert export_drafter({"meta": OLD_LOOKUP}) == export_drafter({"meta": OLD_HEAD}) == "eagle"
+def test_an_export_takes_the_runs_drafter_else_the_command_lines_default():
+    assert export_drafter({"meta": OLD_LOOKUP}) == "lookup"      # a lookup run's tree goes to SGLang's NGRAM
+    assert export_drafter({"meta": OLD_HEAD}) == "eagle"
     assert export_drafter(None) == export_drafter({}) == export_drafter({"meta": None}) == "eagle"
     assert export_drafter({"meta": {"method": "ar", "drafter": "none"}}) == "eagle"
     assert export_drafter({"meta": {"drafter": "unknown-kind"}}) == "eagle"
@@ -60,7 +62,3 @@ def test_only_the_drafter_reader_reads_the_drafter_field_of_a_meta():
                 readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert readers == []
 
-
-def test_the_reader_leaves_an_older_traces_draft_name_unread_when_asked():
-    assert drafter_kind(OLD_LOOKUP, from_draft=False) == "" and drafter_kind(None, from_draft=False) == ""
-    assert drafter_kind({"drafter": "lookup"}, from_draft=False) == "lookup"
