@@ -50,14 +50,7 @@ AUTO_MAX_NODES = 60
 
 def check_tree_temperature(value) -> float:
     """A tree temperature given by a user (a real one, not the 0 that means "the card's"), or BadInput."""
-    lo, hi = TREE_TEMPERATURE_RANGE
-    try:
-        t = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise BadInput(f"tree temperature must be a number, got {value!r}.") from None
-    if not (math.isfinite(t) and lo <= t <= hi):
-        raise BadInput(f"tree temperature must be between {lo:g} and {hi:g}, got {value!r}.")
-    return t
+    return float(checked_number("tree temperature", value, *TREE_TEMPERATURE_RANGE))
 
 
 def setting(default, *, label: str, help: str, lo=None, hi=None, choices=None, ui: dict | None = None,

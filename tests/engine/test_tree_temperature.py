@@ -9,7 +9,7 @@ import torch
 from reference import PROMPTS, reference
 from tiny import tiny_pair
 
-from opttree.config import DecodeConfig
+from opttree.config import DecodeConfig, check_tree_temperature
 from opttree.drafters.registry import make_drafter
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
@@ -27,6 +27,14 @@ def test_card_temperature_reads_the_card_and_defaults_to_one(tmp_path):
     draft.with_suffix(".json").write_text("{not json")
     assert card_temperature(str(draft)) == 1.0
     assert card_temperature("HuggingFaceTB/some-hub-id") == 1.0 and card_temperature(None) == 1.0
+
+
+def test_a_given_tree_temperature_is_checked_as_every_numeric_setting_is():
+    assert check_tree_temperature("0.7") == 0.7 and check_tree_temperature(2) == 2.0
+    for bad, needle in ((True, "must be a number, got True"), ("warm", "must be a number"), (9, "between 0.05 and 5"),
+                        (float("nan"), "between")):
+        with pytest.raises(BadInput, match=needle):
+            check_tree_temperature(bad)
 
 
 def test_drafter_probabilities_are_the_softmax_at_the_tree_temperature():
