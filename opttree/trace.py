@@ -2,10 +2,12 @@
 
 A run is a plain JSON object: {"version", "meta", "prompt", "output_ids", "output_text", "steps",
 "summary"}. Each step records the verified draft tree (tokens, texts, parents with -1 = the root,
-depth, q, p_hat, rank, and each node's source: draft / recycled / retrieved / both), the accepted node
+depth, q, p_hat, rank, and each node's source: draft / recycled / retrieved / both; `labels`: see
+"Token texts" below), the accepted node
 indices in order (the verifier's path), `accept_length`
 (the draft tokens actually committed: the accepted path, cut where EOS or the token limit ended the
-run), the bonus token, the committed tokens, E(A) and the per-depth E(A) values that decided the
+run), the bonus token, the committed tokens (`committed`, `committed_text` decoded together, and
+`pieces` and `pending`: see "Token texts"), E(A) and the per-depth E(A) values that decided the
 tree's depth, plus timings. A trace whose `accept_length` is the whole accepted path (older
 engines wrote that) loads too; `committed_draft(step)` reads either kind. A step sized by the auto
 budget also records its objective table (`auto`: expected tokens/s per depth and size, the modelled
@@ -33,6 +35,23 @@ The target's side of a step (optional: traces written before it existed lack bot
   draft's q, ordered by p (so the target's top TOPK are the first TOPK by p). A run keeps at most
   ROWS_PER_RUN rows in all; later steps record none. Autoregressive runs and runs timed by the
   benchmarks (`record_target=False`) record neither field.
+Token texts. `texts` (and `bonus_text`, a row's `texts`) hold each token decoded alone. A byte-level
+tokenizer (SmolLM2's GPT-2-style BPE; SentencePiece's byte fallback) splits an emoji, a CJK or Arabic
+letter or an accented letter over several tokens, and each of them decoded alone reads U+FFFD ("�").
+For those tokens the engine records what they hold (decoding/token_bytes.py); all three are optional:
+- `labels` (per node, present when some node needs one; a row's `labels` likewise) and `bonus_label`:
+  the token's bytes with whole characters as themselves and the other bytes in hex between angle
+  brackets (" ⟨F0 9F 98⟩": a space and the first 3 of 😀's 4 bytes); "" (or absent) where the text
+  reads on its own or where the tokenizer's vocabulary does not give the bytes (the text stands).
+  Views show the label where there is one (`node_text`, `bonus_shown`, `row_texts`);
+- `pieces`: per committed token, the text it adds to the output: a character split over tokens reads
+  whole on the token that completes it (the tokens before it add ""), every other token its text;
+- `pending`: the bytes label of the character the text committed so far ends inside (a live run
+  between the steps holding its bytes, or a run cut at the token limit); absent where the text ends
+  on a whole character.
+Traces without them (older engines) show the tokens' own texts, and the text view mends their split
+characters from `output_text` (viz/text_view.py).
+
 p is the target's sampling distribution when temperature > 0 and its softmax at T = 1 when the run is
 greedy (`meta.target_distribution` says which); q is the draft distribution the tree was built from
 (at the tree temperature in `meta.tree_temperature`). Probabilities are rounded to 6 decimals.
@@ -47,6 +66,7 @@ from dataclasses import dataclass, field
 from opttree.errors import BadInput
 
 VERSION = 1
+BROKEN = "\ufffd"     # what a token decoded alone reads for the bytes of a character it holds only part of
 STEP_LISTS = ("tokens", "texts", "parents", "depth", "q", "p_hat", "rank")
 # Where a node came from: a draft model, Token Recycling's table, retrieval, or a draft model and retrieval.
 SOURCES = ("draft", "recycled", "retrieved", "both")
@@ -95,17 +115,26 @@ def draft_weights(cost: dict | None) -> str:
 
 
 def step_record(index: int, step: StepData, text_of, decode) -> dict:
-    """The JSON record of one step; `text_of(token)` is one token's text, `decode(ids)` a span's."""
+    """The JSON record of one step; `decode(ids)` is a span's text, and `text_of` (engine/recording.py,
+    `TokenTexts`) gives one token's text (`text_of(token)`), its bytes label (`text_of.label(token)`, ""
+    where the text reads on its own) and, called once per step in order, the committed tokens' pieces and
+    the pending bytes' label (`text_of.commit(tokens)`; "Token texts" above)."""
     tree = step.tree
+    labels = [text_of.label(t) for t in tree.tokens]
+    bonus_label = text_of.label(step.bonus)
+    pieces, pending = text_of.commit(step.committed)
     return {
         "step": index,
         "tokens": list(tree.tokens), "texts": [text_of(t) for t in tree.tokens], "parents": list(tree.parents),
+        **({"labels": labels} if any(labels) else {}),
         "depth": list(tree.depth), "q": [round(x, 6) for x in tree.q],
         "p_hat": [round(x, 8) for x in tree.p_hat], "rank": list(tree.rank),
         "source": list(tree.source) if tree.source else ["draft"] * len(tree.tokens),
         "accepted": step.accepted, "accept_length": min(len(step.accepted), len(step.committed)),
         "bonus_token": step.bonus, "bonus_text": text_of(step.bonus), "rejected": step.rejected,
-        "committed": step.committed, "committed_text": decode(step.committed),
+        **({"bonus_label": bonus_label} if bonus_label else {}),
+        "committed": step.committed, "committed_text": decode(step.committed), "pieces": pieces,
+        **({"pending": pending} if pending else {}),
         "expected_accept": round(sum(tree.p_hat), 6),
         "ea_by_depth": [round(x, 6) for x in step.info.ea_by_depth],
         "stop_reason": step.info.stop_reason,
@@ -124,10 +153,37 @@ def _target_side(step: StepData, text_of) -> dict:
     if step.p_target is not None:
         out["p_target"] = [round(x, 6) for x in step.p_target]
     if step.topk_rows is not None:
-        out["topk_rows"] = [{"node": r["node"], "ids": list(r["ids"]), "texts": [text_of(t) for t in r["ids"]],
-                             "p": [round(x, 6) for x in r["p"]], "q": [round(x, 6) for x in r["q"]]}
-                            for r in step.topk_rows]
+        out["topk_rows"] = [_row(r, text_of) for r in step.topk_rows]
     return out
+
+
+def _row(row: dict, text_of) -> dict:
+    labels = [text_of.label(t) for t in row["ids"]]
+    return {"node": row["node"], "ids": list(row["ids"]), "texts": [text_of(t) for t in row["ids"]],
+            **({"labels": labels} if any(labels) else {}),
+            "p": [round(x, 6) for x in row["p"]], "q": [round(x, 6) for x in row["q"]]}
+
+
+def shown_text(texts: list[str], labels: list[str] | None, i: int) -> str:
+    """What a view shows for token `i` of `texts`: its bytes label where `labels` has one, else its text
+    ("Token texts" above; traces without `labels` show their texts)."""
+    label = labels[i] if isinstance(labels, list) and i < len(labels) else ""
+    return label if isinstance(label, str) and label else texts[i]
+
+
+def node_text(step: dict, i: int) -> str:
+    """Node `i`'s token as views show it (its bytes label, or its text)."""
+    return shown_text(step["texts"], step.get("labels"), i)
+
+
+def bonus_shown(step: dict) -> str:
+    """The step's bonus token as views show it (its bytes label, or its text)."""
+    return str(step.get("bonus_label") or step.get("bonus_text", ""))
+
+
+def row_texts(row: dict) -> list[str]:
+    """A recorded row's tokens as views show them (their bytes labels, or their texts)."""
+    return [shown_text(row["texts"], row.get("labels"), i) for i in range(len(row["texts"]))]
 
 
 def committed_draft(step: dict) -> int:
@@ -315,6 +371,7 @@ def _validate_step(i: int, step) -> None:
         _need(isinstance(step[key], list) and len(step[key]) == n,
               f"{where}: {key} must hold one entry per node: tokens holds {n}")
     _need(all(isinstance(t, str) for t in step["texts"]), f"{where}: texts must be strings")
+    _validate_token_texts(where, step, n)
     if "source" in step:   # optional: older traces lack it
         _need(isinstance(step["source"], list) and len(step["source"]) == n
               and all(isinstance(s, str) and s in SOURCES for s in step["source"]),
@@ -352,6 +409,23 @@ def _validate_step(i: int, step) -> None:
         _validate_rows(where, step["topk_rows"], n)
 
 
+def _strings(x, count: int | None = None, most: int = MAX_NODES + 1) -> bool:
+    return isinstance(x, list) and len(x) <= most and (count is None or len(x) == count) \
+        and all(isinstance(t, str) for t in x)
+
+
+def _validate_token_texts(where: str, step: dict, n: int) -> None:
+    """The optional bytes labels, committed pieces and pending label ("Token texts" above)."""
+    if "labels" in step:
+        _need(_strings(step["labels"], n), f"{where}: labels must hold one string per node")
+    for key in ("bonus_label", "pending"):
+        _need(isinstance(step.get(key, ""), str), f"{where}: {key} must be a string")
+    if "pieces" in step:
+        committed = step.get("committed")
+        _need(_strings(step["pieces"], len(committed) if isinstance(committed, list) else None),
+              f"{where}: pieces must hold one string per committed token")
+
+
 def _validate_length(where: str, length) -> None:
     _need(isinstance(length, dict) and length.get("control") in ("thompson", "predictor"),
           f"{where}: length must be a Thompson or predictor decision")
@@ -384,6 +458,7 @@ def _validate_rows(where: str, rows, n: int) -> None:
         _need(all(_is_int(t) and t >= 0 for t in r["ids"]) and len(set(r["ids"])) == m,
               f"{where}: topk_rows ids must be distinct token ids")
         _need(all(isinstance(t, str) for t in r["texts"]), f"{where}: topk_rows texts must be strings")
+        _need("labels" not in r or _strings(r["labels"], m), f"{where}: topk_rows labels must have {m} strings")
         for key in ("p", "q"):
             vals = r[key]
             _need(all(_is_num(x) and 0.0 <= x <= 1.0 for x in vals) and sum(vals) <= 1.0 + 1e-3,

@@ -6,6 +6,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from opttree.config import TRAINING_FREE
+from opttree.decoding.token_bytes import byte_decoder
 from opttree.models.loading import ModelPair
 from opttree.nets.grouped_attention import use_grouped_attention
 
@@ -21,6 +22,25 @@ class ToyTokenizer:
 
     def __call__(self, text):
         return {"input_ids": [int(w[1:]) for w in text.split() if w.startswith("t")]}
+
+
+class ByteToyTokenizer(ToyTokenizer):
+    """A GPT-2-style byte-level vocabulary of `vocab` tokens: most of them hold part of a character
+    (😀 = F0 9F 98 80, 日 = E6 97 A5, é = C3 A9), so a tiny model's trees hold many split characters.
+    Each entry is spelled in GPT-2's byte alphabet, as SmolLM2's tokenizer spells it (`convert_ids_to_tokens`)."""
+
+    PARTS = [b"\xf0\x9f", b"\x98\x80", b" \xf0\x9f\x98", b"\x80", b"\xe6\x97", b"\xa5", b"\xc3",
+             b"\xa9", b" a", b"b"]
+    SPELL = {b: c for c, b in byte_decoder().items()}
+
+    def __init__(self, vocab: int = 64):
+        self.vocab = [self.PARTS[i % len(self.PARTS)] for i in range(vocab)]
+
+    def decode(self, ids, skip_special_tokens=False):
+        return b"".join(self.vocab[int(i)] for i in ids).decode("utf-8", "replace")
+
+    def convert_ids_to_tokens(self, token):
+        return "".join(self.SPELL[b] for b in self.vocab[int(token)])
 
 
 START, END, NEWLINE = 1, 2, 7

@@ -5,14 +5,20 @@ step. Alternate steps get a darker shade so step boundaries are visible. Every t
 HTML-escaped (a model that emits `<script>` shows it as text). Each span carries `data-step` so a
 click can jump the scrubber to the step that produced it.
 
-The trace records each token's text decoded alone, so a character a byte-level tokenizer splits over
-several tokens (an emoji, Arabic, an accented letter) reads U+FFFD in each of them. `run_pieces` gives
-such a run of tokens its text from the run's whole output text, on its first token (the rest empty).
+A character a byte-level tokenizer splits over several tokens (an emoji, Arabic, an accented letter)
+reads U+FFFD in each token decoded alone. The engine records what each committed token adds to the
+output (`pieces`: such a character whole on the token that completes it) and the bytes of a character
+the text so far ends inside (`pending`, shown as its bytes label, "⟨F0 9F⟩"), so a live run shows each
+character as soon as its last byte is committed (opttree/trace.py, "Token texts"). For traces without
+them (older engines) `run_pieces` gives such a run of tokens its text from the run's whole output text,
+on its first token (the rest empty).
 """
 
 from __future__ import annotations
 
 import html
+
+from opttree.trace import BROKEN
 
 from . import style
 
@@ -29,7 +35,8 @@ def _span(text: str, step: int, bonus: bool, current: bool) -> str:
 
 
 def token_pieces(step: dict) -> list[tuple[str, bool]]:
-    """(text, is_bonus) for each token this step committed, in order.
+    """(text, is_bonus) for each token this step committed, in order: the text it adds to the output
+    (`pieces`) where the trace records it, else the token's own text.
 
     Accepted draft tokens come first; the bonus token follows unless the step stopped early (EOS
     or the token limit), in which case fewer tokens were committed than accepted + 1.
@@ -37,20 +44,28 @@ def token_pieces(step: dict) -> list[tuple[str, bool]]:
     texts = [step["texts"][a] for a in step.get("accepted", [])]
     committed = step.get("committed")
     count = len(committed) if isinstance(committed, list) else len(texts) + 1
+    pieces = step.get("pieces")
+    if isinstance(pieces, list) and len(pieces) == count:
+        return [(str(t), j >= len(texts)) for j, t in enumerate(pieces)]
     pieces = [(t, False) for t in texts[:count]]
     if count > len(texts):
         pieces.append((step.get("bonus_text", ""), True))
     return pieces
 
 
-BROKEN = "\ufffd"     # what a token decoded alone shows for the bytes of a character it holds only part of
-
-
 def run_pieces(trace: dict | None) -> list[list[tuple[str, bool]]]:
-    """`token_pieces` of every step, with each character split over tokens mended from the output text;
-    the tokens' own texts where the output text does not line up with them (a live run before its end)."""
+    """`token_pieces` of every step, the last one's `pending` bytes label after its last token. In a
+    trace without `pieces` each character split over tokens is mended from the output text; the tokens'
+    own texts where the output text does not line up with them."""
     trace = trace or {}
-    pieces = [token_pieces(s) for s in trace.get("steps", [])]
+    steps = trace.get("steps", [])
+    pieces = [token_pieces(s) for s in steps]
+    if any("pieces" in s for s in steps):
+        pending = steps[-1].get("pending")
+        if pending and pieces[-1]:
+            text, bonus = pieces[-1][-1]
+            pieces[-1][-1] = (text + str(pending), bonus)
+        return pieces
     where = [(i, j) for i, ps in enumerate(pieces) for j in range(len(ps))]
     texts = [pieces[i][j][0] for i, j in where]
     mended = mend(texts, str(trace.get("output_text") or "")) if any(BROKEN in t for t in texts) else None

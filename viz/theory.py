@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from opttree.theory.distributions import toy_distributions, wor_beats_iid_example
 from opttree.theory.rows import row_distributions, row_scheme_table
 from opttree.theory.table import SCHEMES, scheme_table
-from opttree.trace import TOPK
+from opttree.trace import TOPK, bonus_shown, node_text, row_texts
 
 from . import style
 
@@ -70,7 +70,7 @@ def _unique(labels: list[str]) -> list[str]:
 def row_dists(row: dict) -> Dists:
     """A recorded row as p and q over its tokens plus the rest bucket (1 − the recorded mass)."""
     p, q, rest_p, rest_q = row_distributions(row)
-    labels = [style.hover_safe(t) for t in row["texts"]]
+    labels = [style.hover_safe(t) for t in row_texts(row)]
     return Dists(_unique(labels + [REST_LABEL]), p, q, True, rest_p, rest_q)
 
 
@@ -203,7 +203,7 @@ def node_label(step: dict, node: int) -> str:
     if node == -1:
         return "root (the last committed token)"
     tag = ", accepted" if node in step.get("accepted", []) else ""
-    return f"node {node}: {style.visible(step['texts'][node])} (depth {step['depth'][node]}{tag})"
+    return f"node {node}: {style.visible(node_text(step, node))} (depth {step['depth'][node]}{tag})"
 
 
 def node_choices(trace: dict | None, index: int) -> list[tuple[str, str]]:
@@ -230,8 +230,8 @@ def _target_pick(step: dict, node: int) -> tuple[str, bool] | None:
         return None
     i = path.index(node)
     if i + 1 < len(path):
-        return step["texts"][path[i + 1]], True
-    return str(step.get("bonus_text", "")), False
+        return node_text(step, path[i + 1]), True
+    return bonus_shown(step), False
 
 
 def _children(step: dict, node: int) -> list[int]:
@@ -263,14 +263,14 @@ def step_view(trace: dict | None, index: int, node: int):
     where = f"Step {index + 1}, {node_label(step, node)}"
     kids = _children(step, node)
     p_target = step.get("p_target")
-    children = {style.hover_safe(step["texts"][j]): f"child node {j}: q = {step['q'][j]:.3f}"
+    children = {style.hover_safe(node_text(step, j)): f"child node {j}: q = {step['q'][j]:.3f}"
                 + (f", target p = {p_target[j]:.3f}" if p_target else "") for j in kids}
     mass = sum(p_target[j] for j in kids) if p_target and kids else None
     k = len(kids) if 1 <= len(kids) <= KS[-1] else 4
     mark = (len(kids), mass, f"this tree: {children_text(len(kids))} holding target p = {mass:.3f}") \
         if mass is not None and 1 <= len(kids) <= KS[-1] else None
     meta = (trace or {}).get("meta", {})
-    texts = rows[node]["texts"]
+    texts = row_texts(rows[node])
     top = int(np.argmax(d.p[: len(texts)]))
     qtop = int(np.argmax(d.q[: len(texts)]))
     lines = [f"**{_md(where, token=False)}.** The target put **{d.p[top]:.2f}** on {_md(texts[top])}; the "

@@ -19,10 +19,10 @@ import html
 
 import plotly.graph_objects as go
 
-from opttree.trace import committed_draft, counted
+from opttree.trace import BROKEN, bonus_shown, committed_draft, counted, node_text
 
 from . import style
-from .text_view import BROKEN, run_pieces
+from .text_view import run_pieces
 from .tree_layout import tidy_layout
 
 LABEL_LIMIT = 80          # above this many nodes only the accepted path keeps text labels
@@ -36,6 +36,8 @@ FRAME_PX = 160            # title, axis, legend and margins around the rows
 TITLE_TOP = 50            # the title starts below the label chip the page draws over a chart's top left
 ROOT_LABEL_PX = 26        # how far below the root its label (the text the step continues) reaches
 LABEL_PX = 10             # a node label's font size
+# Said on hover of a token shown by its bytes label (opttree/trace.py, "Token texts").
+BYTES_NOTE = "<br>part of a character split over several tokens: ⟨…⟩ holds its bytes in hex"
 PRESENT_HEIGHT = 500      # presenter mode: the tallest tree, so the step fits a 1280 × 720 screen
 PRESENT_LARGER = 2        # presenter mode: labels this many px larger
 
@@ -47,7 +49,9 @@ def figure_height(leaf_rows: int, cap: int = MAX_HEIGHT) -> int:
 def _hover(step: dict, i: int) -> str:
     source = step.get("source")
     origin = f"<br>from: {style.SOURCE_LABELS.get(source[i], source[i])}" if source else ""
-    return (f"<b>{style.hover_safe(step['texts'][i])}</b> (id {step['tokens'][i]})<br>"
+    text = node_text(step, i)
+    note = BYTES_NOTE if text != step["texts"][i] else ""
+    return (f"<b>{style.hover_safe(text)}</b> (id {step['tokens'][i]}){note}<br>"
             f"q = {step['q'][i]:.3f} · p̂ = {step['p_hat'][i]:.3f}<br>"
             f"depth {step['depth'][i]} · rank {step['rank'][i]} among siblings' draft choices{origin}")
 
@@ -204,7 +208,7 @@ def _nodes(step: dict, at: _Positions, shade: list, labels: int = LABELLED, row_
     pad = {step.get("rejected"): "\u2002"}
     return dict(type="scatter",
                 x=at.x, y=at.y, mode="markers+text" if shown else "markers", name="draft nodes",
-                text=[pad.get(i, "") + _label(t) if i in shown else "" for i, t in enumerate(step["texts"])]
+                text=[pad.get(i, "") + _label(node_text(step, i)) if i in shown else "" for i in range(n)]
                 if shown else None,
                 textposition="middle right", textfont=dict(size=LABEL_PX, color=style.LABEL),
                 hovertext=[_hover(step, i) for i in range(n)], hoverinfo="text",
@@ -229,7 +233,7 @@ def _accepted(step: dict, at: _Positions, shade: list, colour: str) -> dict:
     ax, ay = [at(-1)[0]] + [at.x[a] for a in acc], [at(-1)[1]] + [at.y[a] for a in acc]
     return dict(type="scatter",
                 x=ax, y=ay, mode="lines+markers+text", name=f"accepted path ({len(acc)})",
-                text=[""] + [_label(step["texts"][a]) for a in acc], textposition="top center",
+                text=[""] + [_label(node_text(step, a)) for a in acc], textposition="top center",
                 textfont=dict(size=11, color=style.ACCEPTED),
                 hovertext=["root"] + [_hover(step, a) for a in acc], hoverinfo="text",
                 line=dict(color=style.ACCEPTED, width=5),
@@ -253,12 +257,13 @@ def _bonus(step: dict, at: _Positions) -> dict:
     # runs right from it, where neither the rejected X, that node's own label nor the last accepted
     # token's label (centred above its diamond) reaches.
     bx = lx + 0.55
-    bonus_text = style.hover_safe(step.get("bonus_text", ""))
+    bonus_text = style.hover_safe(bonus_shown(step))
+    hover = f"<b>{bonus_text}</b> (id {step.get('bonus_token')})" + (BYTES_NOTE if step.get("bonus_label") else "")
     return dict(type="scatter",
                 x=[lx, bx], y=[ly, ly], mode="lines+markers+text", name="bonus token (from the target)",
                 text=["", _label(bonus_text)], textposition="top right",
                 textfont=dict(size=12, color=style.BONUS),
-                hovertext=["", f"<b>{bonus_text}</b> (id {step.get('bonus_token')})<br>the target's own next token"],
+                hovertext=["", f"{hover}<br>the target's own next token"],
                 hoverinfo="text", line=dict(color=style.BONUS, width=2, dash="dot"),
                 marker=dict(symbol=["circle", "star"], size=[1, 18], color=style.BONUS,
                             line=dict(width=1, color="#000")))

@@ -3,10 +3,13 @@ nodes (for the step's top-k rows), the builders' `expand` callback that collects
 
 from __future__ import annotations
 
+import codecs
+
 import torch
 
+from opttree.decoding.token_bytes import bytes_label, token_bytes
 from opttree.engine.step_timer import StepTimer
-from opttree.trace import ROWS_PER_STEP
+from opttree.trace import BROKEN, ROWS_PER_STEP
 from opttree.trees.draft_tree import ROOT, DraftTree
 
 DRAFT_ROWS_KEPT = 4 * ROWS_PER_STEP   # full draft distributions held per step for the trace's rows
@@ -58,12 +61,48 @@ class RecordingExpand:
 
 
 class TokenTexts:
-    """Per-run cache of single-token texts (decoding 500 nodes a step adds up)."""
+    """A run's token texts, cached per token (decoding 500 nodes a step adds up): each token's text
+    decoded alone (`text_of(token)`), its bytes label where that text reads U+FFFD (`label`), and the
+    committed tokens' pieces, read in order through an incremental UTF-8 decoder (`commit`). Only a
+    token whose text reads U+FFFD, or that follows bytes still waiting for the rest of their character,
+    is decoded from its bytes, so each step costs its committed tokens, not the output so far."""
 
     def __init__(self, tokenizer):
-        self.tokenizer, self.cache = tokenizer, {}
+        self.tokenizer, self.cache, self.labels, self.raw = tokenizer, {}, {}, {}
+        self.utf8 = codecs.getincrementaldecoder("utf-8")("replace")
 
     def __call__(self, token: int) -> str:
         if token not in self.cache:
             self.cache[token] = self.tokenizer.decode([token])
         return self.cache[token]
+
+    def bytes_of(self, token: int) -> bytes | None:
+        """The token's bytes where its text reads U+FFFD and its vocabulary entry gives them, else None."""
+        if token not in self.raw:
+            text = self(token)
+            self.raw[token] = token_bytes(self.tokenizer, token, text) if BROKEN in text else None
+        return self.raw[token]
+
+    def label(self, token: int) -> str:
+        """The token's bytes label ("⟨F0 9F⟩") where its text alone reads U+FFFD; "" where the text reads
+        on its own or the bytes cannot be found."""
+        if token not in self.labels:
+            data = self.bytes_of(token)
+            self.labels[token] = bytes_label(data) if data is not None else ""
+        return self.labels[token]
+
+    def commit(self, tokens: list[int]) -> tuple[list[str], str]:
+        """What each committed token adds to the output (a split character whole on the token that
+        completes it, "" on the ones before), and the bytes label of a character still incomplete after
+        them ("" when none). Called once per step, in order: it carries those bytes to the next step."""
+        pieces = []
+        for token in tokens:
+            data, waiting = self.bytes_of(token), self.utf8.getstate()[0]
+            if data is not None:
+                pieces.append(self.utf8.decode(data))
+            elif waiting:        # bytes that never became a character read U+FFFD, as the output does
+                pieces.append(self.utf8.decode(b"", final=True) + self(token))
+                self.utf8.reset()
+            else:
+                pieces.append(self(token))
+        return pieces, bytes_label(self.utf8.getstate()[0])

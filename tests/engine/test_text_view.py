@@ -1,8 +1,12 @@
 """The generated text as the page shows it: a character split over byte-level tokens (emoji, Arabic,
 accents), which each token decoded alone reads as U+FFFD, shows whole (viz/text_view.py)."""
 
-from test_viz import make_step
+import re
 
+from test_viz import make_step
+from tiny import ByteToyTokenizer
+
+from opttree.engine.recording import TokenTexts
 from viz.text_view import text_html
 from viz.tree_figure import root_context
 
@@ -44,3 +48,35 @@ def test_mending_never_drops_a_character_and_keeps_a_cut_last_one():
     assert mend([" " + F, F, "日"], " 日日") is None               # the first match would read " 日"
     assert mend(["x", F, F, "y", F], "x😀y" + F) == ["x", "😀", "", "y", F]
     assert mend(["x", F, F, "y"], "x😀y") == ["x", "😀", "", "y"]
+
+
+def engine_trace(chunks: list[list[bytes]]) -> list[dict]:
+    """The trace after each step as this engine records it: each committed token's piece (a character
+    whole on the token that completes it) and the bytes label of a character the text so far ends inside."""
+    tokenizer = ByteToyTokenizer()
+    tokenizer.vocab = [b for chunk in chunks for b in chunk]
+    texts, steps, ids, out = TokenTexts(tokenizer), [], 0, []
+    for chunk in chunks:
+        tokens = list(range(ids, ids + len(chunk)))
+        ids += len(chunk)
+        step = make_step([-1, *range(len(chunk) - 2)], [0.9] * (len(chunk) - 1),
+                         texts=[texts(t) for t in tokens[:-1]], accepted=list(range(len(chunk) - 1)))
+        pieces, pending = texts.commit(tokens)
+        step.update(bonus_text=texts(tokens[-1]), committed=tokens, pieces=pieces,
+                    **({"pending": pending} if pending else {}))
+        steps.append(step)
+        output = tokenizer.decode([t for s in steps for t in s["committed"]])
+        out.append({"steps": list(steps), "prompt": "", "meta": {}, "output_text": output})
+    return out
+
+
+def test_the_live_strip_shows_a_character_whole_once_its_last_byte_is_committed():
+    """Mid-run, a character whose bytes are not all committed yet shows its bytes label, and the step
+    that commits its last byte shows it whole, on the token that completes it (failed before: the strip
+    showed U+FFFD while the text so far ended inside the character)."""
+    smile = "😀".encode()
+    first, second = engine_trace([[b"Hi", b" " + smile[:2]], [smile[2:], b"!"]])
+    shown = [re.sub("<[^>]+>", "", text_html(t)).split("click a token to see its step")[1] for t in (first, second)]
+    assert shown == ["Hi ⟨F0 9F⟩", "Hi 😀!"]
+    done = text_html(second)
+    assert done.index("😀") > done.index('data-step="1"')        # on step 2's token that completed it

@@ -76,6 +76,10 @@ def broken(trace, mutate):
     (lambda t: t["steps"][0]["source"].pop(), "source must list"),
     (lambda t: t.__setitem__("version", 999), "not one this reader knows .1 to 1.: a newer release"),
     (lambda t: t.__setitem__("version", "1"), "version '1' is not"),
+    (lambda t: t["steps"][0].__setitem__("labels", ["⟨F0⟩"]), "labels must hold one string per node"),
+    (lambda t: t["steps"][0].__setitem__("pieces", ["a"] * 99), "pieces must hold one string per committed"),
+    (lambda t: t["steps"][0].__setitem__("pending", 7), "pending must be a string"),
+    (lambda t: t["steps"][0].__setitem__("bonus_label", ["x"]), "bonus_label must be a string"),
 ])
 def test_bad_traces_rejected(trace, mutate, needle):
     with pytest.raises(BadInput, match=needle):
