@@ -51,6 +51,7 @@ class Page:
     prompt: gr.Textbox = None
     status: gr.Markdown = None
     step: gr.Slider = None
+    tree_title: gr.Textbox = None   # Explore's tree title alone, while a live run leaves the tree pinned
     views: list = field(default_factory=list)      # tree, text, metrics, why: move with the scrubber
     bars: gr.Plot = None
     learn_plot: gr.Plot = None

@@ -36,7 +36,7 @@ from viz.metrics import step_metrics
 from viz.step_charts import accept_bars, ea_points, why_shape
 from viz.style import COLOUR_MODES
 from viz.text_view import text_html
-from viz.tree_figure import tree_figure
+from viz.tree_figure import step_title, tree_figure
 
 
 def build(page: Page, registry) -> dict:
@@ -79,6 +79,8 @@ def step_view(page: Page) -> dict:
                 page.present = gr.Checkbox(False, label="Presenter mode", elem_id="present", container=False,
                                            scale=0, min_width=150)
             tree_plot = gr.Plot(tree_figure(None), label="Draft tree of the selected step", elem_id="tree-plot")
+            # In the page but never shown: the tree's title while the view is pinned (TITLE_JS writes it in)
+            page.tree_title = gr.Textbox("", visible="hidden", elem_id="tree-title")
             page.colour = gr.Radio([(label, key) for key, label in COLOUR_MODES.items()], value="log_p_hat",
                                    label="Colour nodes by", elem_id="colour", container=False)
         with gr.Column(scale=2, min_width=300, elem_id="side-col"):
@@ -118,7 +120,7 @@ def run_inputs(page: Page) -> dict:
 
 def run_outputs(page: Page) -> list:
     return [page.trace, page.step, *page.run_views, page.status, page.history, page.ea_plot, page.ea_text,
-            page.learn_status, page.link, page.caption, page.ran, page.link_box]
+            page.learn_status, page.link, page.caption, page.ran, page.link_box, page.tree_title]
 
 
 def caption_update(index: int | None):
@@ -168,8 +170,10 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
                    f"tokens, τ = {s['tau']:.2f}")
             pinned = PINNED.get(session) if replaced else None
             if up.state == "running" and pinned is not None:     # scrubbed back: the view stays there
+                # and only its title (the run's step count) changes: the figure is not sent again
                 yield {page.status: msg, page.learn_status: learn(msg), page.trace: trace,
-                       page.step: gr.Slider(maximum=max(steps_of(trace), 2), interactive=True)}
+                       page.step: gr.Slider(maximum=max(steps_of(trace), 2), interactive=True),
+                       page.tree_title: step_title(trace, pinned)}
                 drawn = time.monotonic()
                 continue
             out = {page.status: msg, page.learn_status: learn(msg),
@@ -313,6 +317,12 @@ def tick(trace, step, colour, present):
     return (timer, *show(trace, i + 1 if i >= steps_of(trace) - 1 else i + 2, colour, present), play_btn, pause_btn)
 
 
+# The pinned tree's new title, written into the figure on the page (a title-only relayout, not a redraw).
+TITLE_JS = """(title) => {
+  const gd = document.querySelector('#tree-plot .js-plotly-plot');
+  if (title && gd && gd._fullLayout && window.Plotly) window.Plotly.relayout(gd, {'title.text': title});
+}"""
+
 # Presenter mode is a class on the page's body (assets/app.css lays the step out on one screen with it).
 PRESENT_JS = "(on) => { document.body.classList.toggle('presenter', !!on); }"
 
@@ -328,6 +338,7 @@ def wire(page: Page, parts: dict, service, lane: dict) -> None:
     page.step.input(show, at, scrub, trigger_mode="always_last", **SCRUB)
     page.colour.input(show, at, scrub, **SCRUB)
     page.present.change(None, page.present, None, js=PRESENT_JS)
+    page.tree_title.change(None, page.tree_title, None, js=TITLE_JS)
     page.present.change(show, at, scrub, **SCRUB)
     parts["prev"].click(prev_step, at, scrub, **SCRUB)
     parts["next"].click(next_step, at, scrub, **SCRUB)

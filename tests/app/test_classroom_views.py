@@ -241,7 +241,8 @@ def explore_page() -> Page:
     """Explore's page with a `Part` for each component `run_explore` updates."""
     names = dict(trace="trace", history="history", colour="colour", link="link", model="model", prompt="prompt",
                  status="status", step="step", bars="bars", learn_plot="learn", learn_status="ls", ea_plot="ea",
-                 ea_text="ea_text", present="present", caption="caption", ran="ran", link_box="box")
+                 ea_text="ea_text", present="present", caption="caption", ran="ran", link_box="box",
+                 tree_title="tree_title")
     return Page(**{k: Part(v) for k, v in names.items()}, settings={k: Part(k) for k in SETTING_NAMES},
                 views=[Part(v) for v in ("tree", "text", "metrics", "why")])
 
@@ -406,6 +407,8 @@ def test_scrubbing_back_during_a_live_run_keeps_the_view_there(monkeypatch):
     rest = list(named)
     live, final = rest[:-1], rest[-1]
     assert live and all("tree" not in u and "value" not in u["step"].constructor_args for u in live)   # it stays
+    # with its title alone following the run's step count (the status's "Running: step N")
+    assert all(f" · step 3/{u['status'].split('step ')[1].split(',')[0]} · " in u["tree_title"] for u in live)
     assert final["status"].startswith("Done") and final["step"].value == 3 and "tree" in final
     assert final["step"].maximum == len(final["trace"]["steps"]) and not explore.LIVE and not explore.PINNED
     # During a run, the newest step unpins the view again; an earlier one pins it.
