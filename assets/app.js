@@ -45,4 +45,75 @@
     new MutationObserver(keepCurrent).observe(host, {childList: true, subtree: true});
   });
   find.observe(document.body, {childList: true, subtree: true});
+  // Tree figures (viz/tree_figure.py) drawn at the width the browser gives them, which the server does not
+  // know: after each draw, a bonus token's label that runs past the plot's right edge moves left inside it
+  // (and up, clear of the accepted path's labels), and on a figure NARROW px wide or less (a phone, Compare's
+  // side-by-side panels) or one whose bonus label moved, a label that would print over another is hidden,
+  // the accepted path's first, then the bonus token's, the root's and the likeliest nodes' (each node's
+  // hover keeps its text). A wider figure whose labels fit is left as the server drew it.
+  const NARROW = 640;
+  const RANKS = ['accepted path', 'bonus token', 'root', 'draft nodes'];
+  const rankOf = (name) => RANKS.findIndex((r) => (name || '').startsWith(r));
+  const meets = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const treeLabels = (gd) => {
+    const labels = [];
+    for (const g of gd.querySelectorAll('.scatterlayer .trace')) {
+      const rank = rankOf(g.__data__?.[0]?.trace?.name);
+      if (rank < 0) continue;
+      for (const tp of g.querySelectorAll('.textpoint')) {
+        const t = tp.querySelector('text');
+        if (!t) continue;
+        t.removeAttribute('transform');          // what an earlier pass did (Plotly reuses the elements)
+        t.style.visibility = '';
+        if (t.textContent) labels.push({t, rank, p: Number(tp.__data__?.mc) || 0});
+      }
+    }
+    return labels.sort((a, b) => a.rank - b.rank || b.p - a.p);
+  };
+  const keepBonusInside = (gd, labels) => {
+    const bonus = labels.find((l) => l.rank === 1);
+    const size = gd._fullLayout._size, box = gd.getBoundingClientRect();
+    if (!bonus) return false;
+    const r = bonus.t.getBoundingClientRect();
+    const right = box.left + size.l + size.w - 2;
+    if (r.right <= right) return false;
+    const dx = Math.max(right - r.right, box.left + size.l - r.left);
+    let dy = 0;
+    for (let tries = 0; tries < 4; tries++) {    // above each accepted label it would print on
+      const at = {left: r.left + dx, right: r.right + dx, top: r.top + dy, bottom: r.bottom + dy};
+      const hit = labels.find((l) => l.rank === 0 && meets(at, l.t.getBoundingClientRect()));
+      if (!hit) break;
+      dy = hit.t.getBoundingClientRect().top - r.bottom - 1;
+    }
+    bonus.t.setAttribute('transform', `translate(${dx},${dy})`);
+    return true;
+  };
+  const fitLabels = (gd) => {
+    if (!gd._fullLayout || !(gd.data || []).some((t) => t.name === 'draft nodes')) return;
+    const labels = treeLabels(gd);
+    const moved = keepBonusInside(gd, labels);
+    if (!moved && gd._fullLayout.width > NARROW) return;
+    const kept = [];
+    for (const l of labels) {
+      const r = l.t.getBoundingClientRect();
+      if (kept.some((k) => meets(r, k))) l.t.style.visibility = 'hidden';
+      else kept.push(r);
+    }
+  };
+  // Each plot is fitted after every draw (a new step, a resize, a zoom): Plotly's own afterplot event,
+  // listened to again whenever Plotly gives the plot a new event hub.
+  const hubs = new WeakMap();
+  let queued = false;
+  const watchPlots = () => {
+    queued = false;
+    for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+      if (!gd.on || hubs.get(gd) === gd._ev) continue;
+      hubs.set(gd, gd._ev);
+      gd.on('plotly_afterplot', () => fitLabels(gd));
+      fitLabels(gd);
+    }
+  };
+  new MutationObserver(() => {
+    if (!queued) { queued = true; requestAnimationFrame(watchPlots); }
+  }).observe(document.body, {childList: true, subtree: true});
 }

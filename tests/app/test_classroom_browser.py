@@ -5,7 +5,8 @@ Deep links keep their node budget (a number or auto, a lesson its own) and Copy 
 an import puts its prompt and settings in the controls and its steps in E(A) vs A; a lesson's caption
 sits above its tree and starting a run brings the tree into view; Run and the lessons are on the first
 screen; presenter mode fits the tree, the text strip and the step's metrics on one 1280 × 720 screen;
-the 60-node tree's labels do not overlap; on a phone every tab is reachable, the tree's title wraps
+the 60-node tree's labels do not overlap, on a phone too (the page hides those that would meet) and a
+bonus token's label stays inside a side-by-side panel; on a phone every tab is reachable, the tree's title wraps
 and Compare's table scrolls sideways; the HTML export opens at the selected step. Screenshots go to
 tmp/artifacts/ (test artifacts)."""
 
@@ -14,10 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+import plotly
 import pytest
-from app_server import ARTIFACTS, CHROMIUM, browser_on_app, drafting_model_id
+from app_server import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, drafting_model_id, launched_app
 
+from opttree.paths import PAGE_ASSETS
 from viz.lessons import PRESETS
+from viz.tree_figure import tree_figure
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -38,9 +42,21 @@ RECT = """(sel) => { const e = document.querySelector(sel); if (!e || e.offsetPa
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with browser_on_app(tmp_path_factory.mktemp("classroom"), default=drafting_model_id()) as (browser, url):
-        yield browser, url
+def chromium():
+    """Headless Chromium; the figure tests need no app (one Playwright per module: the app's tests share it)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, chromium):
+    with launched_app(tmp_path_factory.mktemp("classroom"), default=drafting_model_id()) as (url, _):
+        yield chromium, url
 
 
 def open_page(app, query: str = "", viewport: dict = PROJECTOR):
@@ -103,7 +119,8 @@ def test_run_and_the_lessons_are_on_the_first_screen(app):
 
 LABEL_OVERLAPS = """() => {
     const boxes = [...document.querySelectorAll('#tree-plot .scatterlayer .textpoint text')]
-        .filter(t => t.textContent.trim()).map(t => t.getBoundingClientRect());
+        .filter(t => t.textContent.trim() && getComputedStyle(t).visibility !== 'hidden')
+        .map(t => t.getBoundingClientRect());
     let overlaps = 0;
     for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
         const a = boxes[i], b = boxes[j];
@@ -268,4 +285,76 @@ def test_presenter_mode_on_a_phone_keeps_the_step_controls_on_screen(app):
     assert rect(pg, "#side-col")["top"] >= rect(pg, "#tree-plot")["bottom"] - 2
     assert rect(pg, "#lesson-caption")["right"] - rect(pg, "#lesson-caption")["left"] >= 0.8 * PHONE["width"]
     pg.screenshot(path=str(ARTIFACTS / "classroom-phone-presenter.png"), full_page=True)
+    pg.close()
+
+
+def figure_page(browser, fig, width: int):
+    """`fig` drawn by plotly.js in a page `width` px wide that runs the app's own script (assets/app.js),
+    as Gradio's gr.Plot draws it, without the app: the labels as the page fits them to that width."""
+    pg = browser.new_page(viewport={"width": width, "height": 900})
+    pg.set_content('<div id="tree-plot"><div id="g"></div></div>')
+    pg.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+    pg.add_script_tag(content=f"({(PAGE_ASSETS / 'app.js').read_text()})();")
+    pg.evaluate("(f) => Plotly.newPlot('g', f.data, f.layout, {responsive: true})", fig.to_plotly_json())
+    pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")   # fitted
+    return pg
+
+
+LABELS = """() => [...document.querySelectorAll('#g .scatterlayer .trace')].flatMap(g =>
+    [...g.querySelectorAll('.textpoint text')].filter(t => t.textContent).map(t => {
+        const r = t.getBoundingClientRect();
+        return {trace: g.__data__[0].trace.name, text: t.textContent,
+                hidden: getComputedStyle(t).visibility === 'hidden',
+                moved: t.hasAttribute('transform'), left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+    }))"""
+PLOT_RIGHT = "() => { const gd = document.getElementById('g'); const s = gd._fullLayout._size;" \
+             " return gd.getBoundingClientRect().left + s.l + s.w; }"
+
+
+def meet(a: dict, b: dict) -> bool:
+    return min(a["right"], b["right"]) - max(a["left"], b["left"]) > 2 and min(a["bottom"], b["bottom"]) - max(
+        a["top"], b["top"]) > 3
+
+
+def deep_step(bonus: str = "B") -> dict:
+    """A 60-node tree ten layers deep (six nodes a layer) with long tokens, its likeliest chain accepted."""
+    parents = [-1] * 6 + [(i // 6 - 1) * 6 + i % 3 for i in range(6, 60)]
+    depth = [i // 6 + 1 for i in range(60)]
+    p_hat = [0.9 ** d * (1 - 0.1 * (i % 6)) for i, d in enumerate(depth)]
+    return {"tokens": list(range(60)), "texts": [f" tapestry{i}" for i in range(60)], "parents": parents,
+            "depth": depth, "q": p_hat, "p_hat": p_hat, "rank": [i % 6 for i in range(60)],
+            "accepted": [0, 6, 12, 18, 24, 30, 36, 42, 48, 54], "rejected": None, "bonus_token": 9,
+            "bonus_text": bonus, "committed": [], "committed_text": "", "expected_accept": 0.0}
+
+
+def test_a_deep_trees_labels_never_print_on_each_other_on_a_phone(chromium):
+    """On a phone's 390 px a 60-node tree ten layers deep has columns ~20 px apart: the page hides each
+    label that would print over another (the accepted path's first, then the likeliest nodes'); every node
+    keeps its text on hover. On a desktop's width the figure stays as the server drew it."""
+    fig = tree_figure(deep_step(), "opt-tree · step 1/1 · 60 nodes<br>accepted 10 · E(A) = 5.00",
+                      context="the end of the prompt")
+    pg = figure_page(chromium, fig, PHONE["width"])
+    labels = [x for x in pg.evaluate(LABELS) if not x["hidden"]]
+    assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:] if meet(a, b)]
+    assert sum(x["trace"].startswith("accepted path") for x in labels) >= 3 and len(labels) >= 8, labels
+    assert pg.evaluate("() => document.getElementById('g').data.find(t => t.name === 'draft nodes')"
+                       ".hovertext.length") == 60
+    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-deep-tree.png"))
+    pg.close()
+    pg = figure_page(chromium, fig, 1400)
+    assert not any(x["hidden"] or x["moved"] for x in pg.evaluate(LABELS))
+    pg.close()
+
+
+def test_a_bonus_label_stays_inside_a_side_by_side_panel(chromium):
+    """Compare's panels are ~350 px wide: a long bonus token after a deep accepted path ran past the plot's
+    right edge and was cut there. The page moves it inside, clear of the accepted path's labels."""
+    fig = tree_figure(deep_step(bonus="internationalisation"), "opt-tree · step 1/1")
+    pg = figure_page(chromium, fig, 352)
+    labels = pg.evaluate(LABELS)
+    bonus = next(x for x in labels if x["trace"].startswith("bonus"))
+    assert bonus["text"] == "internation…" and not bonus["hidden"]
+    assert bonus["right"] <= pg.evaluate(PLOT_RIGHT) + 1, bonus
+    assert not [x["text"] for x in labels if x["trace"].startswith("accepted") and meet(x, bonus)]
+    pg.screenshot(path=str(ARTIFACTS / "classroom-panel-bonus.png"))
     pg.close()
