@@ -100,17 +100,24 @@
       else kept.push(r);
     }
   };
-  // Each plot is fitted after every draw (a new step, a resize, a zoom): Plotly's own afterplot event,
-  // listened to again whenever Plotly gives the plot a new event hub.
+  // Each plot is fitted in the frame after each draw (a new step, a resize, a zoom): after Plotly's events,
+  // listened to again whenever Plotly gives the plot a new event hub. A react that moves the margins places
+  // the labels again after its afterplot event, so its own event refits too.
   const hubs = new WeakMap();
+  const DRAWN = ['plotly_afterplot', 'plotly_react', 'plotly_relayout', 'plotly_restyle'];
+  const refit = (gd) => {
+    if (gd.ottQueued) return;
+    gd.ottQueued = true;
+    requestAnimationFrame(() => { gd.ottQueued = false; fitLabels(gd); });
+  };
   let queued = false;
   const watchPlots = () => {
     queued = false;
     for (const gd of document.querySelectorAll('.js-plotly-plot')) {
       if (!gd.on || hubs.get(gd) === gd._ev) continue;
       hubs.set(gd, gd._ev);
-      gd.on('plotly_afterplot', () => fitLabels(gd));
-      fitLabels(gd);
+      for (const e of DRAWN) gd.on(e, () => refit(gd));
+      refit(gd);
     }
   };
   new MutationObserver(() => {
