@@ -70,8 +70,10 @@ def root_context(trace: dict, index: int) -> str:
 
 
 def _label(text: str) -> str:
-    text = style.hover_safe(text)
-    return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
+    """A token's label: cut to LABEL_CHARS characters as a reader sees them, then escaped once (an
+    escape before the cut would count "&lt;" as four characters and could split it)."""
+    text = style.visible(text)
+    return style.hover_safe(text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…")
 
 
 def tree_figure(step: dict | None, title: str = "", uirevision: str = "tree", colour: str = "log_p_hat",
@@ -257,8 +259,9 @@ def _bonus(step: dict, at: _Positions) -> dict:
     # runs right from it, where neither the rejected X, that node's own label nor the last accepted
     # token's label (centred above its diamond) reaches.
     bx = lx + 0.55
-    bonus_text = style.hover_safe(bonus_shown(step))
-    hover = f"<b>{bonus_text}</b> (id {step.get('bonus_token')})" + (BYTES_NOTE if step.get("bonus_label") else "")
+    bonus_text = bonus_shown(step)
+    hover = (f"<b>{style.hover_safe(bonus_text)}</b> (id {step.get('bonus_token')})"
+             + (BYTES_NOTE if step.get("bonus_label") else ""))
     return dict(type="scatter",
                 x=[lx, bx], y=[ly, ly], mode="lines+markers+text", name="bonus token (from the target)",
                 text=["", _label(bonus_text)], textposition="top right",

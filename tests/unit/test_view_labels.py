@@ -59,6 +59,16 @@ def test_long_token_labels_are_cut_but_hover_keeps_them():
     assert "internationalisation" in nodes.hovertext[0]
 
 
+def test_markup_in_a_label_is_escaped_once_after_the_cut():
+    """A token such as <|im_end|> shows as itself (Plotly reads one level of entities), and the cut counts
+    the characters a reader sees, so it never splits an entity such as &lt;."""
+    step = step_of([-1], [0.9], accepted=[0], bonus="<|im_end|>")
+    step["texts"] = ["a<b<c<d<e<f<g<h"]
+    bonus, accepted = by_name(tree_figure(step), "bonus token"), by_name(tree_figure(step), "accepted path")
+    assert bonus.text[-1] == "&lt;|im_end|&gt;" and "<b>&lt;|im_end|&gt;</b>" in bonus.hovertext[-1]
+    assert accepted.text[-1] == "a&lt;b&lt;c&lt;d&lt;e&lt;f…"      # eleven characters as read, then "…"
+
+
 def test_cost_marks_close_together_share_one_label_and_others_are_staggered():
     from viz.cost_chart import cost_figure, mark_groups
 
