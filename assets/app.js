@@ -48,13 +48,23 @@
   // Tree figures (viz/tree_figure.py) drawn at the width the browser gives them, which the server does not
   // know: after each draw, a bonus token's label that runs past the plot's right edge moves left inside it
   // (and up, clear of the accepted path's labels), and on a figure NARROW px wide or less (a phone, Compare's
-  // side-by-side panels) or one whose bonus label moved, a label that would print over another is hidden,
-  // the accepted path's first, then the bonus token's, the root's and the likeliest nodes' (each node's
-  // hover keeps its text). A wider figure whose labels fit is left as the server drew it.
+  // side-by-side panels) or one whose bonus label moved, a label is hidden where it would touch another
+  // (GAP px or closer), the accepted path's kept first, then the bonus token's, the root's and the likeliest
+  // nodes'; a draft node's label is hidden too where it would cover another node's marker (its centre), as a
+  // label wider than the columns' spacing does when the next column has a node on its row. Each node's
+  // hover keeps its text. A wider figure whose labels fit is left as the server drew it.
   const NARROW = 640;
+  const GAP = 2;
   const RANKS = ['accepted path', 'bonus token', 'root', 'draft nodes'];
   const rankOf = (name) => RANKS.findIndex((r) => (name || '').startsWith(r));
-  const meets = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  // Boxes closer than `gap` px.
+  const meets = (a, b, gap) => a.left < b.right + gap && b.left < a.right + gap && a.top < b.bottom + gap
+    && b.top < a.bottom + gap;
+  const covers = (r, c) => r.left < c.x && c.x < r.right && r.top < c.y && c.y < r.bottom;
+  const markerCentres = (gd) => [...gd.querySelectorAll('.scatterlayer .trace .points path.point')].map((m) => {
+    const r = m.getBoundingClientRect();
+    return {x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2};
+  });
   const treeLabels = (gd) => {
     const labels = [];
     for (const g of gd.querySelectorAll('.scatterlayer .trace')) {
@@ -81,9 +91,9 @@
     let dy = 0;
     for (let tries = 0; tries < 4; tries++) {    // above each accepted label it would print on
       const at = {left: r.left + dx, right: r.right + dx, top: r.top + dy, bottom: r.bottom + dy};
-      const hit = labels.find((l) => l.rank === 0 && meets(at, l.t.getBoundingClientRect()));
+      const hit = labels.find((l) => l.rank === 0 && meets(at, l.t.getBoundingClientRect(), GAP));
       if (!hit) break;
-      dy = hit.t.getBoundingClientRect().top - r.bottom - 1;
+      dy = hit.t.getBoundingClientRect().top - r.bottom - GAP - 1;
     }
     bonus.t.setAttribute('transform', `translate(${dx},${dy})`);
     return true;
@@ -93,11 +103,12 @@
     const labels = treeLabels(gd);
     const moved = keepBonusInside(gd, labels);
     if (!moved && gd._fullLayout.width > NARROW) return;
-    const kept = [];
+    const kept = [], centres = markerCentres(gd);
     for (const l of labels) {
       const r = l.t.getBoundingClientRect();
-      if (kept.some((k) => meets(r, k))) l.t.style.visibility = 'hidden';
-      else kept.push(r);
+      if (kept.some((k) => meets(r, k, GAP)) || (l.rank === 3 && centres.some((c) => covers(r, c)))) {
+        l.t.style.visibility = 'hidden';
+      } else kept.push(r);
     }
   };
   // Each plot is fitted in the frame after each draw (a new step, a resize, a zoom): after Plotly's events,

@@ -5,8 +5,9 @@ Deep links keep their node budget (a number or auto, a lesson its own) and Copy 
 an import puts its prompt and settings in the controls and its steps in E(A) vs A; a lesson's caption
 sits above its tree and starting a run brings the tree into view; Run and the lessons are on the first
 screen; presenter mode fits the tree, the text strip and the step's metrics on one 1280 × 720 screen;
-the 60-node tree's labels do not overlap, on a phone too (the page hides those that would meet) and a
-bonus token's label stays inside a side-by-side panel; on a phone every tab is reachable, the tree's title wraps
+the 60-node tree's labels do not overlap, on a phone too (the page hides those that would meet or cover a
+node), in the running app as in a bare page, and a bonus token's label stays inside a side-by-side panel; a
+pinned view's title reaches the Learn tab's live tree; on a phone every tab is reachable, the tree's title wraps
 and Compare's table scrolls sideways; the HTML export opens at the selected step. Screenshots go to
 tmp/artifacts/ (test artifacts)."""
 
@@ -270,6 +271,68 @@ def test_on_a_phone_tabs_titles_and_the_compare_table_stay_reachable(app):
     }""")
     assert reach and reach["columns"] >= 11 and reach["right"] <= reach["width"], reach
     pg.screenshot(path=str(ARTIFACTS / "classroom-phone-compare.png"))
+    pg.close()
+
+
+# The labels a reader sees print on each other where two shown labels' boxes overlap, or where a shown
+# draft node's label covers the centre of a node's marker (the dots of the next columns on its row).
+CLASHES = """() => {
+    const gd = document.querySelector('#tree-plot .js-plotly-plot');
+    const labels = [...gd.querySelectorAll('.scatterlayer .trace')].flatMap(g =>
+        [...g.querySelectorAll('.textpoint text')].filter(t => t.textContent && getComputedStyle(t).visibility
+        !== 'hidden').map(t => ({text: t.textContent, node: g.__data__[0].trace.name === 'draft nodes',
+                                 r: t.getBoundingClientRect()})));
+    const dots = [...gd.querySelectorAll('.scatterlayer .points path.point')].map(m => m.getBoundingClientRect())
+        .map(r => ({x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2}));
+    const out = [];
+    labels.forEach((a, i) => labels.slice(i + 1).forEach(b => {
+        if (Math.min(a.r.right, b.r.right) > Math.max(a.r.left, b.r.left)
+            && Math.min(a.r.bottom, b.r.bottom) > Math.max(a.r.top, b.r.top)) out.push([a.text, b.text]);
+    }));
+    for (const a of labels.filter(l => l.node))
+        if (dots.some(c => a.r.left < c.x && c.x < a.r.right && a.r.top < c.y && c.y < a.r.bottom))
+            out.push([a.text, 'a marker']);
+    return {title: gd.layout.title.text, labels: labels.length, clashes: out};
+}"""
+FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def test_in_the_app_a_deep_trees_labels_never_print_on_each_other_on_a_phone(app):
+    """The app at 390 px, a 60-node tree ten layers deep (columns ~20 px apart), at each step Gradio
+    draws (a react each): no two shown labels overlap and no draft node's label covers a node's marker;
+    the accepted path, bonus and root labels stay where nothing else claims their place."""
+    pg = open_page(app, "?nodes=60&max_depth=10&max_new_tokens=40&run=1&prompt=Write+a+short+poem+about+the+sea.",
+                   PHONE)
+    wait_done(pg)
+    pg.locator("#tree-plot").scroll_into_view_if_needed()
+    steps = int(pg.evaluate(TREE)["title"].split(" · step ")[1].split("/")[1].split(" ")[0])
+    for k in range(1, steps + 1):
+        box = pg.locator("#step input[type=number]")
+        box.fill(str(k))
+        box.press("Enter")
+        pg.wait_for_function(f"() => ({TREE})().title.includes(' · step {k}/')")
+        pg.evaluate(FRAMES)
+        seen = pg.evaluate(CLASHES)
+        assert seen["labels"] >= 3 and not seen["clashes"], (k, seen)
+        if k == steps:
+            pg.locator("#tree-plot").screenshot(path=str(ARTIFACTS / "classroom-phone-app-deep-tree.png"))
+    pg.close()
+
+
+def test_a_pinned_title_reaches_the_learn_tabs_live_tree_too(chromium):
+    """While a live run leaves the view pinned, the title alone (TITLE_JS) goes to Explore's tree and to
+    the Learn tab's live tree, which shows the selected step too."""
+    from ui.explore import TITLE_JS  # the page's own script for the pinned title (imports Gradio)
+
+    pg = chromium.new_page(viewport={"width": 900, "height": 900})
+    pg.set_content('<div id="tree-plot"><div id="a"></div></div><div id="learn-plot"><div id="b"></div></div>')
+    pg.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+    fig = tree_figure(deep_step(), "opt-tree · step 3/5 · 60 nodes").to_plotly_json()
+    for div in ("a", "b"):
+        pg.evaluate("([d, f]) => Plotly.newPlot(d, f.data, f.layout)", [div, fig])
+    pg.evaluate(f"({TITLE_JS})('opt-tree · step 3/12 · 60 nodes')")
+    titles = pg.evaluate("() => ['a', 'b'].map(d => document.getElementById(d).layout.title.text)")
+    assert titles == ["opt-tree · step 3/12 · 60 nodes"] * 2, titles
     pg.close()
 
 
