@@ -317,10 +317,12 @@ def tick(trace, step, colour, present):
     return (timer, *show(trace, i + 1 if i >= steps_of(trace) - 1 else i + 2, colour, present), play_btn, pause_btn)
 
 
-# The pinned tree's new title, written into the figure on the page (a title-only relayout, not a redraw).
+# The pinned tree's new title, written into the figures on the page (a title-only relayout, not a redraw):
+# Explore's tree and the Learn tab's live tree, which shows the selected step too (drawn when the tab opens).
 TITLE_JS = """(title) => {
-  const gd = document.querySelector('#tree-plot .js-plotly-plot');
-  if (title && gd && gd._fullLayout && window.Plotly) window.Plotly.relayout(gd, {'title.text': title});
+  if (!title || !window.Plotly) return;
+  for (const gd of document.querySelectorAll('#tree-plot .js-plotly-plot, #learn-plot .js-plotly-plot'))
+    if (gd._fullLayout) window.Plotly.relayout(gd, {'title.text': title});
 }"""
 
 # Presenter mode is a class on the page's body (assets/app.css lays the step out on one screen with it).
