@@ -94,6 +94,19 @@ def test_top_p_zero_keeps_only_the_most_likely_token():
     assert (kept > 0).tolist() == [False, True, False, True]   # the top two reach 0.6
 
 
+def test_top_k_keeps_exactly_the_k_most_likely_tokens():
+    """The lossless tests compare runs with `warp` itself, so top-k's meaning is checked here against a
+    distribution written out by hand: the softmax of the k largest logits at T, zero elsewhere."""
+    logits = torch.tensor([[0.5, 3.0, -1.0, 2.0, 1.0, 0.0], [4.0, 1.0, 2.5, 0.0, -2.0, 3.5]], dtype=torch.float64)
+    for k, temperature in ((1, 1.0), (2, 0.7), (3, 1.5), (5, 1.0)):
+        top = torch.topk(logits, k, dim=-1).indices
+        want = torch.zeros_like(logits).scatter(-1, top, torch.softmax(logits.gather(-1, top) / temperature, -1))
+        torch.testing.assert_close(warp(logits, temperature, top_k=k), want)
+    assert warp(logits, 1.0, top_k=6).tolist() == warp(logits, 1.0).tolist()      # k = vocabulary: no cut
+    # top-k first, then top-p inside what it kept: k = 3 keeps 3.0, 2.0, 1.0 (0.665, 0.245, 0.090)
+    assert (warp(logits[:1], 1.0, top_k=3, top_p=0.8)[0] > 0).tolist() == [False, True, False, True, False, False]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=300))
 def test_prompt_cleaning_never_crashes(text):
