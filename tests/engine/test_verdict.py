@@ -158,3 +158,16 @@ def test_a_speedup_beyond_tau_is_called_disturbed_timing():
     assert "disturbed" not in verdict(result(taus, calm))
     noisy = {**calm, "binary@10": [5.15, 1.5]}
     assert "Timing was disturbed: binary@10 ran 5.15× AR on a prompt at τ 1.78" in verdict(result(taus, noisy))
+
+
+def test_a_difference_is_called_only_beyond_two_standard_errors():
+    """The rule the docs state (NOISE_SE): paired τ differences 1.7 SE from zero stay within noise, 2.8 SE
+    are called; the other verdict tests sit far from the line on either side."""
+    def said(diffs):
+        taus = {"opt-tree@25": [2.0 * (1 + d) for d in diffs], "eagle-static@25": [2.0] * len(diffs)}
+        return verdict(result(taus, {m: [1.0] * len(diffs) for m in taus}))
+
+    assert said([0.10, 0.0, 0.10, 0.0]).startswith("At n = 25, OPT-Tree and the best static tree (eagle-static) "
+                                                   "accept within noise of each other (+5% ± 3% τ")
+    assert said([0.13, 0.03, 0.13, 0.03]).startswith("At n = 25, OPT-Tree accepts 8% more tokens per step "
+                                                         "than the best static tree (eagle-static) (± 3%")
