@@ -158,6 +158,9 @@ def test_a_speedup_beyond_tau_is_called_disturbed_timing():
     assert "disturbed" not in verdict(result(taus, calm))
     noisy = {**calm, "binary@10": [5.15, 1.5]}
     assert "Timing was disturbed: binary@10 ran 5.15× AR on a prompt at τ 1.78" in verdict(result(taus, noisy))
+    # BEYOND_TAU's 10 % for jitter: 1.05 × τ is still calm, 1.2 × τ is not
+    assert "disturbed" not in verdict(result(taus, {**calm, "binary@10": [1.87, 1.5]}))
+    assert "binary@10 ran 2.14× AR on a prompt at τ 1.78" in verdict(result(taus, {**calm, "binary@10": [2.14, 1.5]}))
 
 
 def test_a_difference_is_called_only_beyond_two_standard_errors():
