@@ -170,6 +170,7 @@ def _row(t):
     (lambda t: t["steps"][0]["topk_rows"].append(copy.deepcopy(_row(t))), "not a distinct node"),
     (lambda t: _row(t).pop("q"), "needs node, ids"),
     (lambda t: _row(t)["texts"].pop(), "texts must have"),
+    (lambda t: _row(t)["texts"].__setitem__(0, 5), "topk_rows texts must be strings"),
     (lambda t: _row(t)["ids"].__setitem__(1, _row(t)["ids"][0]), "distinct token ids"),
     (lambda t: _row(t).__setitem__("ids", []), "1 to 16 ids"),
     (lambda t: _row(t)["q"].__setitem__(0, 0.99), "q must be probabilities"),

@@ -80,6 +80,19 @@ def broken(trace, mutate):
     (lambda t: t["steps"][0].__setitem__("pieces", ["a"] * 99), "pieces must hold one string per committed"),
     (lambda t: t["steps"][0].__setitem__("pending", 7), "pending must be a string"),
     (lambda t: t["steps"][0].__setitem__("bonus_label", ["x"]), "bonus_label must be a string"),
+    (lambda t: t.__setitem__("meta", []), "meta must be an object"),
+    (lambda t: t.__setitem__("summary", "x"), "summary must be an object"),
+    (lambda t: t.__setitem__("output_text", 5), "prompt and output_text must be strings"),
+    (lambda t: t["output_ids"].append("7"), "output_ids must be a list of integers"),
+    (lambda t: t.__setitem__("steps", {}), "steps must be a list"),
+    (lambda t: t["steps"].__setitem__(0, "step"), "step 0 must be an object"),
+    (lambda t: t["steps"][0]["texts"].__setitem__(0, 5), "texts must be strings"),
+    (lambda t: t["steps"][0]["rank"].__setitem__(0, 0.5), "rank must be integers"),
+    (lambda t: t["steps"][0].__setitem__("bonus_token", "7"), "bonus_token must be an integer"),
+    (lambda t: t["steps"][0].__setitem__("expected_accept", "1"), "expected_accept must be a number"),
+    (lambda t: t["steps"][0].__setitem__("ea_by_depth", "deep"), "ea_by_depth must be numbers"),
+    (lambda t: t["steps"][0]["depth"].__setitem__(0, 2), "node 0 has wrong depth 2"),
+    (lambda t: t["steps"][0].__setitem__("accepted", [0, 0]), "does not follow parents"),   # node 0 twice
 ])
 def test_bad_traces_rejected(trace, mutate, needle):
     with pytest.raises(BadInput, match=needle):
@@ -156,6 +169,7 @@ def test_traces_without_the_auto_fields_still_load(auto_trace):
     (lambda t: t["steps"][0]["auto"].__setitem__("objective", [["x"]]), "auto.objective"),
     (lambda t: t["steps"][0]["auto"].__setitem__("chosen_depth", 99), "point into the objective"),
     (lambda t: t["steps"][0]["auto"].__setitem__("widths", "wide"), "auto.draft_model_ms"),
+    (lambda t: t["steps"][0].__setitem__("auto", []), "auto must be an object"),
 ])
 def test_bad_auto_fields_rejected(auto_trace, mutate, needle):
     with pytest.raises(BadInput, match=needle):
