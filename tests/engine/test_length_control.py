@@ -139,6 +139,14 @@ def test_a_bad_length_decision_in_a_trace_is_rejected():
         bad["steps"][0]["length"][key] = value
         with pytest.raises(BadInput, match="length"):
             loads(dumps(bad))
+    # a predictor's decision: its predicted length is a number ≥ 0, or None before the predictor has read a state
+    bad = copy.deepcopy(trace)
+    for predicted in (-2.0, "3", float("nan")):
+        bad["steps"][0]["length"] = {"control": "predictor", "predicted": predicted, "depth": 3}
+        with pytest.raises(BadInput, match="predicted must be a number ≥ 0"):
+            loads(dumps(bad))
+    bad["steps"][0]["length"]["predicted"] = None
+    assert loads(dumps(bad))["steps"][0]["length"]["predicted"] is None
 
 
 def test_why_this_shape_shows_the_thompson_decision():
