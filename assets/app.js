@@ -3,11 +3,16 @@
   // Keys: ← / → step and Space play / pause in Explore, unless a field (text, slider, menu) or a button
   // other than the page's own step, run and lesson buttons has the focus (a click on one leaves it there).
   // Space presses whichever of Play / Pause shows: the page shows Pause only while steps play.
+  // A button reached with the keyboard (Tab) keeps Space, the key that presses a focused button: only a
+  // button a mouse or touch press focused (`pointed`) hands Space to Play / Pause.
   const OURS = /^(prev|next|play|pause|run|preset-\d+|learn-preset-\d+)$/;
+  let pointed = null;
+  document.addEventListener('pointerdown', (e) => { pointed = e.target.closest?.('button') || null; }, true);
+  document.addEventListener('focusin', (e) => { if (e.target !== pointed) pointed = null; }, true);
   document.addEventListener('keydown', (e) => {
     const t = e.target;
     if (e.altKey || e.ctrlKey || e.metaKey) return;
-    if (t && t.tagName === 'BUTTON' && !OURS.test(t.id)) return;
+    if (t && t.tagName === 'BUTTON' && (!OURS.test(t.id) || (e.key === ' ' && t !== pointed))) return;
     if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName))) return;
     const press = (id) => {
       const b = document.getElementById(id);

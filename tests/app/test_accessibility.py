@@ -1,0 +1,74 @@
+"""The page for keyboard, screen-reader and colour-blind users and on a classroom projector: the step keys
+leave a keyboard-focused button its own Space, text drawn in a meaning colour keeps WCAG AA contrast, the
+text strip marks bonus tokens by more than colour and says each step in words, and Compare's methods
+differ by line and marker too.
+
+The keyboard test runs the page's script (assets/app.js) in headless Chromium on a page of its own
+(no app server): it checks the script's key handling, which the app's browser tests exercise in place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from app_server import CHROMIUM, CHROMIUM_ARGS
+
+from ui.app import page_js
+
+# The step buttons as the page names them; each click is logged.
+KEYS_PAGE = """<!doctype html><html><body>
+<textarea id="prompt"></textarea>
+<button id="run">Run</button><button id="prev">◀ Prev</button><button id="next">Next ▶</button>
+<button id="play">▶ Play</button><button id="pause" style="display:none">❚❚ Pause</button>
+<script>window.pressed = []; for (const b of document.querySelectorAll('button'))
+  b.addEventListener('click', () => window.pressed.push(b.id));</script></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def keys_page():
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Chromium not installed (make browser)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def open_keys_page(browser):
+    pg = browser.new_page()
+    pg.set_content(KEYS_PAGE)
+    pg.evaluate(f"({page_js()})()")
+    return pg
+
+
+def pressed(pg) -> list[str]:
+    return pg.evaluate("() => window.pressed.splice(0)")
+
+
+def test_space_presses_a_button_reached_with_tab_and_plays_after_a_mouse_click(keys_page):
+    pg = open_keys_page(keys_page)
+    pg.focus("#prompt")
+    pg.keyboard.press("Tab")                # Run, from the keyboard: Space runs (it once pressed Play)
+    assert pg.evaluate("document.activeElement.id") == "run"
+    pg.keyboard.press(" ")
+    assert pressed(pg) == ["run"]
+    pg.keyboard.press("Tab")                # ◀ Prev: Space steps back
+    pg.keyboard.press(" ")
+    assert pressed(pg) == ["prev"]
+    pg.keyboard.press("ArrowRight")         # the arrows still step from a focused step button
+    assert pressed(pg) == ["next"]
+    pg.click("#next")                       # a mouse click leaves the focus there: Space plays
+    assert pressed(pg) == ["next"]
+    pg.keyboard.press(" ")
+    assert pressed(pg) == ["play"]
+    pg.keyboard.press("Shift+Tab")          # ◀ Prev again, from the keyboard: Space is its own
+    pg.keyboard.press(" ")
+    assert pressed(pg) == ["prev"]
+    pg.focus("#prompt")                     # typing in a text box never steps
+    pg.keyboard.type("a b")
+    pg.keyboard.press("ArrowLeft")
+    assert pressed(pg) == [] and pg.input_value("#prompt") == "a b"
+    pg.close()
