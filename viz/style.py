@@ -25,6 +25,9 @@ P_HAT_TITLE = "p̂<br>(the draft's belief the path is accepted)"
 ACCEPTED = "#d62728"       # accepted path: red, thick, diamonds
 REJECTED = "#7f7f7f"       # the draft's top guess that the target refused
 BONUS = "#ff7f0e"          # the token the target adds itself
+# Text in a meaning colour keeps WCAG AA contrast (4.5:1) on the white figure: the bonus orange itself reads
+# 2.5:1 there, so its labels take a darker orange (dark mode draws them in BONUS, app.css).
+BONUS_TEXT = "#b35900"
 EDGE = "#b8b8b8"
 ROOT = "#333333"
 LABEL = "#454545"          # node labels beside the tree's nodes (not Plotly's own #444: dark mode restyles this)
@@ -136,7 +139,7 @@ CSS_COLOURS = {
     "paper_bg": _LAYOUT["paper_bgcolor"],        # Plotly writes the SVG's background as given ("white")
     "plot_bg": svg_rgb(_LAYOUT["plot_bgcolor"]), "figure_text": svg_rgb(_LAYOUT["font"]["color"]),
     "label": svg_rgb(LABEL), "grid": svg_rgb(_LAYOUT["xaxis"]["gridcolor"]), "guide": svg_rgb(GUIDE),
-    "root": svg_rgb(ROOT), "accepted_text": svg_rgb(ACCEPTED),
+    "root": svg_rgb(ROOT), "accepted_text": svg_rgb(ACCEPTED), "bonus_text": svg_rgb(BONUS_TEXT),
 }
 
 

@@ -265,7 +265,7 @@ def _bonus(step: dict, at: _Positions) -> dict:
     return dict(type="scatter",
                 x=[lx, bx], y=[ly, ly], mode="lines+markers+text", name="bonus token (from the target)",
                 text=["", _label(bonus_text)], textposition="top right",
-                textfont=dict(size=12, color=style.BONUS),
+                textfont=dict(size=12, color=style.BONUS_TEXT),
                 hovertext=["", f"{hover}<br>the target's own next token"],
                 hoverinfo="text", line=dict(color=style.BONUS, width=2, dash="dot"),
                 marker=dict(symbol=["circle", "star"], size=[1, 18], color=style.BONUS,
