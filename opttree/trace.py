@@ -196,6 +196,13 @@ def committed_draft(step: dict) -> int:
     return min(length, len(committed)) if isinstance(committed, list) else length
 
 
+def committed_bonus(step: dict) -> bool:
+    """Whether a recorded step committed its bonus token (EOS or the token limit can end the run first;
+    older traces without a `committed` list always did)."""
+    committed = step.get("committed")
+    return not isinstance(committed, list) or len(committed) > committed_draft(step)
+
+
 def acceptance(steps: list[dict]) -> dict:
     """How much of the drafts the target accepted, named as vLLM, SGLang and Spec-Bench name them.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from opttree.trace import by_depth_text, committed_draft, counted, percent
+from opttree.trace import by_depth_text, committed_bonus, committed_draft, counted, percent
 
 from .cost_chart import context_read, usable, verify_ratio
 from .drafters import drafter_name, p_hat_meaning
@@ -41,9 +41,7 @@ def step_metrics(trace: dict | None, index: int | None) -> str:
 def accepted_text(step: dict) -> str:
     """The step's accepted draft tokens, saying when EOS or the token limit cut the step short."""
     kept, path = committed_draft(step), len(step.get("accepted") or [])
-    committed = step.get("committed")
-    bonus = not isinstance(committed, list) or len(committed) > kept
-    text = f"{kept} (+1 bonus)" if bonus else str(kept)
+    text = f"{kept} (+1 bonus)" if committed_bonus(step) else str(kept)
     if path > kept:
         text += f" ({path} accepted; EOS or the token limit ended the run first)"
     return text

@@ -1,7 +1,8 @@
 """Generated text as HTML: each committed token coloured by origin and shaded by step.
 
-Blue tokens were drafted and accepted; orange ones are the target's bonus token that ends each
-step. Alternate steps get a darker shade so step boundaries are visible. Every token is
+Blue tokens were drafted and accepted; orange ones, underlined too (colour is not all a reader may
+see), are the target's bonus token that ends each step. Alternate steps get a darker shade so step
+boundaries are visible. A visually hidden sentence says the selected step in words for screen readers. Every token is
 HTML-escaped (a model that emits `<script>` shows it as text). Each span carries `data-step` so a
 click can jump the scrubber to the step that produced it.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import html
 
-from opttree.trace import BROKEN
+from opttree.trace import BROKEN, bonus_shown, committed_bonus, committed_draft, counted, node_text
 
 from . import style
 
@@ -110,7 +111,33 @@ def mend(texts: list[str], output: str) -> list[str] | None:
     return out if not output[at:].strip() else None       # every character placed, none dropped
 
 
+def _spoken(text: str) -> str:
+    """A token quoted for a sentence: its text without the spaces around it, or its visible symbols where
+    it is only whitespace (a newline reads as ↵)."""
+    return "“" + html.escape(text.strip() or style.visible(text)) + "”"
+
+
+def step_summary(trace: dict, index: int) -> str:
+    """Step `index` (0-based) in one sentence, what the tree and the text strip show: the tree's size and
+    depth, the accepted draft tokens, the bonus token and the draft's first rejected guess."""
+    steps = trace["steps"]
+    s = steps[index]
+    kept = committed_draft(s)
+    accepted = [_spoken(node_text(s, a)) for a in (s.get("accepted") or [])[:kept]]
+    text = (f"Step {index + 1} of {len(steps)}: the draft tree has {counted(len(s['tokens']), 'node')}, "
+            f"{counted(max(s['depth'], default=0), 'layer')} deep; the target accepted "
+            f"{counted(kept, 'draft token')}" + (f" ({', '.join(accepted)})" if accepted else ""))
+    if committed_bonus(s):
+        text += f" and added the bonus token {_spoken(bonus_shown(s))}"
+    rej = s.get("rejected")
+    if isinstance(rej, int) and 0 <= rej < len(s["tokens"]):
+        text += f"; the draft's first rejected guess was {_spoken(node_text(s, rej))}"
+    return text + "."
+
+
 def text_html(trace: dict | None, current: int | None = None) -> str:
+    """The run's text, each token shaded by origin and step (bonus tokens also underlined), the `current`
+    step's outlined; before it, for screen readers, a visually hidden `step_summary` of that step."""
     steps = (trace or {}).get("steps", [])
     if not steps:
         return '<div class="gen-text empty">The generated text appears here, token by token.</div>'
@@ -122,4 +149,6 @@ def text_html(trace: dict | None, current: int | None = None) -> str:
               'accepted draft token</span> '
               f'<span class="tok bonus" style="background:{style.BONUS_TEXT_BG[0]}">bonus token (target)</span> '
               '<span class="hint">shading alternates by step · click a token to see its step</span></div>')
-    return legend + '<div class="gen-text">' + "".join(parts) + "</div>"
+    said = (f'<p class="sr-only">{step_summary(trace, current)}</p>'
+            if current is not None and 0 <= current < len(steps) else "")
+    return said + legend + '<div class="gen-text">' + "".join(parts) + "</div>"

@@ -1,11 +1,13 @@
 """Views for readers who cannot rely on colour or sight: text drawn in a meaning colour keeps WCAG AA contrast
-(4.5:1) on its background in light and dark mode."""
+(4.5:1) on its background in light and dark mode, the text strip marks bonus tokens by more than colour and
+says the selected step in a sentence for screen readers."""
 
 from __future__ import annotations
 
 import re
 
 from viz import style
+from viz.text_view import step_summary, text_html
 from viz.tree_figure import tree_figure
 
 WHITE = "#ffffff"
@@ -56,3 +58,32 @@ def test_dark_mode_redraws_the_meaning_coloured_labels_light_enough():
                          + r'"\] \{ fill: (#[0-9a-f]{6}) !important; \}', css)
         assert rule, drawn
         assert contrast(rule.group(1), DARK_BLOCK) >= AA_TEXT, (drawn, rule.group(1))
+
+
+def test_bonus_tokens_in_the_text_strip_differ_by_more_than_colour():
+    html = text_html(a_trace(a_step()), 0)
+    assert html.count('class="tok bonus') == 2          # the legend's and the step's bonus token
+    rule = re.search(r"\.gen-text \.tok\.bonus[^{]*\{([^}]*)\}", style.PAGE_CSS)
+    assert rule, "no rule for bonus tokens"
+    mark = re.search(r"box-shadow: inset 0 -(\d+)px 0 (rgb\([^)]*\))", rule.group(1))
+    assert mark and int(mark.group(1)) >= 2, rule.group(1)       # a bar under the token, not only its shade
+    for shade in style.BONUS_TEXT_BG:        # the bar itself shows on the token's shade (WCAG's 3:1 for graphics)
+        assert contrast(mark.group(2), shade) >= AA_GRAPHIC
+
+
+def test_the_text_strip_says_the_selected_step_in_words_for_screen_readers():
+    second = a_step(accepted=[0], accept_length=1, rejected=None, bonus_text="The", committed=[10, 14])
+    trace = a_trace(a_step(), second)
+    said = step_summary(trace, 0)
+    assert said == ("Step 1 of 2: the draft tree has 4 nodes, 2 layers deep; the target accepted 2 draft tokens "
+                    "(“far”, “-”) and added the bonus token “↵”; the draft's first rejected guess was “off”.")
+    assert step_summary(trace, 1).endswith("accepted 1 draft token (“far”) and added the bonus token “The”.")
+    html = text_html(trace, 1)
+    assert html.startswith(f'<p class="sr-only">{step_summary(trace, 1)}</p>')
+    assert '<p class="sr-only">' not in text_html(trace)        # no step selected: no sentence
+    assert re.search(r"\.sr-only \{[^}]*clip: rect\(0, 0, 0, 0\)", style.PAGE_CSS)   # read, not drawn
+    # A step that EOS ended before its bonus token says so by leaving the bonus out; markup is escaped.
+    cut = a_step(texts=["<b>", "-", "off", " near"], committed=[10, 11])
+    assert step_summary(a_trace(cut), 0) == ("Step 1 of 1: the draft tree has 4 nodes, 2 layers deep; the target "
+                                             "accepted 2 draft tokens (“&lt;b&gt;”, “-”); the draft's first "
+                                             "rejected guess was “off”.")
