@@ -5,8 +5,9 @@ row per method with its shape, node budget, mean τ and speedup over prompts and
 - speedup over AR against the node budget: what this machine rewards, each shape's auto budget marked
   by a star at the mean size it chose.
 
-A static shape that holds fewer nodes than the budget (EAGLE-25 at n = 60) is drawn with an open
-marker and its hover says how many it drafts. Pure functions of the summary.
+Each shape has its own colour, marker and dash (style.series_mark), so none is told by colour alone. A
+static shape that holds fewer nodes than the budget (EAGLE-25 at n = 60) is drawn with an open marker and
+its hover says how many it drafts. Pure functions of the summary.
 """
 
 from __future__ import annotations
@@ -57,16 +58,16 @@ def _traces(summary: dict, key: str, what: str) -> list[dict]:
     starred = sum(any(r["budget"] == 0 for r in rows) for rows in shapes(summary).values())
     star_sizes = iter(style.nested_star_sizes(starred, smallest=15))
     for i, (shape, rows) in enumerate(shapes(summary).items()):
-        colour = COLOURS[i % len(COLOURS)]
+        colour, (symbol, dash) = COLOURS[i % len(COLOURS)], style.series_mark(i)
         fixed = sorted((r for r in rows if r["budget"] and isinstance(r.get(key), (int, float))),
                        key=lambda r: r["budget"])
         auto = [r for r in rows if r["budget"] == 0 and isinstance(r.get(key), (int, float))]
         if fixed:
             data.append(dict(type="scatter", mode="lines+markers", name=shape, legendgroup=shape,
                              x=[r["budget"] for r in fixed], y=[r[key] for r in fixed], error_y=_error(fixed, key),
-                             line=dict(color=colour, width=2.5),
+                             line=dict(color=colour, width=2.5, dash=dash),
                              marker=dict(color=colour, size=9,
-                                         symbol=["circle-open" if r.get("capacity") else "circle" for r in fixed]),
+                                         symbol=[f"{symbol}-open" if r.get("capacity") else symbol for r in fixed]),
                              hovertemplate=[_hover(r, key, what) for r in fixed]))
         if auto:
             # The auto stars sit close together (every shape's auto budget picks a few nodes): one says

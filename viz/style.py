@@ -39,6 +39,16 @@ DRAFT_Q = "#f58518"        # the draft's q
 SCHEME_COLORS = {"optimal_iid": "#222222", "optimal_wor": "#666666", "greedy_draft": "#7570b3",
                  "rrs_iid": "#e7298a", "rrs_wor": "#1b9e77", "kseq": "#a6761d", "topk_set": ACCEPTED}
 THIS_TREE = BONUS          # the marker for this tree's own children at a node
+# Series told apart by colour (Compare's methods, the Theory tab's schemes) differ by marker shape too, and
+# Compare's lines by dash: the default colours' red and green look alike to a deuteranope, and a greyscale
+# projector shows none of them. Series i takes entry i (cycled); "-open" marks a shape's open variant.
+SERIES_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", "cross", "x", "pentagon")
+SERIES_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
+def series_mark(i: int) -> tuple[str, str]:
+    """(marker symbol, line dash) of the `i`-th series of a chart."""
+    return SERIES_SYMBOLS[i % len(SERIES_SYMBOLS)], SERIES_DASHES[i % len(SERIES_DASHES)]
 # Where a node came from (the trace's `source`): an open marker around the coloured node, one legend
 # entry each. Nodes from a draft model alone carry no extra mark.
 SOURCE_MARKS = {

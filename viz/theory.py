@@ -135,8 +135,9 @@ def dists_figure(d: Dists | None, title: str = "", children: dict[str, str] | No
 
 
 def rates_figure(table: dict | None, title: str = "", tree_mark: tuple[int, float, str] | None = None) -> go.Figure:
-    """Every scheme's acceptance rate against k; the two optima dashed (bounds no verifier can beat
-    for drafts sampled that way); `tree_mark` = (k, rate, note) puts this tree's own node on it."""
+    """Every scheme's acceptance rate against k, each with its own colour and marker; the two optima dashed
+    (bounds no verifier can beat for drafts sampled that way); `tree_mark` = (k, rate, note) puts this tree's
+    own node on it."""
     layout = _layout(title or "Acceptance rate with k drafts", 420)
     layout.update(legend=dict(orientation="h", y=-0.2, x=0, font=dict(size=11)),
                   xaxis=dict(title=dict(text="k = number of drafts at the node"), dtick=1, range=[0.7, 8.3]),
@@ -144,14 +145,14 @@ def rates_figure(table: dict | None, title: str = "", tree_mark: tuple[int, floa
     if table is None:
         return go.Figure(dict(data=[], layout=layout), _validate=False)
     data = []
-    for name in SCHEMES:
+    for i, name in enumerate(SCHEMES):
         bound = name in BOUNDS
         data.append(dict(type="scatter", mode="lines+markers", name=SCHEME_LABELS[name], x=list(table["k"]),
                          y=[float(v) for v in table[name]],
                          line=dict(color=style.SCHEME_COLORS[name], width=3 if bound else 2,
                                    dash="dash" if bound else "solid"),
-                         marker=dict(size=6), hovertemplate=f"{SCHEME_LABELS[name]}<br>k = %{{x}}: %{{y:.3f}}"
-                                                            "<extra></extra>"))
+                         marker=dict(size=8, symbol=style.series_mark(i)[0]),
+                         hovertemplate=f"{SCHEME_LABELS[name]}<br>k = %{{x}}: %{{y:.3f}}<extra></extra>"))
     if tree_mark is not None:
         k, value, note = tree_mark
         data.append(dict(type="scatter", mode="markers", name="this tree at this node", x=[k], y=[value],

@@ -1,13 +1,17 @@
 """Views for readers who cannot rely on colour or sight: text drawn in a meaning colour keeps WCAG AA contrast
 (4.5:1) on its background in light and dark mode, the text strip marks bonus tokens by more than colour and
-says the selected step in a sentence for screen readers."""
+says the selected step in a sentence for screen readers, and series that colour tells apart (Compare's
+methods, the Theory tab's schemes) differ by marker and line too."""
 
 from __future__ import annotations
 
 import re
 
+from opttree.theory.table import SCHEMES
 from viz import style
+from viz.compare_charts import tau_budget_figure
 from viz.text_view import step_summary, text_html
+from viz.theory import rates_figure
 from viz.tree_figure import tree_figure
 
 WHITE = "#ffffff"
@@ -87,3 +91,16 @@ def test_the_text_strip_says_the_selected_step_in_words_for_screen_readers():
     assert step_summary(a_trace(cut), 0) == ("Step 1 of 1: the draft tree has 4 nodes, 2 layers deep; the target "
                                              "accepted 2 draft tokens (“&lt;b&gt;”, “-”); the draft's first "
                                              "rejected guess was “off”.")
+
+
+def test_compares_methods_and_the_theory_schemes_differ_by_marker_and_line_not_colour_alone():
+    rows = [{"method": f"{shape}@{n}", "shape": shape, "budget": n, "tau": 2.0 + i, "speedup": 1.0, "prompts": 2}
+            for i, shape in enumerate(("opt-tree", "binary", "eagle-static", "chain")) for n in (4, 60)]
+    fig = tau_budget_figure({"rows": rows, "prompts": 2})
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert len(lines) == 4
+    marks = {(t.marker.symbol[0], t.line.dash) for t in lines}
+    assert len({m[0] for m in marks}) == 4 and len({m[1] for m in marks}) == 4, marks
+    table = {"k": [1, 2], **{name: [0.5, 0.6] for name in SCHEMES}}
+    schemes = [t for t in rates_figure(table).data if t.mode == "lines+markers"]
+    assert len({t.marker.symbol for t in schemes}) == len(SCHEMES) == len(schemes)

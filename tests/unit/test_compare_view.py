@@ -39,7 +39,8 @@ def test_tau_chart_puts_the_node_budget_on_the_x_axis_with_the_spread():
     assert "over 5 prompts" in fig.layout.title.text
     # EAGLE-25 at n = 60: an open marker, and its hover says it drafts 25 of 60.
     eagle = next(t for t in fig.data if t.name == "eagle-static")
-    assert list(eagle.marker.symbol) == ["circle-open"] and "drafts 25 of 60" in eagle.hovertemplate[0]
+    assert list(eagle.marker.symbol) == [style.series_mark(2)[0] + "-open"]
+    assert "drafts 25 of 60" in eagle.hovertemplate[0]
     stars = [t for t in fig.data if t.marker.symbol == "star"]
     assert {t.name for t in stars} == {"opt-tree · auto", "binary · auto"}
     assert [list(t.x) for t in stars] == [[6.0], [5.0]]           # drawn at the size the auto budget chose
