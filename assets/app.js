@@ -139,4 +139,15 @@
   new MutationObserver(() => {
     if (!queued) { queued = true; requestAnimationFrame(watchPlots); }
   }).observe(document.body, {childList: true, subtree: true});
+  // Plotly's SVG has no name of its own: each chart is named, for screen readers, by its block's label
+  // ("Draft tree of the selected step"). The text strip's hidden sentence says the selected step in words.
+  const nameCharts = () => {
+    for (const gd of document.querySelectorAll('.js-plotly-plot:not([aria-label])')) {
+      const label = gd.closest('.block')?.querySelector('[data-testid="block-label"]')?.textContent.trim();
+      if (!label) continue;
+      gd.setAttribute('role', 'figure');
+      gd.setAttribute('aria-label', label);
+    }
+  };
+  new MutationObserver(nameCharts).observe(document.body, {childList: true, subtree: true});
 }

@@ -1,10 +1,8 @@
-"""The page for keyboard, screen-reader and colour-blind users and on a classroom projector: the step keys
-leave a keyboard-focused button its own Space, text drawn in a meaning colour keeps WCAG AA contrast, the
-text strip marks bonus tokens by more than colour and says each step in words, and Compare's methods
-differ by line and marker too.
+"""The page's script (assets/app.js) for keyboard and screen-reader users: the step keys leave a button
+reached with Tab its own Space, and each chart carries its block's label as an accessible name.
 
-The keyboard test runs the page's script (assets/app.js) in headless Chromium on a page of its own
-(no app server): it checks the script's key handling, which the app's browser tests exercise in place."""
+The tests run the script in headless Chromium on a page of its own (no app server), the page's elements
+as Gradio draws them; the app's browser tests exercise the keys in place."""
 
 from __future__ import annotations
 
@@ -71,4 +69,18 @@ def test_space_presses_a_button_reached_with_tab_and_plays_after_a_mouse_click(k
     pg.keyboard.type("a b")
     pg.keyboard.press("ArrowLeft")
     assert pressed(pg) == [] and pg.input_value("#prompt") == "a b"
+    pg.close()
+
+
+def test_each_chart_is_named_by_its_block_label_for_screen_readers(keys_page):
+    pg = open_keys_page(keys_page)
+    # A chart block as Gradio draws it, added after the page's script started (as Gradio adds each one).
+    pg.evaluate("""() => document.body.insertAdjacentHTML('beforeend', `<div id="tree-plot" class="block">
+      <label data-testid="block-label"><span>Draft tree of the selected step</span></label>
+      <div class="js-plotly-plot"><svg class="main-svg"></svg></div></div>`)""")
+    pg.wait_for_function("() => document.querySelector('#tree-plot .js-plotly-plot').getAttribute('aria-label')",
+                         timeout=10_000)
+    chart = pg.locator("#tree-plot .js-plotly-plot")
+    assert chart.get_attribute("role") == "figure"
+    assert chart.get_attribute("aria-label") == "Draft tree of the selected step"
     pg.close()
