@@ -261,7 +261,7 @@ def _bonus(step: dict, at: _Positions) -> dict:
     bx = lx + 0.55
     bonus_text = bonus_shown(step)
     hover = (f"<b>{style.hover_safe(bonus_text)}</b> (id {step.get('bonus_token')})"
-             + (BYTES_NOTE if step.get("bonus_label") else ""))
+             + (BYTES_NOTE if bonus_text != step.get("bonus_text", "") else ""))
     return dict(type="scatter",
                 x=[lx, bx], y=[ly, ly], mode="lines+markers+text", name="bonus token (from the target)",
                 text=["", _label(bonus_text)], textposition="top right",

@@ -84,11 +84,13 @@ class TokenTexts:
         return self.raw[token]
 
     def label(self, token: int) -> str:
-        """The token's bytes label ("⟨F0 9F⟩") where its text alone reads U+FFFD; "" where the text reads
-        on its own or the bytes cannot be found."""
+        """The token's bytes label ("⟨F0 9F⟩") where its text alone reads U+FFFD for bytes that are part of a
+        character; "" where the text reads on its own (a U+FFFD the token really holds, bytes EF BF BD,
+        included) or the bytes cannot be found."""
         if token not in self.labels:
             data = self.bytes_of(token)
-            self.labels[token] = bytes_label(data) if data is not None else ""
+            label = bytes_label(data) if data is not None else ""
+            self.labels[token] = label if label != self(token) else ""
         return self.labels[token]
 
     def commit(self, tokens: list[int]) -> tuple[list[str], str]:

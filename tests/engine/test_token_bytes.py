@@ -138,3 +138,22 @@ def test_traces_without_the_bytes_fields_render_as_before(live):
     drawn = tree_figure(step).data[1].text
     assert [t for t in drawn if t] and all(t in ("", "\u2002") or BROKEN in t or "⟨" not in t for t in drawn)
     assert "⟨" not in text_html(old)
+
+
+def test_a_token_whose_text_is_a_real_replacement_character_gets_no_bytes_label():
+    """A token that holds U+FFFD itself (bytes EF BF BD, a whole character: web text quotes it) reads on its
+    own: it gets no label and its tree hover no note about a split character, as a bonus token too."""
+    tokenizer = ByteToyTokenizer()
+    tokenizer.vocab = ["\ufffd".encode(), b" a", b"\xf0\x9f"]
+    texts = TokenTexts(tokenizer)
+    assert texts(0) == BROKEN and texts.label(0) == "" and texts.label(2) == "⟨F0 9F⟩"
+    assert texts.commit([2, 0, 1]) == (["", BROKEN + BROKEN, " a"], "")    # F0 9F never completed: U+FFFD
+    step = {"tokens": [1, 0], "texts": [texts(1), texts(0)], "parents": [-1, 0], "depth": [1, 2],
+            "q": [0.9, 0.5], "p_hat": [0.9, 0.45], "rank": [0, 0], "accepted": [0, 1], "rejected": None,
+            "bonus_token": 0, "bonus_text": texts(0), "committed": [1, 0, 0], "committed_text": "",
+            "expected_accept": 1.35}
+    hovers = [h for d in tree_figure(step).data for h in (d.hovertext or ()) if h]
+    assert len(hovers) >= 3 and not any("part of a character" in h for h in hovers), hovers
+    # an imported trace that gives such a token a label equal to its text: no note either
+    step["bonus_label"] = BROKEN
+    assert not any("part of a character" in h for d in tree_figure(step).data for h in (d.hovertext or ()) if h)
