@@ -148,8 +148,9 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     said = lessons.caption_markdown(lesson)
     learn = (lambda msg: f"{said}\n\n{msg}") if said else (lambda msg: msg)
     # Said at once, in Explore too: the last run's "Done" would otherwise stand until the first step (a
-    # model's first load takes a minute).
-    yield {page.status: "Starting…", page.learn_status: learn("Starting…")}
+    # model's first load takes a minute). The pinned title is cleared: Gradio's change event fires only for
+    # a new value, and a run like the last one, pinned at the same step, would send the title it left.
+    yield {page.status: "Starting…", page.learn_status: learn("Starting…"), page.tree_title: ""}
     ran = links.ran_with(model, prompt, controls)       # Copy link's source once this run is on screen
     drawn, replaced = 0.0, {}       # `replaced`: once the run's first step is drawn (a link copied later stays)
     session = session_of(request)

@@ -423,6 +423,15 @@ def test_scrubbing_back_during_a_live_run_keeps_the_view_there(monkeypatch):
         explore.LIVE.discard("tab-8")
 
 
+def test_each_run_starts_with_the_pinned_title_cleared():
+    """The page relayouts a pinned tree's title on the hidden title box's change event, which Gradio fires
+    only for a new value: a run of the same prompt and settings pinned at the same step would send the title
+    the run before left in the box, and the tree would keep the step total it was drawn with. Each run's
+    first update empties the box (TITLE_JS skips an empty title), so its first pinned title is a change."""
+    first = explore_updates("t1 t2", method="chain", nodes=1, max_depth=1, max_new_tokens=2)[0]
+    assert first["status"] == "Starting…" and first["tree_title"] == ""
+
+
 def test_pause_shows_only_while_steps_play():
     """Play shows Pause in its place and the timer runs; the last step, or Pause, stops it and shows Play
     again (the page's Space key presses whichever shows, so it follows mouse clicks and a playback's end)."""
