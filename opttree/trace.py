@@ -49,8 +49,9 @@ For those tokens the engine records what they hold (decoding/token_bytes.py); al
 - `pending`: the bytes label of the character the text committed so far ends inside (a live run
   between the steps holding its bytes, or a run cut at the token limit); absent where the text ends
   on a whole character.
-Traces without them (older engines) show the tokens' own texts, and the text view mends their split
-characters from `output_text` (viz/text_view.py).
+Traces without them (older engines) show the tokens' own texts; the text view mends a split character
+that still reads U+FFFD (in those traces, or where the vocabulary did not give the bytes) from
+`output_text` (viz/text_view.py).
 
 p is the target's sampling distribution when temperature > 0 and its softmax at T = 1 when the run is
 greedy (`meta.target_distribution` says which); q is the draft distribution the tree was built from

@@ -10,9 +10,10 @@ A character a byte-level tokenizer splits over several tokens (an emoji, Arabic,
 reads U+FFFD in each token decoded alone. The engine records what each committed token adds to the
 output (`pieces`: such a character whole on the token that completes it) and the bytes of a character
 the text so far ends inside (`pending`, shown as its bytes label, "⟨F0 9F⟩"), so a live run shows each
-character as soon as its last byte is committed (opttree/trace.py, "Token texts"). For traces without
-them (older engines) `run_pieces` gives such a run of tokens its text from the run's whole output text,
-on its first token (the rest empty).
+character as soon as its last byte is committed (opttree/trace.py, "Token texts"). Where a token still
+reads U+FFFD (traces of older engines, without them; tokens whose bytes the vocabulary does not give)
+`run_pieces` gives such a run of tokens its text from the run's whole output text, on its first token
+(the rest empty).
 """
 
 from __future__ import annotations
@@ -55,23 +56,22 @@ def token_pieces(step: dict) -> list[tuple[str, bool]]:
 
 
 def run_pieces(trace: dict | None) -> list[list[tuple[str, bool]]]:
-    """`token_pieces` of every step, the last one's `pending` bytes label after its last token. In a
-    trace without `pieces` each character split over tokens is mended from the output text; the tokens'
-    own texts where the output text does not line up with them."""
+    """`token_pieces` of every step, the last one's `pending` bytes label after its last token. Each
+    character that still reads U+FFFD (a trace without `pieces`, or tokens whose bytes the engine could not
+    read from the vocabulary) is mended from the output text; the pieces stay where the output text does
+    not line up with them."""
     trace = trace or {}
     steps = trace.get("steps", [])
     pieces = [token_pieces(s) for s in steps]
-    if any("pieces" in s for s in steps):
-        pending = steps[-1].get("pending")
-        if pending and pieces[-1]:
-            text, bonus = pieces[-1][-1]
-            pieces[-1][-1] = (text + str(pending), bonus)
-        return pieces
     where = [(i, j) for i, ps in enumerate(pieces) for j in range(len(ps))]
     texts = [pieces[i][j][0] for i, j in where]
     mended = mend(texts, str(trace.get("output_text") or "")) if any(BROKEN in t for t in texts) else None
     for (i, j), text in zip(where, mended or []):
         pieces[i][j] = (text, pieces[i][j][1])
+    pending = steps[-1].get("pending") if steps else None
+    if pending and pieces[-1]:
+        text, bonus = pieces[-1][-1]
+        pieces[-1][-1] = (text + str(pending), bonus)
     return pieces
 
 

@@ -80,3 +80,29 @@ def test_the_live_strip_shows_a_character_whole_once_its_last_byte_is_committed(
     assert shown == ["Hi ⟨F0 9F⟩", "Hi 😀!"]
     done = text_html(second)
     assert done.index("😀") > done.index('data-step="1"')        # on step 2's token that completed it
+
+
+class UnreadVocabulary(ByteToyTokenizer):
+    """A byte-level tokenizer whose vocabulary entries this reader cannot read (a remote-code tokenizer
+    whose `convert_ids_to_tokens` gives bytes, or none): its split characters get no bytes."""
+
+    convert_ids_to_tokens = None
+
+
+def test_pieces_whose_bytes_were_not_found_are_still_mended_from_the_output():
+    """Where the engine found no bytes for a token, its piece is its own text, U+FFFD: the strip mends it
+    from the output text as it mends a trace without pieces (failed before: a trace with pieces skipped the
+    mending, so a finished run of such a tokenizer showed U+FFFD where an older engine's showed 😀), and
+    the last step's pending bytes label still follows."""
+    smile = "😀".encode()
+    tokenizer = UnreadVocabulary()
+    tokenizer.vocab = [b"Hi", b" " + smile[:2], smile[2:], b"!"]
+    texts = TokenTexts(tokenizer)
+    step = make_step([-1, 0, 1], [0.9] * 3, texts=[texts(t) for t in range(3)], accepted=[0, 1, 2])
+    pieces, pending = texts.commit([0, 1, 2, 3])
+    step.update(bonus_text=texts(3), committed=[0, 1, 2, 3], pieces=pieces)
+    trace = {"steps": [step], "prompt": "", "meta": {}, "output_text": tokenizer.decode([0, 1, 2, 3])}
+    shown = re.sub("<[^>]+>", "", text_html(trace)).split("click a token to see its step")[1]
+    assert pending == "" and shown == "Hi 😀!"
+    live = engine_trace([[b"Hi", b" " + smile[:2]], [smile[2:], b"!"]])[0]    # ends inside 😀 after step 1
+    assert re.sub("<[^>]+>", "", text_html(live)).endswith("Hi ⟨F0 9F⟩")
