@@ -178,8 +178,6 @@ def raw_text(value) -> str:
     return "" if value is None else str(value)
 
 
-
-
 def control_values(settings: dict) -> dict:
     """The controls' values that run `settings`: a budget also sets the auto/fixed switch, and the
     auto budget (nodes = 0) leaves the slider's n alone. A method the page's menu does not offer (AR, from
