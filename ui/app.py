@@ -32,7 +32,8 @@ log = logging.getLogger("opttree.app")
 
 
 def page_js() -> str:
-    """The page's keyboard script (assets/app.js: ← / → step and Space play / pause in Explore)."""
+    """The page's script (assets/app.js): ← / → step and Space play / pause in Explore, and tree labels
+    fitted to the width each tree figure is drawn at."""
     return (paths.PAGE_ASSETS / "app.js").read_text(encoding="utf-8")
 
 
