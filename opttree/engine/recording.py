@@ -62,19 +62,37 @@ class RecordingExpand:
 
 class TokenTexts:
     """A run's token texts, cached per token (decoding 500 nodes a step adds up): each token's text
-    decoded alone (`text_of(token)`), its bytes label where that text reads U+FFFD (`label`), and the
+    (`text_of(token)`, as it reads after other text), its bytes label where that text reads U+FFFD (`label`), and the
     committed tokens' pieces, read in order through an incremental UTF-8 decoder (`commit`). Only a
     token whose text reads U+FFFD, or that follows bytes still waiting for the rest of their character,
     is decoded from its bytes, so each step costs its committed tokens, not the output so far."""
 
     def __init__(self, tokenizer):
         self.tokenizer, self.cache, self.labels, self.raw = tokenizer, {}, {}, {}
+        self.anchor: tuple | None = None     # (a plain token, its text), found at the first decode
         self.utf8 = codecs.getincrementaldecoder("utf-8")("replace")
 
     def __call__(self, token: int) -> str:
         if token not in self.cache:
-            self.cache[token] = self.tokenizer.decode([token])
+            self.cache[token] = self._decoded(token)
         return self.cache[token]
+
+    def _decoded(self, token: int) -> str:
+        """The token's text as it reads inside a text, not at its start: a SentencePiece decoder (Llama 2,
+        Mistral, TinyLlama) drops the leading space of a text's first token, so "▁world" alone reads
+        "world" and a strip of such tokens "Helloworld". Decoded after an anchor token whose own text is
+        then cut off, it keeps its space; a byte-level token (GPT-2's BPE) reads the same either way."""
+        if self.anchor is None:
+            try:
+                ids = self.tokenizer.encode("a", add_special_tokens=False)
+            except (AttributeError, TypeError, ValueError):     # a tokenizer that only decodes: no anchor
+                ids = []
+            self.anchor = (ids[-1], self.tokenizer.decode(ids[-1:])) if ids else ()
+        if self.anchor:
+            text = self.tokenizer.decode([self.anchor[0], token])
+            if text.startswith(self.anchor[1]):
+                return text[len(self.anchor[1]):]
+        return self.tokenizer.decode([token])
 
     def bytes_of(self, token: int) -> bytes | None:
         """The token's bytes where its text reads U+FFFD and its vocabulary entry gives them, else None."""

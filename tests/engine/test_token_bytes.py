@@ -11,6 +11,8 @@ import re
 import pytest
 from reference import have_bundled_target
 from tiny import ByteToyTokenizer, tiny_pair
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
 
 from opttree.config import DecodeConfig
 from opttree.decoding.token_bytes import byte_decoder, bytes_label, token_bytes
@@ -157,3 +159,29 @@ def test_a_token_whose_text_is_a_real_replacement_character_gets_no_bytes_label(
     # an imported trace that gives such a token a label equal to its text: no note either
     step["bonus_label"] = BROKEN
     assert not any("part of a character" in h for d in tree_figure(step).data for h in (d.hovertext or ()) if h)
+
+
+def sentencepiece_style():
+    """A tokenizer whose decoder drops a text's leading space, as Llama 2's, Mistral's and TinyLlama's do."""
+    vocab = {"<unk>": 0, "▁Hello": 1, "▁world": 2, "!": 3, "▁a": 4, "a": 5}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>")
+
+
+def test_a_sentencepiece_tokens_text_keeps_its_leading_space():
+    """Decoded alone, "▁world" reads "world" (the decoder drops a text's first space), and the strip of
+    "▁Hello ▁world !" read "Helloworld!"; each token keeps the space it holds."""
+    tokenizer = sentencepiece_style()
+    assert tokenizer.decode([2]) == "world"          # the decoder's own rule, which the texts must not follow
+    texts = TokenTexts(tokenizer)
+    assert [texts(t) for t in (1, 2, 3)] == [" Hello", " world", "!"]
+    pieces, pending = texts.commit([1, 2, 3])
+    assert "".join(pieces) == " Hello world!" and pending == ""
+    assert texts.label(2) == ""                      # no bytes label for a whole token
+
+
+def test_a_tokenizer_that_only_decodes_keeps_its_decoded_texts():
+    texts = TokenTexts(ByteToyTokenizer())
+    assert [texts(t) for t in (8, 9)] == [" a", "b"]
