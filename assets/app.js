@@ -1,7 +1,8 @@
 () => {
   // The page's script (ui/app.py passes this to Gradio's launch).
-  // Keys: ← / → step and Space play / pause in Explore, unless a field (text, slider, menu) or a button
-  // other than the page's own step, run and lesson buttons has the focus (a click on one leaves it there).
+  // Keys: ← / → step and Space play / pause in Explore, unless a field (text, slider, menu), a link (the
+  // footer's "Use via API", Plotly's logo: Space and the arrows follow or scroll there) or a button other
+  // than the page's own step, run and lesson buttons has the focus (a click on one leaves it there).
   // Space presses whichever of Play / Pause shows: the page shows Pause only while steps play.
   // A button reached with the keyboard (Tab) keeps Space, the key that presses a focused button: only a
   // button a mouse or touch press focused (`pointed`) hands Space to Play / Pause.
@@ -14,6 +15,7 @@
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     if (t && t.tagName === 'BUTTON' && (!OURS.test(t.id) || (e.key === ' ' && t !== pointed))) return;
     if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName))) return;
+    if (t && t.closest?.('a[href]')) return;
     const press = (id) => {
       const b = document.getElementById(id);
       if (!b || b.offsetParent === null) return false;   // only while Explore is the visible tab

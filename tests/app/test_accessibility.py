@@ -1,5 +1,6 @@
 """The page's script (assets/app.js) for keyboard and screen-reader users: the step keys leave a button
-reached with Tab its own Space, and each chart carries its block's label as an accessible name.
+reached with Tab its own Space and a focused link its Space and arrows, and each chart carries its block's
+label as an accessible name.
 
 The tests run the script in headless Chromium on a page of its own (no app server), the page's elements
 as Gradio draws them; the app's browser tests exercise the keys in place."""
@@ -18,7 +19,10 @@ KEYS_PAGE = """<!doctype html><html><body>
 <textarea id="prompt"></textarea>
 <button id="run">Run</button><button id="prev">◀ Prev</button><button id="next">Next ▶</button>
 <button id="play">▶ Play</button><button id="pause" style="display:none">❚❚ Pause</button>
-<script>window.pressed = []; for (const b of document.querySelectorAll('button'))
+<a id="api" href="#api-doc">Use via API</a><a id="logo" href="https://plot.ly/"><svg width="9" height="9"></svg></a>
+<script>window.pressed = []; window.defaulted = [];
+addEventListener('keydown', (e) => window.defaulted.push(e.defaultPrevented));
+for (const b of document.querySelectorAll('button'))
   b.addEventListener('click', () => window.pressed.push(b.id));</script></body></html>"""
 
 
@@ -69,6 +73,18 @@ def test_space_presses_a_button_reached_with_tab_and_plays_after_a_mouse_click(k
     pg.keyboard.type("a b")
     pg.keyboard.press("ArrowLeft")
     assert pressed(pg) == [] and pg.input_value("#prompt") == "a b"
+    pg.close()
+
+
+def test_space_and_the_arrows_on_a_focused_link_are_the_links_own(keys_page):
+    pg = open_keys_page(keys_page)
+    for link in ("#api", "#logo"):          # the footer's "Use via API" link, Plotly's logo link
+        pg.focus(link)
+        pg.evaluate("window.defaulted.splice(0)")
+        for key in (" ", "ArrowLeft", "ArrowRight"):
+            pg.keyboard.press(key)
+        assert pressed(pg) == [], link      # no play, no step
+        assert pg.evaluate("window.defaulted") == [False, False, False], link   # the browser's own action runs
     pg.close()
 
 
