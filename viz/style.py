@@ -58,6 +58,10 @@ SOURCE_MARKS = {
 }
 SOURCE_LABELS = {"draft": "draft model", "recycled": "Token Recycling table", "retrieved": "retrieval",
                  "both": "draft model and retrieval"}
+# The ring round a field reached with the keyboard (app.css): at least WCAG's 3:1 for graphics on the page's
+# light and dark backgrounds.
+FOCUS = "#1d4ed8"
+FOCUS_DARK = "#93c5fd"
 DRAFT_TEXT_BG = ("#d8ecff", "#bcdcff")   # accepted draft tokens, alternating by step
 BONUS_TEXT_BG = ("#ffe0bf", "#ffd09e")   # bonus tokens from the target, alternating by step
 
@@ -150,6 +154,7 @@ CSS_COLOURS = {
     "plot_bg": svg_rgb(_LAYOUT["plot_bgcolor"]), "figure_text": svg_rgb(_LAYOUT["font"]["color"]),
     "label": svg_rgb(LABEL), "grid": svg_rgb(_LAYOUT["xaxis"]["gridcolor"]), "guide": svg_rgb(GUIDE),
     "root": svg_rgb(ROOT), "accepted_text": svg_rgb(ACCEPTED), "bonus_text": svg_rgb(BONUS_TEXT),
+    "focus": FOCUS, "focus_dark": FOCUS_DARK,
 }
 
 

@@ -13,6 +13,7 @@ import pytest
 from app_server import CHROMIUM, CHROMIUM_ARGS
 
 from ui.app import page_js
+from viz import style
 
 # The step buttons as the page names them; each click is logged.
 KEYS_PAGE = """<!doctype html><html><body>
@@ -99,4 +100,34 @@ def test_each_chart_is_named_by_its_block_label_for_screen_readers(keys_page):
     chart = pg.locator("#tree-plot .js-plotly-plot")
     assert chart.get_attribute("role") == "figure"
     assert chart.get_attribute("aria-label") == "Draft tree of the selected step"
+    pg.close()
+
+
+# Gradio's own rules that hide the browser's focus ring, as Gradio 6 ships them (its textbox and number
+# fields, its slider, its radios), and its dark-mode class and block background.
+GRADIO_RULES = """
+textarea.svelte-t, input.svelte-n { outline: none !important; }
+input[type=range].svelte-s { outline: none; }
+.gradio-container [type=radio]:focus-visible { outline: none; }
+body.dark { background: #1f2937; }"""
+FOCUS_PAGE = """<!doctype html><html><head><style>{css}</style></head><body class="{mode}">
+<div class="gradio-container"><textarea id="text" class="svelte-t"></textarea>
+<input id="number" type="number" class="svelte-n"><input id="slider" type="range" class="svelte-s">
+<label><input id="radio" type="radio" name="m"> log p̂</label>
+<div id="gen-text"><div class="gen-text" style="max-height: 40px; overflow-y: auto">{tokens}</div></div>
+</div></body></html>"""
+
+
+@pytest.mark.parametrize("mode, ring", [("", style.FOCUS), ("dark", style.FOCUS_DARK)])
+def test_a_field_reached_with_tab_shows_a_focus_ring(keys_page, mode, ring):
+    pg = keys_page.new_page()
+    tokens = '<span class="tok">a token </span>' * 40        # a strip that scrolls (presenter mode)
+    pg.set_content(FOCUS_PAGE.format(css=style.PAGE_CSS + GRADIO_RULES, mode=mode, tokens=tokens))
+    for field in ("text", "number", "slider", "radio", "gen-text .gen-text"):
+        pg.keyboard.press("Tab")
+        focused = pg.evaluate("() => { const e = document.activeElement; const s = getComputedStyle(e);"
+                              " return [e.id || e.parentElement.id, e.matches(':focus-visible'),"
+                              " s.outlineStyle, parseFloat(s.outlineWidth), s.outlineColor]; }")
+        assert focused[:2] == [field.split()[0], True], focused
+        assert focused[2:] == ["solid", 3, style.svg_rgb(ring)], (field, focused)
     pg.close()

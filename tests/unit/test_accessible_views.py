@@ -64,6 +64,14 @@ def test_dark_mode_redraws_the_meaning_coloured_labels_light_enough():
         assert contrast(rule.group(1), DARK_BLOCK) >= AA_TEXT, (drawn, rule.group(1))
 
 
+def test_the_keyboard_focus_ring_shows_on_the_pages_light_and_dark_backgrounds():
+    # Gradio's Soft theme: white blocks on a neutral-50 page; dark: neutral-950 page, 800 blocks, 700 fields.
+    dark = ("#0b0f19", DARK_BLOCK, "#374151")
+    for ring, backgrounds in ((style.FOCUS, (WHITE, "#f9fafb")), (style.FOCUS_DARK, dark)):
+        for background in backgrounds:
+            assert contrast(ring, background) >= AA_GRAPHIC, (ring, background)
+
+
 def test_bonus_tokens_in_the_text_strip_differ_by_more_than_colour():
     html = text_html(a_trace(a_step()), 0)
     assert html.count('class="tok bonus') == 2          # the legend's and the step's bonus token
