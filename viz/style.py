@@ -33,9 +33,11 @@ ROOT = "#333333"
 LABEL = "#454545"          # node labels beside the tree's nodes (not Plotly's own #444: dark mode restyles this)
 GUIDE = "#555555"          # node outlines and dotted reference lines
 # The Theory tab: the two distributions and one colour per acceptance scheme (the two optima in black
-# and dark grey, drawn dashed: they are bounds, not verifiers).
+# and dark grey, drawn dashed: they are bounds, not verifiers). Every marker and bar colour of the tree and
+# Theory figures keeps WCAG's 3:1 for graphics on the white figure (or has a dark outline): q's orange and
+# the recycled cyan are darker shades of Plotly's (#f58518 and #17becf read 2.5:1 and 2.3:1).
 TARGET_P = "#4c78a8"       # the target's p
-DRAFT_Q = "#f58518"        # the draft's q
+DRAFT_Q = "#c8690f"        # the draft's q
 SCHEME_COLORS = {"optimal_iid": "#222222", "optimal_wor": "#666666", "greedy_draft": "#7570b3",
                  "rrs_iid": "#e7298a", "rrs_wor": "#1b9e77", "kseq": "#a6761d", "topk_set": ACCEPTED}
 THIS_TREE = BONUS          # the marker for this tree's own children at a node
@@ -52,7 +54,7 @@ def series_mark(i: int) -> tuple[str, str]:
 # Where a node came from (the trace's `source`): an open marker around the coloured node, one legend
 # entry each. Nodes from a draft model alone carry no extra mark.
 SOURCE_MARKS = {
-    "recycled": dict(symbol="hexagon-open", color="#17becf", name="recycled (Token Recycling table)"),
+    "recycled": dict(symbol="hexagon-open", color="#0e8a97", name="recycled (Token Recycling table)"),
     "retrieved": dict(symbol="triangle-up-open", color="#9467bd", name="retrieved (from the text)"),
     "both": dict(symbol="pentagon-open", color="#8c564b", name="draft model + retrieval (shared)"),
 }

@@ -130,7 +130,8 @@ def dists_figure(d: Dists | None, title: str = "", children: dict[str, str] | No
         data.append(dict(type="scatter", mode="markers", name="child in this tree",
                          x=[lab for lab, _ in marks], y=[top[lab] + 0.03 for lab, _ in marks],
                          text=[note for _, note in marks], hovertemplate="%{x}: %{text}<extra></extra>",
-                         marker=dict(symbol="triangle-down", size=11, color=style.THIS_TREE)))
+                         marker=dict(symbol="triangle-down", size=11, color=style.THIS_TREE,
+                                     line=dict(width=1, color="#000"))))
     return go.Figure(dict(data=data, layout=layout), _validate=False)
 
 

@@ -11,7 +11,7 @@ from opttree.theory.table import SCHEMES
 from viz import style
 from viz.compare_charts import tau_budget_figure
 from viz.text_view import step_summary, text_html
-from viz.theory import rates_figure
+from viz.theory import dists_figure, preset_dists, rates, rates_figure
 from viz.tree_figure import tree_figure
 
 WHITE = "#ffffff"
@@ -53,6 +53,34 @@ def test_every_label_of_the_tree_reads_at_aa_contrast_on_the_white_figure():
     assert {"accepted path (2)", "bonus token (from the target)", "root"} <= set(colours)
     for name, colour in colours.items():
         assert contrast(colour, {"white": WHITE}.get(paper, paper)) >= AA_TEXT, (name, colour)
+
+
+def marks(fig) -> dict[str, str]:
+    """Each trace's bars or fixed-colour markers: the colour that sets them off from the white figure (a
+    marker's outline where it has one 1 px or wider). Markers coloured on the p̂ axis count by their outline."""
+    out = {}
+    for t in fig.data:
+        m = t.marker
+        if t.type == "bar":
+            out[t.name] = m.color
+        elif "markers" in (t.mode or ""):
+            if m.line.color and (m.line.width or 0) >= 1:
+                out[t.name] = m.line.color
+            elif isinstance(m.color, str) or m.color is None:
+                out[t.name] = m.color or t.line.color      # lines+markers: the markers take the line's colour
+    return out
+
+
+def test_every_marker_and_bar_of_the_tree_and_theory_figures_shows_at_3_to_1_on_white():
+    tree = tree_figure(a_step(source=["recycled", "retrieved", "both", "draft"]), context="Go")
+    d = preset_dists()
+    theory = [dists_figure(d, children={d.labels[0]: "a child"}), rates_figure(rates(d), tree_mark=(2, 0.5, "x"))]
+    colours = {name: c for fig in (tree, *theory) for name, c in marks(fig).items()}
+    assert {"draft q", "target p", "child in this tree", "this tree at this node", "root", "accepted path (2)",
+            "recycled (Token Recycling table) (1)", "retrieved (from the text) (1)"} <= set(colours), colours
+    assert len(colours) >= 8 + len(SCHEMES)
+    for name, colour in colours.items():
+        assert contrast(colour, WHITE) >= AA_GRAPHIC, (name, colour, round(contrast(colour, WHITE), 2))
 
 
 def test_dark_mode_redraws_the_meaning_coloured_labels_light_enough():
