@@ -45,11 +45,29 @@
     const top = cur.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
     if (top < box.scrollTop || top > box.scrollTop + box.clientHeight - 30) box.scrollTop = Math.max(0, top - 40);
   };
+  // The strip's sentence on the selected step (viz/text_view.py step_summary) is drawn anew with each step,
+  // which a screen reader does not announce: a polite live region that stays in the strip's block says each
+  // new sentence, and the drawn copy is hidden from readers, so a reader browsing the page hears it once.
+  const sayStep = (host) => {
+    let live = host.querySelector(':scope > .step-said');
+    if (!live) {
+      live = Object.assign(document.createElement('div'), {className: 'sr-only step-said'});
+      live.setAttribute('aria-live', 'polite');
+      host.append(live);
+    }
+    const said = host.querySelector('p.sr-only');
+    if (said && said.getAttribute('aria-hidden') !== 'true') said.setAttribute('aria-hidden', 'true');
+    const text = said ? said.textContent : '';
+    if (live.textContent !== text) live.textContent = text;
+  };
   const find = new MutationObserver(() => {
     const host = document.getElementById('gen-text');
     if (!host) return;
     find.disconnect();
-    new MutationObserver(keepCurrent).observe(host, {childList: true, subtree: true});
+    sayStep(host);
+    // Gradio patches the strip in place (the sentence's text, its attributes), so those changes count too.
+    new MutationObserver(() => { keepCurrent(); sayStep(host); }).observe(host, {childList: true, subtree: true,
+      characterData: true, attributes: true, attributeFilter: ['aria-hidden']});
   });
   find.observe(document.body, {childList: true, subtree: true});
   // Tree figures (viz/tree_figure.py) drawn at the width the browser gives them, which the server does not
@@ -142,7 +160,7 @@
     if (!queued) { queued = true; requestAnimationFrame(watchPlots); }
   }).observe(document.body, {childList: true, subtree: true});
   // Plotly's SVG has no name of its own: each chart is named, for screen readers, by its block's label
-  // ("Draft tree of the selected step"). The text strip's hidden sentence says the selected step in words.
+  // ("Draft tree of the selected step"). The text strip's live region says the selected step in words.
   const nameCharts = () => {
     for (const gd of document.querySelectorAll('.js-plotly-plot:not([aria-label])')) {
       const label = gd.closest('.block')?.querySelector('[data-testid="block-label"]')?.textContent.trim();

@@ -1,12 +1,14 @@
-"""The page's script (assets/app.js) for keyboard and screen-reader users: the step keys leave a button
-reached with Tab its own Space and a focused link its Space and arrows, and each chart carries its block's
-label as an accessible name.
+"""The page's script (assets/app.js) and stylesheet for keyboard and screen-reader users: the step keys leave
+a button reached with Tab its own Space and a focused link its Space and arrows, each chart carries its block's
+label as an accessible name, a field reached with Tab shows a focus ring, and a live region announces each
+new step's sentence.
 
 The tests run the script in headless Chromium on a page of its own (no app server), the page's elements
 as Gradio draws them; the app's browser tests exercise the keys in place."""
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from app_server import CHROMIUM, CHROMIUM_ARGS
 
 from ui.app import page_js
 from viz import style
+from viz.text_view import step_summary, text_html
 
 # The step buttons as the page names them; each click is logged.
 KEYS_PAGE = """<!doctype html><html><body>
@@ -130,4 +133,42 @@ def test_a_field_reached_with_tab_shows_a_focus_ring(keys_page, mode, ring):
                               " s.outlineStyle, parseFloat(s.outlineWidth), s.outlineColor]; }")
         assert focused[:2] == [field.split()[0], True], focused
         assert focused[2:] == ["solid", 3, style.svg_rgb(ring)], (field, focused)
+    pg.close()
+
+
+def a_trace() -> dict:
+    """Two steps: two draft tokens and a bonus token, then one draft token and a bonus token."""
+    step = {"tokens": [10, 11, 12], "texts": [" far", "-", "off"], "parents": [-1, 0, 0], "depth": [1, 2, 2],
+            "q": [0.9, 0.5, 0.4], "p_hat": [0.9, 0.45, 0.36], "rank": [0, 0, 1], "accepted": [0, 1], "rejected": 2,
+            "accept_length": 2, "bonus_token": 14, "bonus_text": "\n", "committed": [10, 11, 14]}
+    second = {**step, "accepted": [0], "accept_length": 1, "rejected": None, "bonus_text": "The",
+              "committed": [10, 14]}
+    return {"prompt": "Go", "meta": {"method": "opt-tree"}, "steps": [step, second]}
+
+
+def test_a_new_step_is_announced_by_a_live_region_that_stays_in_the_text_strip(keys_page):
+    trace = a_trace()
+    pg = open_keys_page(keys_page)
+    # The text strip's block as Gradio draws it, added after the page's script started; Gradio replaces its
+    # inner HTML with each step.
+    pg.evaluate("""(html) => document.body.insertAdjacentHTML('beforeend',
+      `<div id="gen-text" class="block"><div class="html-container">${html}</div></div>`)""", text_html(trace, 0))
+    live = pg.locator("#gen-text [aria-live]")
+    pg.wait_for_function("() => document.querySelector('#gen-text [aria-live]')?.textContent", timeout=10_000)
+    assert live.count() == 1 and live.get_attribute("aria-live") == "polite"
+    assert live.text_content() == html.unescape(step_summary(trace, 0))
+    pg.evaluate("(html) => { document.querySelector('#gen-text .html-container').innerHTML = html; }",
+                text_html(trace, 1))
+    pg.wait_for_function("(said) => document.querySelector('#gen-text [aria-live]').textContent === said",
+                         arg=html.unescape(step_summary(trace, 1)), timeout=10_000)
+    # Gradio 6 patches the strip in place: the sentence's text node changes and the attributes the new HTML
+    # lacks go.
+    pg.evaluate("""(said) => { const p = document.querySelector('#gen-text p.sr-only');
+      p.removeAttribute('aria-hidden'); p.firstChild.textContent = said; }""", html.unescape(step_summary(trace, 0)))
+    pg.wait_for_function("(said) => document.querySelector('#gen-text [aria-live]').textContent === said",
+                         arg=html.unescape(step_summary(trace, 0)), timeout=10_000)
+    # The region is outside what each step replaces (so a screen reader hears the change), and the strip's own
+    # copy of the sentence is hidden from readers, so a reader browsing the page hears it once.
+    assert pg.evaluate("document.querySelector('#gen-text [aria-live]').closest('.html-container')") is None
+    assert pg.get_attribute("#gen-text .html-container p.sr-only", "aria-hidden") == "true"
     pg.close()
