@@ -36,6 +36,9 @@ FRAME_PX = 160            # title, axis, legend and margins around the rows
 TITLE_TOP = 50            # the title starts below the label chip the page draws over a chart's top left
 ROOT_LABEL_PX = 26        # how far below the root its label (the text the step continues) reaches
 LABEL_PX = 10             # a node label's font size
+ACCEPTED_LABEL_PX = 11    # an accepted token's label's font size (above its diamond)
+DIAMOND_PX = 15           # an accepted node's diamond
+LINE = 1.3                # a label's line box, in font sizes
 # Said on hover of a token shown by its bytes label (opttree/trace.py, "Token texts").
 BYTES_NOTE = "<br>part of a character split over several tokens: ⟨…⟩ holds its bytes in hex"
 PRESENT_HEIGHT = 500      # presenter mode: the tallest tree, so the step fits a 1280 × 720 screen
@@ -204,7 +207,13 @@ def _nodes(step: dict, at: _Positions, shade: list, labels: int = LABELLED, row_
     reach = (ROOT_LABEL_PX + larger + font / 2 + 2) / row_px
     lo, hi = (at.root_y, at.root_y + reach) if _root_side(step, at) == "bottom" else (at.root_y - reach, at.root_y)
     blocked = ((1, lo, hi), (2, lo, hi)) if root_label else ()
-    shown = labelled_nodes(step, labels, at.y, (font + 6) / row_px, blocked) - set(step.get("accepted") or [])
+    # An accepted token's label sits above its diamond, centred on its column: a label of that column whose
+    # line (half of it either side of its node) reaches the accepted label's line would print on it.
+    accepted, half = step.get("accepted") or [], LINE * font / 2
+    top, line = DIAMOND_PX / 2, LINE * (ACCEPTED_LABEL_PX + larger)
+    blocked += tuple((step["depth"][a], at.y[a] - (top + line + half) / row_px, at.y[a] - (top - half) / row_px)
+                     for a in accepted)
+    shown = labelled_nodes(step, labels, at.y, (font + 6) / row_px, blocked) - set(accepted)
     # The first rejected token's X (`_rejected`) is wider than a node's dot: its label starts an en space
     # later (a character SVG does not collapse), clear of the X's right arm.
     pad = {step.get("rejected"): "\u2002"}
@@ -236,10 +245,10 @@ def _accepted(step: dict, at: _Positions, shade: list, colour: str) -> dict:
     return dict(type="scatter",
                 x=ax, y=ay, mode="lines+markers+text", name=f"accepted path ({len(acc)})",
                 text=[""] + [_label(node_text(step, a)) for a in acc], textposition="top center",
-                textfont=dict(size=11, color=style.ACCEPTED),
+                textfont=dict(size=ACCEPTED_LABEL_PX, color=style.ACCEPTED),
                 hovertext=["root"] + [_hover(step, a) for a in acc], hoverinfo="text",
                 line=dict(color=style.ACCEPTED, width=5),
-                marker=dict(symbol=["square"] + ["diamond"] * len(acc), size=[10] + [15] * len(acc),
+                marker=dict(symbol=["square"] + ["diamond"] * len(acc), size=[10] + [DIAMOND_PX] * len(acc),
                             color=style.colour_values(colour, [1.0], [1.0]) + [shade[a] for a in acc],
                             coloraxis="coloraxis", line=dict(width=2.5, color=style.ACCEPTED)))
 

@@ -4,7 +4,7 @@ never print on each other."""
 
 from __future__ import annotations
 
-from viz.tree_figure import LABELLED, root_context, tree_figure
+from viz.tree_figure import FRAME_PX, LABELLED, root_context, tree_figure
 
 
 def step_of(parents, p_hat, accepted=(), rejected=None, bonus="B"):
@@ -49,6 +49,27 @@ def test_a_60_node_tree_labels_only_its_likeliest_nodes():
     assert set(labels) == {f"w{i}" for i in range(1, LABELLED)}
     small = tree_figure(step_of([-1, 0, 1], [0.6, 0.3, 0.1]))
     assert [t for t in by_name(small, "draft nodes").text if t] == ["w0", "w1", "w2"]
+
+
+def test_no_draft_label_prints_on_an_accepted_label_above_its_diamond():
+    # Fifteen siblings at 16 px a row: the likeliest, accepted, in the middle row, the next one row above it.
+    n = 15
+    step = step_of([-1] * n, [0.9 - 0.05 * i for i in range(n)], accepted=[0])
+    for present in (False, True):
+        fig = tree_figure(step, present=present)
+        acc, nodes = by_name(fig, "accepted path"), by_name(fig, "draft nodes")
+        row_px = (fig.layout.height - FRAME_PX) / n
+        # The accepted label's line box: from the diamond's top up one line (1.3 em); a draft label's: its
+        # line centred on its node. Pixels downwards from the accepted diamond's centre.
+        font, top = acc.textfont.size, acc.marker.size[1] / 2
+        band = (-top - 1.3 * font, -top)
+        ay = acc.y[1]
+        labelled = [y for y, text in zip(nodes.y, nodes.text) if text]
+        assert len(labelled) >= (n - 2 if not present else 5), labelled     # the column keeps its other labels
+        for y in labelled:
+            half = 1.3 * nodes.textfont.size / 2
+            lo, hi = (y - ay) * row_px - half, (y - ay) * row_px + half
+            assert hi <= band[0] or lo >= band[1], (present, y, ay, (lo, hi), band)
 
 
 def test_long_token_labels_are_cut_but_hover_keeps_them():
