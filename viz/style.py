@@ -28,7 +28,7 @@ BONUS = "#ff7f0e"          # the token the target adds itself
 # Text in a meaning colour keeps WCAG AA contrast (4.5:1) on the white figure: the bonus orange itself reads
 # 2.5:1 there, so its labels take a darker orange (dark mode draws them in BONUS, app.css).
 BONUS_TEXT = "#b35900"
-EDGE = "#b8b8b8"
+EDGE = "#8c8c8c"
 ROOT = "#333333"
 LABEL = "#454545"          # node labels beside the tree's nodes (not Plotly's own #444: dark mode restyles this)
 GUIDE = "#555555"          # node outlines and dotted reference lines

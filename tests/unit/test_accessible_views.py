@@ -79,6 +79,7 @@ def test_every_marker_and_bar_of_the_tree_and_theory_figures_shows_at_3_to_1_on_
     assert {"draft q", "target p", "child in this tree", "this tree at this node", "root", "accepted path (2)",
             "recycled (Token Recycling table) (1)", "retrieved (from the text) (1)"} <= set(colours), colours
     assert len(colours) >= 8 + len(SCHEMES)
+    colours["tree edges"] = style.EDGE          # the lines that show which node continues which
     for name, colour in colours.items():
         assert contrast(colour, WHITE) >= AA_GRAPHIC, (name, colour, round(contrast(colour, WHITE), 2))
 
