@@ -65,9 +65,10 @@
     if (!host) return;
     find.disconnect();
     sayStep(host);
-    // Gradio patches the strip in place (the sentence's text, its attributes), so those changes count too.
+    // Gradio patches the strip in place (the sentence's text, its attributes, the selected step's class), so
+    // those changes count too.
     new MutationObserver(() => { keepCurrent(); sayStep(host); }).observe(host, {childList: true, subtree: true,
-      characterData: true, attributes: true, attributeFilter: ['aria-hidden']});
+      characterData: true, attributes: true, attributeFilter: ['aria-hidden', 'class']});
   });
   find.observe(document.body, {childList: true, subtree: true});
   // Tree figures (viz/tree_figure.py) drawn at the width the browser gives them, which the server does not

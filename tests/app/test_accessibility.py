@@ -172,3 +172,20 @@ def test_a_new_step_is_announced_by_a_live_region_that_stays_in_the_text_strip(k
     assert pg.evaluate("document.querySelector('#gen-text [aria-live]').closest('.html-container')") is None
     assert pg.get_attribute("#gen-text .html-container p.sr-only", "aria-hidden") == "true"
     pg.close()
+
+
+def test_a_scrolling_strip_follows_the_selected_step_when_only_its_class_moves(keys_page):
+    """Presenter mode's strip scrolls; Gradio moves the `current` class from one token to another in place
+    (no node added), and the strip must still bring the selected step's tokens into view."""
+    pg = open_keys_page(keys_page)
+    tokens = "".join(f'<span class="tok{" current" if i == 0 else ""}">token {i} </span><br>' for i in range(80))
+    pg.evaluate("""(tokens) => document.body.insertAdjacentHTML('beforeend', `<div id="gen-text" class="block">
+      <div class="html-container"><div class="gen-text" style="height:120px; overflow-y:auto">${tokens}</div>
+      </div></div>`)""", tokens)
+    pg.wait_for_function("() => document.querySelector('#gen-text [aria-live]')", timeout=10_000)   # watched
+    pg.evaluate("""() => { const toks = document.querySelectorAll('#gen-text .tok');
+      toks[0].classList.remove('current'); toks[70].classList.add('current'); }""")
+    pg.wait_for_function("""() => { const box = document.querySelector('#gen-text .gen-text');
+      const cur = box.querySelector('.tok.current').getBoundingClientRect(), b = box.getBoundingClientRect();
+      return cur.top >= b.top && cur.bottom <= b.bottom; }""", timeout=5_000)
+    pg.close()
