@@ -93,15 +93,21 @@ def launched_app(folder: Path, default: str | None = None, startup_s: float = 18
 
 
 @contextmanager
-def browser_on_app(folder: Path, default: str | None = None):
-    """Headless Chromium (Playwright) beside the real app launched in `folder`: yields (browser, url)."""
-    from playwright import sync_api
+def headless_chromium():
+    """Debian's Chromium, headless, through Playwright: yields the browser."""
+    from playwright import sync_api  # only the browser tests import Playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with launched_app(folder, default=default) as (url, _):
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            try:
-                yield browser, url
-            finally:
-                browser.close()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextmanager
+def browser_on_app(folder: Path, default: str | None = None):
+    """Headless Chromium (Playwright) beside the real app launched in `folder`: yields (browser, url)."""
+    with launched_app(folder, default=default) as (url, _), headless_chromium() as browser:
+        yield browser, url

@@ -12,7 +12,7 @@ import html
 from pathlib import Path
 
 import pytest
-from app_server import CHROMIUM, CHROMIUM_ARGS
+from app_server import CHROMIUM, headless_chromium
 
 from ui.app import page_js
 from viz import style
@@ -34,13 +34,9 @@ for (const b of document.querySelectorAll('button'))
 def keys_page():
     if not Path(CHROMIUM).exists():
         pytest.skip("Chromium not installed (make browser)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    pytest.importorskip("playwright.sync_api")
+    with headless_chromium() as browser:
+        yield browser
 
 
 def open_keys_page(browser):

@@ -18,13 +18,13 @@ from urllib.parse import parse_qs, urlparse
 
 import plotly
 import pytest
-from app_server import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, drafting_model_id, launched_app
+from app_server import ARTIFACTS, CHROMIUM, drafting_model_id, headless_chromium, launched_app
 
 from opttree.paths import PAGE_ASSETS
 from viz.lessons import PRESETS
 from viz.tree_figure import tree_figure
 
-sync_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 
 PROJECTOR = {"width": 1280, "height": 720}
 PHONE = {"width": 390, "height": 844}
@@ -45,13 +45,8 @@ RECT = """(sel) => { const e = document.querySelector(sel); if (!e || e.offsetPa
 @pytest.fixture(scope="module")
 def chromium():
     """Headless Chromium; the figure tests need no app (one Playwright per module: the app's tests share it)."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with headless_chromium() as browser:
+        yield browser
 
 
 @pytest.fixture(scope="module")
