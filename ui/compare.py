@@ -152,6 +152,18 @@ def plan_for(page: Page, service, model, prompt, values: list):
     return prompts, methods, settings, others, notes, command
 
 
+def compare_job(service, prompts, methods: list[str]):
+    """The job `service.stream_job` runs for one comparison: every method warmed up once, the first prompt's
+    traces kept for the panels, and no prompt started that would likely end past DEADLINE of the service's
+    time limit (the harness leaves it out and says so, where the service's timeout would end the whole job)."""
+    keep, deadline = {prompts[0].id}, DEADLINE * service.time_limit_s
+
+    def job(pair, cfg, stop, pairs):
+        return iter_bench(pair, prompts, methods, cfg, warmup=1, log=lambda _m: None, cancel=stop, pairs=pairs,
+                          keep_traces=keep, deadline_s=deadline)
+    return job
+
+
 def run_compare(page: Page, parts: dict, service, request: gr.Request, model, prompt, *values):
     """The comparison through the model lane, its progress on the status line, then every view of it."""
     *values, history = values
@@ -161,13 +173,7 @@ def run_compare(page: Page, parts: dict, service, request: gr.Request, model, pr
     except OptTreeError as exc:
         yield {status: f"⚠️ {md_safe(str(exc))}"}
         return
-    keep, deadline = {prompts[0].id}, DEADLINE * service.time_limit_s
-
-    def job(pair, cfg, stop, pairs):
-        return iter_bench(pair, prompts, methods, cfg, warmup=1, log=lambda _m: None, cancel=stop, pairs=pairs,
-                          keep_traces=keep, deadline_s=deadline)
-
-    shown, result = 0.0, None
+    job, shown, result = compare_job(service, prompts, methods), 0.0, None
     try:
         for up in service.stream_job(model, job, settings, session=session_of(request), others=others, scope=SCOPE):
             if up.state == "queued":

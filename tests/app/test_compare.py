@@ -30,17 +30,17 @@ def pair():
 class StartUpClock:
     """A fake clock that only the runs move: each run costs 10 ms, and the first run of each method (and,
     far more, the first run of all) pays a one-off start-up cost, as a real first call pays for loading
-    kernels and allocating caches."""
+    kernels and allocating caches. `scale` multiplies every cost (fake seconds: no real time passes)."""
 
     def __init__(self):
-        self.now, self.seen = 0.0, set()
+        self.now, self.seen, self.scale = 0.0, set(), 1.0
 
     def __call__(self) -> float:
         return self.now
 
     def charge(self, cfg: DecodeConfig) -> None:
         key = (cfg.method, cfg.nodes)
-        self.now += 0.01 + (1.0 if key not in self.seen else 0.0) + (5.0 if not self.seen else 0.0)
+        self.now += self.scale * (0.01 + (1.0 if key not in self.seen else 0.0) + (5.0 if not self.seen else 0.0))
         self.seen.add(key)
 
 
@@ -145,6 +145,26 @@ def test_a_comparison_is_validated_cancelled_and_timed_like_a_run(service):
     with pytest.raises(RunError) as late:
         list(service.stream_job("tiny", bench_job(), dict(max_new_tokens=6)))
     assert late.value.kind == "timeout"
+
+
+def test_the_compare_tabs_job_leaves_out_prompts_near_the_services_time_limit(service, startup_clock):
+    """The tab's job stops starting prompts at DEADLINE of the service's time limit, so a comparison that
+    would outrun the limit ends with the prompts it finished and a verdict that says so (without it, the
+    service's timeout ends the whole job and shows nothing). Here the harness's clock charges 100 fake
+    seconds for a first run: the limit leaves room for the warm-up and two and a half prompts, and the
+    service's own timeout, on the real clock, is far beyond what the runs take."""
+    from ui.compare import DEADLINE, compare_job
+    from viz.compare_table import verdict_text
+
+    startup_clock.scale = 100.0
+    warm, run = 100.0 * (5.0 + len(METHODS) * 1.01), 100.0 * 0.01       # the warm-up's costs; one warm run
+    service.time_limit_s = (warm + 2.5 * len(METHODS) * run) / DEADLINE
+    updates = list(service.stream_job("tiny", compare_job(service, PROMPTS, METHODS), dict(max_new_tokens=6)))
+    result = updates[-1].result
+    assert updates[-1].state == "done" and result["meta"]["prompts"] == 2
+    assert {row["prompt_id"] for row in result["runs"]} == {PROMPTS[0].id, PROMPTS[1].id}
+    assert "the time limit was near: 2 of 5 prompts run" in verdict_text(plan.summary(result))
+    assert set(result["traces"]) == {PROMPTS[0].id}                    # the first prompt's traces, for the panels
 
 
 # ---------------------------------------------------------------- the plan, shared with the bench command
