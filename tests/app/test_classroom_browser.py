@@ -1,5 +1,6 @@
 """The page in a classroom (issue 33), in Debian Chromium driven by Playwright: at a projector's
-1280 × 720 and at a 390 px phone width.
+1280 × 720, at 150 % zoom on it (853 px: the settings above a tree that takes the page's width) and at a
+390 px phone width.
 
 Deep links keep their node budget (a number or auto, a lesson its own) and Copy link writes what ran;
 an import puts its prompt and settings in the controls and its steps in E(A) vs A; a lesson's caption
@@ -22,6 +23,7 @@ from app_server import ARTIFACTS, CHROMIUM, drafting_model_id, headless_chromium
 
 from opttree.paths import PAGE_ASSETS
 from viz.lessons import PRESETS
+from viz.style import PAGE_CSS
 from viz.tree_figure import tree_figure
 
 pytest.importorskip("playwright.sync_api")
@@ -415,4 +417,41 @@ def test_a_bonus_label_stays_inside_a_side_by_side_panel(chromium):
     assert bonus["right"] <= pg.evaluate(PLOT_RIGHT) + 1, bonus
     assert not [x["text"] for x in labels if x["trace"].startswith("accepted") and meet(x, bonus)]
     pg.screenshot(path=str(ARTIFACTS / "classroom-panel-bonus.png"))
+    pg.close()
+
+
+# Gradio 6's layout rules for its page (held to 768 px wide from 768 to 1023 px, to 1024 px from there), a
+# Row and a Column (a row wraps, each child grows from zero width down to a floor; a Column writes its scale
+# and min_width on itself), and Explore's columns as ui/explore.py builds them: the settings (scale 1, 300 px)
+# beside the step (scale 3), whose tree sits above its side column.
+GRADIO_LAYOUT = """.row { display: flex; flex-wrap: wrap; gap: 16px; width: 100%; }
+.row > * { flex: 1; min-width: min(160px, 100%); }
+.column { display: flex; flex-direction: column; }
+.gradio-container { box-sizing: border-box; margin: 0 auto; padding: 0 32px; }
+@media (width >= 640px) { .gradio-container { max-width: 640px; } }
+@media (width >= 768px) { .gradio-container { max-width: 768px; } }
+@media (width >= 1024px) { .gradio-container { max-width: 1024px; } }
+@media (width >= 1280px) { .gradio-container { max-width: 1280px; } }"""
+COLUMNS_PAGE = """<!doctype html><html><head><style>{css}</style></head><body>
+<div class="gradio-container"><div id="explore-row" class="row">
+<div id="controls-col" class="column" style="flex-grow: 1; min-width: min(300px, 100%)">settings</div>
+<div id="step-col" class="column" style="flex-grow: 3; min-width: min(320px, 100%)">
+<div id="step-view" class="row"><div id="tree-col" class="column" style="flex-grow: 3; min-width: min(320px, 100%)">
+tree</div><div id="side-col" class="column" style="flex-grow: 2; min-width: min(300px, 100%)">text</div></div>
+</div></div></div></body></html>"""
+
+
+@pytest.mark.parametrize("width, stacked", [(853, True), (1024, False), (1280, False)])
+def test_at_150_percent_zoom_on_a_projector_the_tree_takes_the_pages_width(chromium, width, stacked):
+    """A 1280 px projector at 150 % zoom is 853 CSS px wide, where Gradio holds the page to 768 px: beside the
+    settings the tree got 388 px and its colour bar a quarter of that, so the settings go above it, as on a
+    phone. From 1024 px on, the settings stay beside the tree."""
+    pg = chromium.new_page(viewport={"width": width, "height": 720})
+    pg.set_content(COLUMNS_PAGE.format(css=GRADIO_LAYOUT + PAGE_CSS))
+    controls, tree = rect(pg, "#controls-col"), rect(pg, "#tree-col")
+    page = pg.evaluate("() => document.querySelector('#explore-row').getBoundingClientRect().width")
+    if stacked:
+        assert tree["right"] - tree["left"] >= page - 1 and controls["bottom"] <= tree["top"], (controls, tree)
+    else:
+        assert controls["right"] <= tree["left"] and controls["top"] == tree["top"], (controls, tree)
     pg.close()
