@@ -77,8 +77,11 @@
   // side-by-side panels) or one whose bonus label moved, a label is hidden where it would touch another
   // (GAP px or closer), the accepted path's kept first, then the bonus token's, the root's and the likeliest
   // nodes'; a draft node's label is hidden too where it would cover another node's marker (its centre), as a
-  // label wider than the columns' spacing does when the next column has a node on its row. Each node's
-  // hover keeps its text. A wider figure whose labels fit is left as the server drew it.
+  // label wider than the columns' spacing does when the next column has a node on its row. An accepted
+  // token's label that would touch an accepted label already kept (on a phone the path's columns are ~20 px
+  // apart) moves from above its diamond to below it, so neighbours alternate above and below the path; it is
+  // hidden only where both spots meet a kept label. Each node's hover keeps its text. A wider figure whose
+  // labels fit is left as the server drew it.
   const NARROW = 640;
   const GAP = 2;
   const RANKS = ['accepted path', 'bonus token', 'root', 'draft nodes'];
@@ -96,15 +99,25 @@
     for (const g of gd.querySelectorAll('.scatterlayer .trace')) {
       const rank = rankOf(g.__data__?.[0]?.trace?.name);
       if (rank < 0) continue;
+      // A point's marker and its label share Plotly's datum.
+      const marks = new Map([...g.querySelectorAll('.points path.point')].map((m) => [m.__data__, m]));
       for (const tp of g.querySelectorAll('.textpoint')) {
         const t = tp.querySelector('text');
         if (!t) continue;
         t.removeAttribute('transform');          // what an earlier pass did (Plotly reuses the elements)
         t.style.visibility = '';
-        if (t.textContent) labels.push({t, rank, p: Number(tp.__data__?.mc) || 0});
+        if (t.textContent) {
+          labels.push({t, rank, p: Number(tp.__data__?.mc) || 0, at: labels.length, mark: marks.get(tp.__data__)});
+        }
       }
     }
-    return labels.sort((a, b) => a.rank - b.rank || b.p - a.p);
+    // The accepted path's labels in the path's order (so they alternate), the others likeliest first.
+    return labels.sort((a, b) => a.rank - b.rank || (a.rank === 0 ? a.at - b.at : b.p - a.p));
+  };
+  // Label box `r`, above its marker `m`, mirrored to the same distance below it.
+  const below = (r, m) => {
+    const dy = m.bottom + (m.top - r.bottom) - r.top;
+    return {left: r.left, right: r.right, top: r.top + dy, bottom: r.bottom + dy, dy};
   };
   const keepBonusInside = (gd, labels) => {
     const bonus = labels.find((l) => l.rank === 1);
@@ -130,11 +143,18 @@
     const moved = keepBonusInside(gd, labels);
     if (!moved && gd._fullLayout.width > NARROW) return;
     const kept = [], centres = markerCentres(gd);
+    const clash = (r) => kept.some((k) => meets(r, k, GAP));
     for (const l of labels) {
-      const r = l.t.getBoundingClientRect();
-      if (kept.some((k) => meets(r, k, GAP)) || (l.rank === 3 && centres.some((c) => covers(r, c)))) {
-        l.t.style.visibility = 'hidden';
-      } else kept.push(r);
+      let r = l.t.getBoundingClientRect();
+      if (l.rank === 0 && l.mark && clash(r)) {
+        const low = below(r, l.mark.getBoundingClientRect());
+        if (!clash(low)) {
+          l.t.setAttribute('transform', `translate(0,${low.dy})`);
+          r = low;
+        }
+      }
+      if (clash(r) || (l.rank === 3 && centres.some((c) => covers(r, c)))) l.t.style.visibility = 'hidden';
+      else kept.push(r);
     }
   };
   // Each plot is fitted in the frame after each draw (a new step, a resize, a zoom): after Plotly's events,

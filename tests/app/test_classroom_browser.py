@@ -23,7 +23,7 @@ from app_server import ARTIFACTS, CHROMIUM, drafting_model_id, headless_chromium
 
 from opttree.paths import PAGE_ASSETS
 from viz.lessons import PRESETS
-from viz.style import PAGE_CSS
+from viz.style import PAGE_CSS, visible
 from viz.tree_figure import tree_figure
 
 pytest.importorskip("playwright.sync_api")
@@ -376,12 +376,14 @@ def meet(a: dict, b: dict) -> bool:
         a["top"], b["top"]) > 3
 
 
-def deep_step(bonus: str = "B") -> dict:
-    """A 60-node tree ten layers deep (six nodes a layer) with long tokens, its likeliest chain accepted."""
+def deep_step(bonus: str = "B", texts: list[str] | None = None) -> dict:
+    """A 60-node tree ten layers deep (six nodes a layer) with long tokens (or `texts`), its likeliest chain
+    accepted."""
     parents = [-1] * 6 + [(i // 6 - 1) * 6 + i % 3 for i in range(6, 60)]
     depth = [i // 6 + 1 for i in range(60)]
     p_hat = [0.9 ** d * (1 - 0.1 * (i % 6)) for i, d in enumerate(depth)]
-    return {"tokens": list(range(60)), "texts": [f" tapestry{i}" for i in range(60)], "parents": parents,
+    texts = texts or [f" tapestry{i}" for i in range(60)]
+    return {"tokens": list(range(60)), "texts": texts, "parents": parents,
             "depth": depth, "q": p_hat, "p_hat": p_hat, "rank": [i % 6 for i in range(60)],
             "accepted": [0, 6, 12, 18, 24, 30, 36, 42, 48, 54], "rejected": None, "bonus_token": 9,
             "bonus_text": bonus, "committed": [], "committed_text": "", "expected_accept": 0.0}
@@ -403,6 +405,27 @@ def test_a_deep_trees_labels_never_print_on_each_other_on_a_phone(chromium):
     pg.close()
     pg = figure_page(chromium, fig, 1400)
     assert not any(x["hidden"] or x["moved"] for x in pg.evaluate(LABELS))
+    pg.close()
+
+
+# Ten accepted tokens of everyday length, and words as short for the draft's other guesses.
+SEA = [" the", " sea", " was", " vast", " and", " endless", " under", " the", " blue", " waves"]
+GUESSES = [" a", " its", " so", " deep", " wide", " calm"]
+
+
+def test_a_phone_shows_every_accepted_token_of_a_deep_tree(chromium):
+    """On a phone's 390 px the accepted path's columns are ~20 px apart, so everyday tokens (" endless",
+    " waves") touched their neighbours and 4 of 10 were hidden: the path read as a few scattered words. An
+    accepted label that would touch one already kept takes the spot below its diamond instead; all ten show,
+    in order, and still no two visible labels meet."""
+    texts = [SEA[i // 6] if i % 6 == 0 else GUESSES[i % 6] for i in range(60)]
+    fig = tree_figure(deep_step(texts=texts), "opt-tree · step 1/1 · 60 nodes<br>accepted 10 · E(A) = 5.00")
+    pg = figure_page(chromium, fig, PHONE["width"])
+    labels = [x for x in pg.evaluate(LABELS) if not x["hidden"]]
+    assert [x["text"] for x in labels if x["trace"].startswith("accepted path")] == [
+        visible(t) for t in SEA], labels
+    assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:] if meet(a, b)]
+    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-accepted-labels.png"))
     pg.close()
 
 
