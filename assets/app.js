@@ -1,5 +1,6 @@
 () => {
-  // The page's script (ui/app.py passes this to Gradio's launch).
+  // The page's script (ui/app.py page_js passes it to Gradio's launch with assets/fit_labels.js, which fits
+  // the tree figures' labels to the width each is drawn at).
   // Keys: ← / → step and Space play / pause in Explore, unless a field (text, slider, menu), a link (the
   // footer's "Use via API", Plotly's logo: Space and the arrows follow or scroll there) or a button other
   // than the page's own step, run and lesson buttons has the focus (a click on one leaves it there).
@@ -71,115 +72,6 @@
       characterData: true, attributes: true, attributeFilter: ['aria-hidden', 'class']});
   });
   find.observe(document.body, {childList: true, subtree: true});
-  // Tree figures (viz/tree_figure.py) drawn at the width the browser gives them, which the server does not
-  // know: after each draw, a bonus token's label that runs past the plot's right edge moves left inside it
-  // (and up, clear of the accepted path's labels), and on a figure NARROW px wide or less (a phone, Compare's
-  // side-by-side panels) or one whose bonus label moved, a label is hidden where it would touch another
-  // (GAP px or closer), the accepted path's kept first, then the bonus token's, the root's and the likeliest
-  // nodes'; a draft node's label is hidden too where it would cover another node's marker (its centre), as a
-  // label wider than the columns' spacing does when the next column has a node on its row. An accepted
-  // token's label that would touch an accepted label already kept (on a phone the path's columns are ~20 px
-  // apart) moves from above its diamond to below it, so neighbours alternate above and below the path; it is
-  // hidden only where both spots meet a kept label. Each node's hover keeps its text. A wider figure whose
-  // labels fit is left as the server drew it.
-  const NARROW = 640;
-  const GAP = 2;
-  const RANKS = ['accepted path', 'bonus token', 'root', 'draft nodes'];
-  const rankOf = (name) => RANKS.findIndex((r) => (name || '').startsWith(r));
-  // Boxes closer than `gap` px.
-  const meets = (a, b, gap) => a.left < b.right + gap && b.left < a.right + gap && a.top < b.bottom + gap
-    && b.top < a.bottom + gap;
-  const covers = (r, c) => r.left < c.x && c.x < r.right && r.top < c.y && c.y < r.bottom;
-  const markerCentres = (gd) => [...gd.querySelectorAll('.scatterlayer .trace .points path.point')].map((m) => {
-    const r = m.getBoundingClientRect();
-    return {x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2};
-  });
-  const treeLabels = (gd) => {
-    const labels = [];
-    for (const g of gd.querySelectorAll('.scatterlayer .trace')) {
-      const rank = rankOf(g.__data__?.[0]?.trace?.name);
-      if (rank < 0) continue;
-      // A point's marker and its label share Plotly's datum.
-      const marks = new Map([...g.querySelectorAll('.points path.point')].map((m) => [m.__data__, m]));
-      for (const tp of g.querySelectorAll('.textpoint')) {
-        const t = tp.querySelector('text');
-        if (!t) continue;
-        t.removeAttribute('transform');          // what an earlier pass did (Plotly reuses the elements)
-        t.style.visibility = '';
-        if (t.textContent) {
-          labels.push({t, rank, p: Number(tp.__data__?.mc) || 0, at: labels.length, mark: marks.get(tp.__data__)});
-        }
-      }
-    }
-    // The accepted path's labels in the path's order (so they alternate), the others likeliest first.
-    return labels.sort((a, b) => a.rank - b.rank || (a.rank === 0 ? a.at - b.at : b.p - a.p));
-  };
-  // Label box `r`, above its marker `m`, mirrored to the same distance below it.
-  const below = (r, m) => {
-    const dy = m.bottom + (m.top - r.bottom) - r.top;
-    return {left: r.left, right: r.right, top: r.top + dy, bottom: r.bottom + dy, dy};
-  };
-  const keepBonusInside = (gd, labels) => {
-    const bonus = labels.find((l) => l.rank === 1);
-    const size = gd._fullLayout._size, box = gd.getBoundingClientRect();
-    if (!bonus) return false;
-    const r = bonus.t.getBoundingClientRect();
-    const right = box.left + size.l + size.w - 2;
-    if (r.right <= right) return false;
-    const dx = Math.max(right - r.right, box.left + size.l - r.left);
-    let dy = 0;
-    for (let tries = 0; tries < 4; tries++) {    // above each accepted label it would print on
-      const at = {left: r.left + dx, right: r.right + dx, top: r.top + dy, bottom: r.bottom + dy};
-      const hit = labels.find((l) => l.rank === 0 && meets(at, l.t.getBoundingClientRect(), GAP));
-      if (!hit) break;
-      dy = hit.t.getBoundingClientRect().top - r.bottom - GAP - 1;
-    }
-    bonus.t.setAttribute('transform', `translate(${dx},${dy})`);
-    return true;
-  };
-  const fitLabels = (gd) => {
-    if (!gd._fullLayout || !(gd.data || []).some((t) => t.name === 'draft nodes')) return;
-    const labels = treeLabels(gd);
-    const moved = keepBonusInside(gd, labels);
-    if (!moved && gd._fullLayout.width > NARROW) return;
-    const kept = [], centres = markerCentres(gd);
-    const clash = (r) => kept.some((k) => meets(r, k, GAP));
-    for (const l of labels) {
-      let r = l.t.getBoundingClientRect();
-      if (l.rank === 0 && l.mark && clash(r)) {
-        const low = below(r, l.mark.getBoundingClientRect());
-        if (!clash(low)) {
-          l.t.setAttribute('transform', `translate(0,${low.dy})`);
-          r = low;
-        }
-      }
-      if (clash(r) || (l.rank === 3 && centres.some((c) => covers(r, c)))) l.t.style.visibility = 'hidden';
-      else kept.push(r);
-    }
-  };
-  // Each plot is fitted in the frame after each draw (a new step, a resize, a zoom): after Plotly's events,
-  // listened to again whenever Plotly gives the plot a new event hub. A react that moves the margins places
-  // the labels again after its afterplot event, so its own event refits too.
-  const hubs = new WeakMap();
-  const DRAWN = ['plotly_afterplot', 'plotly_react', 'plotly_relayout', 'plotly_restyle'];
-  const refit = (gd) => {
-    if (gd.ottQueued) return;
-    gd.ottQueued = true;
-    requestAnimationFrame(() => { gd.ottQueued = false; fitLabels(gd); });
-  };
-  let queued = false;
-  const watchPlots = () => {
-    queued = false;
-    for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-      if (!gd.on || hubs.get(gd) === gd._ev) continue;
-      hubs.set(gd, gd._ev);
-      for (const e of DRAWN) gd.on(e, () => refit(gd));
-      refit(gd);
-    }
-  };
-  new MutationObserver(() => {
-    if (!queued) { queued = true; requestAnimationFrame(watchPlots); }
-  }).observe(document.body, {childList: true, subtree: true});
   // Plotly's SVG has no name of its own: each chart is named, for screen readers, by its block's label
   // ("Draft tree of the selected step"). The text strip's live region says the selected step in words.
   const nameCharts = () => {

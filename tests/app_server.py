@@ -15,6 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "opttree" / "assets" / "models.json"
+PROJECTOR = {"width": 1280, "height": 720}    # the browser tests' viewports
+PHONE = {"width": 390, "height": 844}
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"     # Debian's (`make browser`): Playwright cannot download
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]

@@ -4,7 +4,8 @@ Model work goes through `opttree.serve.RunService` (allow-listed models, one bou
 cancellation, clean errors); figures come from `viz/` (never a model). View updates (scrubbing,
 playing, clicking a token, importing a trace) run with `queue=False`: they never wait behind a run.
 The page's stylesheet and keyboard script are files in the top-level `assets/` folder
-(`opttree.paths.PAGE_ASSETS`), read when the page starts: `viz.style.PAGE_CSS` and `page_js`.
+(`opttree.paths.PAGE_ASSETS`), read when the page starts: `viz.style.PAGE_CSS` and `page_js` (with the tree
+figures' label fitting, assets/fit_labels.js).
 """
 
 from __future__ import annotations
@@ -27,14 +28,17 @@ from opttree.serve.settings import ServerSettings  # noqa: E402
 from ui import compare, ea_vs_a, explore, files, learn, links, serving, theory  # noqa: E402
 from ui.common import PRIVATE, SCRUB, Page, bind, md_safe  # noqa: E402
 from viz.style import PAGE_CSS  # noqa: E402
+from viz.tree_figure import label_script  # noqa: E402
 
 log = logging.getLogger("opttree.app")
 
 
 def page_js() -> str:
-    """The page's script (assets/app.js): ← / → step and Space play / pause in Explore, and tree labels
-    fitted to the width each tree figure is drawn at."""
-    return (paths.PAGE_ASSETS / "app.js").read_text(encoding="utf-8")
+    """The page's script, one function Gradio calls when the page loads: assets/app.js (← / → step and
+    Space play / pause in Explore, the text strip's live region, the charts' names) and the tree figures'
+    label fitting (`viz.tree_figure.label_script`, which the HTML export runs too)."""
+    app = (paths.PAGE_ASSETS / "app.js").read_text(encoding="utf-8")
+    return f"() => {{\n({label_script().strip()})();\n({app.strip()})();\n}}"
 
 
 def build_app(service: RunService, waiting_runs: int = ServerSettings.max_waiting) -> gr.Blocks:

@@ -1,8 +1,9 @@
 """A run as one standalone HTML file: every step's tree with a scrubber, the text and the metrics.
 
 It opens offline in any browser (plotly.js is inlined), for slides and handouts: no server, no
-model. Built from the trace alone, with the same figure and text builders as the app, so a step
-looks the same in both. Keys: ← / → step, Space play / pause.
+model. Built from the trace alone, with the same figure and text builders as the app and the app's
+script that fits a tree's labels to the width it is drawn at, so a step looks the same in both (on a
+phone too). Keys: ← / → step, Space play / pause.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from plotly.offline import get_plotlyjs
 from . import style
 from .metrics import run_summary
 from .text_view import text_html
-from .tree_figure import root_context, step_title, tree_figure
+from .tree_figure import label_script, root_context, step_title, tree_figure
 
 
 def _step_rows(step: dict) -> list[tuple[str, str]]:
@@ -73,6 +74,7 @@ td {{ border: 1px solid #ddd; padding: 3px 8px; }}
 <p style="color:#666;font-size:12px">Keys: ← / → step, Space play / pause. Exported from OPT-Tree Explorer;
 it needs no server and no network.</p>
 <script id="run-data" type="application/json">{data}</script>
+<script>({label_script().strip()})();</script>
 <script>
 const D = JSON.parse(document.getElementById('run-data').textContent);
 const n = D.figures.length, slider = document.getElementById('step');

@@ -19,6 +19,7 @@ import html
 
 import plotly.graph_objects as go
 
+from opttree import paths
 from opttree.trace import BROKEN, bonus_shown, committed_draft, counted, node_text
 
 from . import style
@@ -57,6 +58,13 @@ def _hover(step: dict, i: int) -> str:
     return (f"<b>{style.hover_safe(text)}</b> (id {step['tokens'][i]}){note}<br>"
             f"q = {step['q'][i]:.3f} · p̂ = {step['p_hat'][i]:.3f}<br>"
             f"depth {step['depth'][i]} · rank {step['rank'][i]} among siblings' draft choices{origin}")
+
+
+def label_script() -> str:
+    """The browser script that fits these figures' labels to the width each is drawn at (on a phone a label
+    that would print over another is hidden or moved): assets/fit_labels.js, a function a page calls once.
+    The app's page and the HTML export both run it."""
+    return (paths.PAGE_ASSETS / "fit_labels.js").read_text(encoding="utf-8")
 
 
 def root_context(trace: dict, index: int) -> str:

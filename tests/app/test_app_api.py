@@ -129,18 +129,22 @@ def test_ui_endpoints_refuse_a_fraction_for_a_whole_number_as_generate_does(clie
 
 
 def test_the_page_serves_its_stylesheet_and_keys_from_assets(launched):
-    """The launched page's config carries assets/app.css (colours filled in) and assets/app.js as they are."""
+    """The launched page's config carries assets/app.css (colours filled in), and assets/app.js and
+    assets/fit_labels.js as they are, in the one function page_js gives Gradio."""
     import httpx
 
     from opttree import paths
+    from ui.app import page_js  # the page's own modules, here as above: the other tests only talk HTTP
     from viz import style
 
     config = httpx.get(launched + "config", timeout=30).json()
     css = (paths.PAGE_ASSETS / "app.css").read_text(encoding="utf-8")
     assert style.PAGE_CSS in config["css"] and ".gen-text .tok.current" in css
     assert all(line in config["css"] for line in css.splitlines() if "${" not in line)
-    assert config["js"] == (paths.PAGE_ASSETS / "app.js").read_text(encoding="utf-8")
-    assert "ArrowRight" in config["js"]
+    assert config["js"] == page_js()
+    for name in ("app.js", "fit_labels.js"):
+        assert (paths.PAGE_ASSETS / name).read_text(encoding="utf-8").strip() in config["js"], name
+    assert "ArrowRight" in config["js"] and "fitLabels" in config["js"]
 
 
 def test_status_messages_show_visitor_text_as_text():

@@ -6,30 +6,24 @@ Deep links keep their node budget (a number or auto, a lesson its own) and Copy 
 an import puts its prompt and settings in the controls and its steps in E(A) vs A; a lesson's caption
 sits above its tree and starting a run brings the tree into view; Run and the lessons are on the first
 screen; presenter mode fits the tree, the text strip and the step's metrics on one 1280 × 720 screen;
-the 60-node tree's labels do not overlap, on a phone too (the page hides those that would meet or cover a
-node), in the running app as in a bare page, and a bonus token's label stays inside a side-by-side panel; a
-pinned view's title reaches the Learn tab's live tree; on a phone every tab is reachable, the tree's title wraps
-and Compare's table scrolls sideways; the HTML export opens at the selected step. Screenshots go to
-tmp/artifacts/ (test artifacts)."""
+the 60-node tree's labels do not overlap on a phone in the running app (the page hides those that would
+meet or cover a node; test_tree_labels_browser.py draws the figures in a bare page); on a phone every tab
+is reachable, the tree's title wraps and Compare's table scrolls sideways; the HTML export opens at the
+selected step. Screenshots go to tmp/artifacts/ (test artifacts)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-import plotly
 import pytest
-from app_server import ARTIFACTS, CHROMIUM, drafting_model_id, headless_chromium, launched_app
+from app_server import ARTIFACTS, CHROMIUM, PHONE, PROJECTOR, drafting_model_id, headless_chromium, launched_app
 
-from opttree.paths import PAGE_ASSETS
 from viz.lessons import PRESETS
-from viz.style import PAGE_CSS, visible
-from viz.tree_figure import tree_figure
+from viz.style import PAGE_CSS
 
 pytest.importorskip("playwright.sync_api")
 
-PROJECTOR = {"width": 1280, "height": 720}
-PHONE = {"width": 390, "height": 844}
 PLOT = "#tree-plot .js-plotly-plot"
 RUN_MS = 300_000
 
@@ -316,23 +310,6 @@ def test_in_the_app_a_deep_trees_labels_never_print_on_each_other_on_a_phone(app
     pg.close()
 
 
-def test_a_pinned_title_reaches_the_learn_tabs_live_tree_too(chromium):
-    """While a live run leaves the view pinned, the title alone (TITLE_JS) goes to Explore's tree and to
-    the Learn tab's live tree, which shows the selected step too."""
-    from ui.explore import TITLE_JS  # the page's own script for the pinned title (imports Gradio)
-
-    pg = chromium.new_page(viewport={"width": 900, "height": 900})
-    pg.set_content('<div id="tree-plot"><div id="a"></div></div><div id="learn-plot"><div id="b"></div></div>')
-    pg.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
-    fig = tree_figure(deep_step(), "opt-tree · step 3/5 · 60 nodes").to_plotly_json()
-    for div in ("a", "b"):
-        pg.evaluate("([d, f]) => Plotly.newPlot(d, f.data, f.layout)", [div, fig])
-    pg.evaluate(f"({TITLE_JS})('opt-tree · step 3/12 · 60 nodes')")
-    titles = pg.evaluate("() => ['a', 'b'].map(d => document.getElementById(d).layout.title.text)")
-    assert titles == ["opt-tree · step 3/12 · 60 nodes"] * 2, titles
-    pg.close()
-
-
 def test_presenter_mode_on_a_phone_keeps_the_step_controls_on_screen(app):
     """On a phone, presenter mode stacks the scrubber, text and metrics below the tree (beside it they were
     pushed off the screen's right edge) and the lesson caption takes the page's width above the toggle."""
@@ -348,105 +325,6 @@ def test_presenter_mode_on_a_phone_keeps_the_step_controls_on_screen(app):
     pg.close()
 
 
-def figure_page(browser, fig, width: int):
-    """`fig` drawn by plotly.js in a page `width` px wide that runs the app's own script (assets/app.js),
-    as Gradio's gr.Plot draws it, without the app: the labels as the page fits them to that width."""
-    pg = browser.new_page(viewport={"width": width, "height": 900})
-    pg.set_content('<div id="tree-plot"><div id="g"></div></div>')
-    pg.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
-    pg.add_script_tag(content=f"({(PAGE_ASSETS / 'app.js').read_text()})();")
-    pg.evaluate("(f) => Plotly.newPlot('g', f.data, f.layout, {responsive: true})", fig.to_plotly_json())
-    pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")   # fitted
-    return pg
-
-
-LABELS = """() => [...document.querySelectorAll('#g .scatterlayer .trace')].flatMap(g =>
-    [...g.querySelectorAll('.textpoint text')].filter(t => t.textContent).map(t => {
-        const r = t.getBoundingClientRect();
-        return {trace: g.__data__[0].trace.name, text: t.textContent,
-                hidden: getComputedStyle(t).visibility === 'hidden',
-                moved: t.hasAttribute('transform'), left: r.left, right: r.right, top: r.top, bottom: r.bottom};
-    }))"""
-PLOT_RIGHT = "() => { const gd = document.getElementById('g'); const s = gd._fullLayout._size;" \
-             " return gd.getBoundingClientRect().left + s.l + s.w; }"
-
-
-def meet(a: dict, b: dict) -> bool:
-    return min(a["right"], b["right"]) - max(a["left"], b["left"]) > 2 and min(a["bottom"], b["bottom"]) - max(
-        a["top"], b["top"]) > 3
-
-
-def deep_step(bonus: str = "B", texts: list[str] | None = None) -> dict:
-    """A 60-node tree ten layers deep (six nodes a layer) with long tokens (or `texts`), its likeliest chain
-    accepted."""
-    parents = [-1] * 6 + [(i // 6 - 1) * 6 + i % 3 for i in range(6, 60)]
-    depth = [i // 6 + 1 for i in range(60)]
-    p_hat = [0.9 ** d * (1 - 0.1 * (i % 6)) for i, d in enumerate(depth)]
-    texts = texts or [f" tapestry{i}" for i in range(60)]
-    return {"tokens": list(range(60)), "texts": texts, "parents": parents,
-            "depth": depth, "q": p_hat, "p_hat": p_hat, "rank": [i % 6 for i in range(60)],
-            "accepted": [0, 6, 12, 18, 24, 30, 36, 42, 48, 54], "rejected": None, "bonus_token": 9,
-            "bonus_text": bonus, "committed": [], "committed_text": "", "expected_accept": 0.0}
-
-
-def test_a_deep_trees_labels_never_print_on_each_other_on_a_phone(chromium):
-    """On a phone's 390 px a 60-node tree ten layers deep has columns ~20 px apart: the page hides each
-    label that would print over another (the accepted path's first, then the likeliest nodes'); every node
-    keeps its text on hover. On a desktop's width the figure stays as the server drew it."""
-    fig = tree_figure(deep_step(), "opt-tree · step 1/1 · 60 nodes<br>accepted 10 · E(A) = 5.00",
-                      context="the end of the prompt")
-    pg = figure_page(chromium, fig, PHONE["width"])
-    labels = [x for x in pg.evaluate(LABELS) if not x["hidden"]]
-    assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:] if meet(a, b)]
-    assert sum(x["trace"].startswith("accepted path") for x in labels) >= 3 and len(labels) >= 8, labels
-    assert pg.evaluate("() => document.getElementById('g').data.find(t => t.name === 'draft nodes')"
-                       ".hovertext.length") == 60
-    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-deep-tree.png"))
-    pg.close()
-    pg = figure_page(chromium, fig, 1400)
-    assert not any(x["hidden"] or x["moved"] for x in pg.evaluate(LABELS))
-    pg.close()
-
-
-# Ten accepted tokens of everyday length, and words as short for the draft's other guesses.
-SEA = [" the", " sea", " was", " vast", " and", " endless", " under", " the", " blue", " waves"]
-GUESSES = [" a", " its", " so", " deep", " wide", " calm"]
-
-
-def test_a_phone_shows_every_accepted_token_of_a_deep_tree(chromium):
-    """On a phone's 390 px the accepted path's columns are ~20 px apart, so everyday tokens (" endless",
-    " waves") touched their neighbours and 4 of 10 were hidden: the path read as a few scattered words. An
-    accepted label that would touch one already kept takes the spot below its diamond instead; all ten show,
-    in order, and still no two visible labels meet."""
-    texts = [SEA[i // 6] if i % 6 == 0 else GUESSES[i % 6] for i in range(60)]
-    fig = tree_figure(deep_step(texts=texts), "opt-tree · step 1/1 · 60 nodes<br>accepted 10 · E(A) = 5.00")
-    pg = figure_page(chromium, fig, PHONE["width"])
-    labels = [x for x in pg.evaluate(LABELS) if not x["hidden"]]
-    assert [x["text"] for x in labels if x["trace"].startswith("accepted path")] == [
-        visible(t) for t in SEA], labels
-    assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:] if meet(a, b)]
-    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-accepted-labels.png"))
-    pg.close()
-
-
-def test_a_bonus_label_stays_inside_a_side_by_side_panel(chromium):
-    """Compare's panels are ~350 px wide: a long bonus token after a deep accepted path ran past the plot's
-    right edge and was cut there. The page moves it inside, clear of the accepted path's labels."""
-    fig = tree_figure(deep_step(bonus="internationalisation"), "opt-tree · step 1/1")
-    pg = figure_page(chromium, fig, 352)
-    labels = pg.evaluate(LABELS)
-    bonus = next(x for x in labels if x["trace"].startswith("bonus"))
-    assert bonus["text"] == "internation…" and not bonus["hidden"]
-    assert bonus["right"] <= pg.evaluate(PLOT_RIGHT) + 1, bonus
-    assert not [x["text"] for x in labels if x["trace"].startswith("accepted") and meet(x, bonus)]
-    pg.screenshot(path=str(ARTIFACTS / "classroom-panel-bonus.png"))
-    pg.close()
-
-
-# Gradio 6's layout rules for its page (held to 768 px wide from 768 to 1023 px, to 1024 px from there), a
-# Row and a Column (a row wraps, each child grows from zero width down to a floor; a Column writes its scale
-# and min_width on itself), and Explore's columns as ui/explore.py builds them: the settings (scale 1, 300 px)
-# beside the step (scale 3), whose tree sits above its side column.
 GRADIO_LAYOUT = """.row { display: flex; flex-wrap: wrap; gap: 16px; width: 100%; }
 .row > * { flex: 1; min-width: min(160px, 100%); }
 .column { display: flex; flex-direction: column; }

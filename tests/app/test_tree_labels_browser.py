@@ -1,0 +1,169 @@
+"""Tree figures in the browser, drawn by plotly.js with the page's own script (ui.app.page_js) in bare
+Chromium, without the app: a deep tree's labels fitted to a phone's 390 px (none meets another, every accepted
+token shows), a bonus token's label inside a side-by-side panel, the HTML export fitting its labels as the page
+does, and a pinned view's title reaching the Learn tab's live tree. Screenshots go to tmp/artifacts/ (test
+artifacts); the running app's own checks are in test_classroom_browser.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly
+import pytest
+from app_server import ARTIFACTS, CHROMIUM, PHONE, headless_chromium
+
+from ui.app import page_js
+from viz.html_export import standalone_html
+from viz.style import visible
+from viz.tree_figure import label_script, tree_figure
+
+pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium not installed (make browser)")
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with headless_chromium() as browser:
+        yield browser
+
+def test_a_pinned_title_reaches_the_learn_tabs_live_tree_too(chromium):
+    """While a live run leaves the view pinned, the title alone (TITLE_JS) goes to Explore's tree and to
+    the Learn tab's live tree, which shows the selected step too."""
+    from ui.explore import TITLE_JS  # the page's own script for the pinned title (imports Gradio)
+
+    pg = chromium.new_page(viewport={"width": 900, "height": 900})
+    pg.set_content('<div id="tree-plot"><div id="a"></div></div><div id="learn-plot"><div id="b"></div></div>')
+    pg.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+    fig = tree_figure(deep_step(), "opt-tree · step 3/5 · 60 nodes").to_plotly_json()
+    for div in ("a", "b"):
+        pg.evaluate("([d, f]) => Plotly.newPlot(d, f.data, f.layout)", [div, fig])
+    pg.evaluate(f"({TITLE_JS})('opt-tree · step 3/12 · 60 nodes')")
+    titles = pg.evaluate("() => ['a', 'b'].map(d => document.getElementById(d).layout.title.text)")
+    assert titles == ["opt-tree · step 3/12 · 60 nodes"] * 2, titles
+    pg.close()
+
+
+def figure_page(browser, fig, width: int):
+    """`fig` drawn by plotly.js in a page `width` px wide that runs the app's own script (page_js: assets/app.js
+    and assets/fit_labels.js), as Gradio's gr.Plot draws it, without the app: the labels as the page fits them
+    to that width."""
+    pg = browser.new_page(viewport={"width": width, "height": 900})
+    pg.set_content('<div id="tree-plot"><div id="g"></div></div>')
+    pg.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+    pg.add_script_tag(content=f"({page_js()})();")
+    pg.evaluate("(f) => Plotly.newPlot('g', f.data, f.layout, {responsive: true})", fig.to_plotly_json())
+    pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")   # fitted
+    return pg
+
+
+LABELS = """(plot) => [...document.querySelectorAll((plot || '#g') + ' .scatterlayer .trace')].flatMap(g =>
+    [...g.querySelectorAll('.textpoint text')].filter(t => t.textContent).map(t => {
+        const r = t.getBoundingClientRect();
+        return {trace: g.__data__[0].trace.name, text: t.textContent,
+                hidden: getComputedStyle(t).visibility === 'hidden',
+                moved: t.hasAttribute('transform'), left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+    }))"""
+PLOT_RIGHT = "() => { const gd = document.getElementById('g'); const s = gd._fullLayout._size;" \
+             " return gd.getBoundingClientRect().left + s.l + s.w; }"
+
+
+def meet(a: dict, b: dict) -> bool:
+    return min(a["right"], b["right"]) - max(a["left"], b["left"]) > 2 and min(a["bottom"], b["bottom"]) - max(
+        a["top"], b["top"]) > 3
+
+
+def deep_step(bonus: str = "B", texts: list[str] | None = None) -> dict:
+    """A 60-node tree ten layers deep (six nodes a layer) with long tokens (or `texts`), its likeliest chain
+    accepted."""
+    parents = [-1] * 6 + [(i // 6 - 1) * 6 + i % 3 for i in range(6, 60)]
+    depth = [i // 6 + 1 for i in range(60)]
+    p_hat = [0.9 ** d * (1 - 0.1 * (i % 6)) for i, d in enumerate(depth)]
+    texts = texts or [f" tapestry{i}" for i in range(60)]
+    return {"tokens": list(range(60)), "texts": texts, "parents": parents,
+            "depth": depth, "q": p_hat, "p_hat": p_hat, "rank": [i % 6 for i in range(60)],
+            "accepted": [0, 6, 12, 18, 24, 30, 36, 42, 48, 54], "rejected": None, "bonus_token": 9,
+            "bonus_text": bonus, "committed": [], "committed_text": "", "expected_accept": 0.0}
+
+
+def test_a_deep_trees_labels_never_print_on_each_other_on_a_phone(chromium):
+    """On a phone's 390 px a 60-node tree ten layers deep has columns ~20 px apart: the page hides each
+    label that would print over another (the accepted path's first, then the likeliest nodes'); every node
+    keeps its text on hover. On a desktop's width the figure stays as the server drew it."""
+    fig = tree_figure(deep_step(), "opt-tree · step 1/1 · 60 nodes<br>accepted 10 · E(A) = 5.00",
+                      context="the end of the prompt")
+    pg = figure_page(chromium, fig, PHONE["width"])
+    labels = [x for x in pg.evaluate(LABELS) if not x["hidden"]]
+    assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:] if meet(a, b)]
+    assert sum(x["trace"].startswith("accepted path") for x in labels) >= 3 and len(labels) >= 8, labels
+    assert pg.evaluate("() => document.getElementById('g').data.find(t => t.name === 'draft nodes')"
+                       ".hovertext.length") == 60
+    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-deep-tree.png"))
+    pg.close()
+    pg = figure_page(chromium, fig, 1400)
+    assert not any(x["hidden"] or x["moved"] for x in pg.evaluate(LABELS))
+    pg.close()
+
+
+# Ten accepted tokens of everyday length, and words as short for the draft's other guesses.
+SEA = [" the", " sea", " was", " vast", " and", " endless", " under", " the", " blue", " waves"]
+GUESSES = [" a", " its", " so", " deep", " wide", " calm"]
+
+
+def test_a_phone_shows_every_accepted_token_of_a_deep_tree(chromium):
+    """On a phone's 390 px the accepted path's columns are ~20 px apart, so everyday tokens (" endless",
+    " waves") touched their neighbours and 4 of 10 were hidden: the path read as a few scattered words. An
+    accepted label that would touch one already kept takes the spot below its diamond instead; all ten show,
+    in order, and still no two visible labels meet."""
+    texts = [SEA[i // 6] if i % 6 == 0 else GUESSES[i % 6] for i in range(60)]
+    fig = tree_figure(deep_step(texts=texts), "opt-tree · step 1/1 · 60 nodes<br>accepted 10 · E(A) = 5.00")
+    pg = figure_page(chromium, fig, PHONE["width"])
+    labels = [x for x in pg.evaluate(LABELS) if not x["hidden"]]
+    assert [x["text"] for x in labels if x["trace"].startswith("accepted path")] == [
+        visible(t) for t in SEA], labels
+    assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:] if meet(a, b)]
+    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-accepted-labels.png"))
+    pg.close()
+
+
+def test_the_html_export_fits_a_deep_trees_labels_on_a_phone(chromium, tmp_path):
+    """The standalone HTML export runs the app's label fitting (assets/fit_labels.js, embedded as it is): opened
+    on a phone, no two visible labels of a 60-node tree print on each other and the accepted path shows whole
+    (without it every label was drawn as the server placed it, one over another)."""
+    texts = [SEA[i // 6] if i % 6 == 0 else GUESSES[i % 6] for i in range(60)]
+    trace = {"prompt": "Describe the sea.", "steps": [{**deep_step(texts=texts), "accept_length": 10}],
+             "meta": {"method": "opt-tree", "target": "target", "draft": "draft"},
+             "summary": {"new_tokens": 11, "steps": 1, "tau": 11.0, "tokens_per_s": 1.0}}
+    page = standalone_html(trace)
+    assert page.count(label_script().strip()) == 1
+    path = tmp_path / "run.html"
+    path.write_text(page, encoding="utf-8")
+    pg = chromium.new_page(viewport=PHONE)
+    pg.goto(path.as_uri())
+    pg.wait_for_selector("#tree .textpoint text", state="attached")
+    pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame("
+                "() => requestAnimationFrame(r))))")   # watched, then fitted
+    labels = [x for x in pg.evaluate(LABELS, "#tree") if not x["hidden"]]
+    assert [x["text"] for x in labels if x["trace"].startswith("accepted path")] == [visible(t) for t in SEA]
+    assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:] if meet(a, b)]
+    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-export.png"))
+    pg.close()
+
+
+def test_a_bonus_label_stays_inside_a_side_by_side_panel(chromium):
+    """Compare's panels are ~350 px wide: a long bonus token after a deep accepted path ran past the plot's
+    right edge and was cut there. The page moves it inside, clear of the accepted path's labels."""
+    fig = tree_figure(deep_step(bonus="internationalisation"), "opt-tree · step 1/1")
+    pg = figure_page(chromium, fig, 352)
+    labels = pg.evaluate(LABELS)
+    bonus = next(x for x in labels if x["trace"].startswith("bonus"))
+    assert bonus["text"] == "internation…" and not bonus["hidden"]
+    assert bonus["right"] <= pg.evaluate(PLOT_RIGHT) + 1, bonus
+    assert not [x["text"] for x in labels if x["trace"].startswith("accepted") and meet(x, bonus)]
+    pg.screenshot(path=str(ARTIFACTS / "classroom-panel-bonus.png"))
+    pg.close()
+
+
+# Gradio 6's layout rules for its page (held to 768 px wide from 768 to 1023 px, to 1024 px from there), a
+# Row and a Column (a row wraps, each child grows from zero width down to a floor; a Column writes its scale
+# and min_width on itself), and Explore's columns as ui/explore.py builds them: the settings (scale 1, 300 px)
+# beside the step (scale 3), whose tree sits above its side column.
