@@ -35,7 +35,8 @@ The target's side of a step (optional: traces written before it existed lack bot
   draft's q, ordered by p (so the target's top TOPK are the first TOPK by p). A run keeps at most
   ROWS_PER_RUN rows in all; later steps record none. Autoregressive runs and runs timed by the
   benchmarks (`record_target=False`) record neither field.
-Token texts. `texts` (and `bonus_text`, a row's `texts`) hold each token decoded alone. A byte-level
+Token texts. `texts` (and `bonus_text`, a row's `texts`) hold each token's own text, as it reads after
+other text (engine/recording.TokenTexts: a SentencePiece token keeps its leading space). A byte-level
 tokenizer (SmolLM2's GPT-2-style BPE; SentencePiece's byte fallback) splits an emoji, a CJK or Arabic
 letter or an accented letter over several tokens, and each of them decoded alone reads U+FFFD ("�").
 For those tokens the engine records what they hold (decoding/token_bytes.py); all three are optional:

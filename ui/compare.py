@@ -50,6 +50,7 @@ PROMPT_SETS = [("The Explore prompt + 4 built-in (chat, maths, code, a given pas
 OWN = ("statics", "extras", "prompt_set", "budgets", "tokens", "history")   # Compare's own inputs, after the settings
 SCOPE = "compare"        # the runs Compare's Stop ends (explore.stop), and no other tab's
 TOKEN_RANGE = (4, 64)   # the new-tokens slider's range: what a comparison runs
+TOKENS_LABEL = "New tokens per run"
 REDRAW_S = 0.25         # progress messages reach the page at most this often
 DEADLINE = 0.9          # no prompt starts that would likely end past this share of the time limit
 
@@ -74,7 +75,7 @@ def build() -> dict:
             prompt_set = gr.Radio(PROMPT_SETS, value=plan.ALL, label="Prompts", elem_id="compare-prompts")
             budgets = gr.CheckboxGroup(list(plan.BUDGETS), value=list(plan.BUDGETS), elem_id="compare-budgets",
                                        label="Fixed node budgets n (the auto budget always runs)")
-            tokens = gr.Slider(*TOKEN_RANGE, value=plan.TOKENS, step=1, label="New tokens per run",
+            tokens = gr.Slider(*TOKEN_RANGE, value=plan.TOKENS, step=1, label=TOKENS_LABEL,
                                elem_id="compare-tokens")
         with gr.Column(scale=2):
             statics = gr.CheckboxGroup(STATIC_CHOICES, value=list(plan.STATICS), label="Static trees to compare",
@@ -135,7 +136,7 @@ def plan_for(page: Page, service, model, prompt, values: list):
         notes.append("No static tree was ticked: the binary tree stands in.")
     fixed = [int(b) for b in (budgets or []) if str(b).isdigit() and int(b) > 0]
     settings = {**settings_from(checked_controls(dict(zip(page.settings, settings_values)))), "retrieval": "off",
-                "max_new_tokens": checked_number("New tokens per run", plan.TOKENS if tokens is None else tokens,
+                "max_new_tokens": checked_number(TOKENS_LABEL, plan.TOKENS if tokens is None else tokens,
                                                  *TOKEN_RANGE, whole=True)}
     offered, others, skipped = extra_rows(service.registry, model, extras)
     if skipped:

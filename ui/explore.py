@@ -140,7 +140,8 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     try:      # the controls' raw values: a value typed past a slider's end is refused here, with its name
         controls = checked_controls(dict(zip(page.settings, values)))
     except BadInput as exc:
-        yield {page.status: f"⚠️ {md_safe(str(exc))}", page.learn_status: f"⚠️ {md_safe(str(exc))}"}
+        refused = f"⚠️ {md_safe(str(exc))}"
+        yield {page.status: refused, page.learn_status: refused}
         return
     settings = settings_from(controls)
     lesson = lessons.lesson_of(prompt, model, settings, service.registry.default)

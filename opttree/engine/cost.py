@@ -300,17 +300,21 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def room_needed(prefix: int, tree: int) -> int:
+    """Positions a timing reads: `prefix` tokens, a `tree`-token forward and the drafting's own growth (GROWTH)."""
+    return prefix + tree + GROWTH
+
+
 def room_to_time(room: int | None, prefix: int, tree: int) -> bool:
-    """Whether a model with `room` positions (None: any) can be timed after `prefix` tokens with a
-    `tree`-token forward and the drafting's own growth (GROWTH)."""
-    return room is None or room >= prefix + tree + GROWTH
+    """Whether a model with `room` positions (None: any) can be timed after `prefix` tokens (`room_needed`)."""
+    return room is None or room >= room_needed(prefix, tree)
 
 
 def check_room_to_measure(room: int | None, name: str, tree: int) -> None:
     """BadInput when a model with `room` positions has too few to be timed after PREFIX_TOKENS of prefix
     (`room_to_time`): the curve every run reads."""
     if not room_to_time(room, PREFIX_TOKENS, tree):
-        need = PREFIX_TOKENS + tree + GROWTH
+        need = room_needed(PREFIX_TOKENS, tree)
         raise BadInput(f"this {name} has {room} positions; measuring what its forwards cost here (the curve "
                        f"every run reads) takes {need}: a {PREFIX_TOKENS}-token prefix, a {tree}-token tree and "
                        "the drafting's own growth.")
