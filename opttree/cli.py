@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shlex
 import sys
 import tempfile
@@ -25,12 +24,11 @@ from opttree.drafters.registry import KINDS
 from opttree.engine import batch_cost
 from opttree.errors import BadInput, OneLineParser, guarded
 from opttree.models.draft_assets import card_acceptance
+from opttree.models.loading import HUB_ID
 from opttree.trace import by_depth_text, dumps, percent
 from opttree.train.card import heldout_questions
 from opttree.trees.export import EXPORT_FORMATS, EXPORT_METHODS, engine_export, held_note, static_paths
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE
-
-HUB_ID = re.compile(r"[\w.-]+(/[\w.-]+)?")   # what a hub model id looks like ("org/name" or "name")
 
 
 def cmd_generate(args) -> int:

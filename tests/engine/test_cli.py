@@ -46,6 +46,20 @@ def test_bad_input_clear_error(capsys, args, needle):
     assert needle in err and "Traceback" not in err
 
 
+def test_a_model_path_that_is_a_file_or_is_not_there_is_named_plainly(tmp_path, monkeypatch, capsys):
+    """A GGUF or a weights file given as the target, or a local folder that is not there, is refused with what
+    to give instead (not transformers' "not a valid JSON file" or "Repo id must be ..."), before anything loads."""
+    monkeypatch.chdir(tmp_path)
+    gguf, weights = tmp_path / "Model.Q4_1.gguf", tmp_path / "model.safetensors"
+    gguf.write_bytes(b"GGUF")
+    weights.write_bytes(b"{}")
+    for spec, needle in ((gguf, "OPTTREE_GGUF"), (weights, "is a file"), (tmp_path / "gone", "no such folder"),
+                         ("./gone", "no such folder")):
+        assert main(["generate", "--prompt", "hi", "--method", "ar", "--base-model-path", str(spec)]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and "JSON" not in err and "Repo id" not in err and "Traceback" not in err, err
+
+
 def test_drafter_flag_offers_the_training_free_drafters():
     from opttree.cli import build_parser
 
