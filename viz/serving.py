@@ -23,7 +23,7 @@ from collections import Counter
 
 import plotly.graph_objects as go
 
-from opttree.config import BUNDLED_ID, MODEL_DRAFTERS, TRAINING_FREE
+from opttree.config import BUNDLED_ID, DRAFT_FLAGS, MODEL_DRAFTERS, TRAINING_FREE
 from opttree.errors import BadInput
 from opttree.trees.export import (
     EXPORT_FORMATS,
@@ -128,8 +128,9 @@ def export_drafter(trace: dict | None) -> str:
 
 def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -> list[str]:
     """The `opttree export-tree` line for the exported tree (`formats`: those that took it), or why there
-    is none: "run" exports the run's own method (its max depth and target where they are not the CLI's
-    defaults), and a method or drafter the CLI refuses gets no line."""
+    is none: "run" exports the run's own method (its max depth where it is not the CLI's default); "run" and
+    "sequoia" name a target other than the bundled one with the run's draft; a method or drafter the CLI
+    refuses gets no line."""
     meta = (trace or {}).get("meta") or {}
     method = str(meta.get("method") or "") if choice == "run" else choice
     if method not in EXPORT_METHODS:
@@ -139,11 +140,14 @@ def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -
     if not formats:
         return [f"No engine takes the {drafter} drafter, and `opttree export-tree` refuses it too."]
     line = f"opttree export-tree --format {formats[0]} --method {method} --nodes {len(paths)} --drafter {drafter}"
-    depth, target = meta.get("max_depth"), meta.get("target")
+    depth, target, draft = meta.get("max_depth"), meta.get("target"), meta.get("draft")
     if choice == "run" and isinstance(depth, int) and not isinstance(depth, bool) and depth != EXPORT_DEPTH:
         line += f" --max-depth {depth}"
-    if choice == "run" and target and target != BUNDLED_ID:
+    if choice in ("run", "sequoia") and target and target != BUNDLED_ID:
+        # Another target has no bundled draft: the run's draft is named too (its card, or none, gives the vector).
         line += f" --target {shlex.quote(str(target))}"
+        if draft and drafter in DRAFT_FLAGS:
+            line += f" {DRAFT_FLAGS[drafter]} {shlex.quote(str(draft))}"
     others = " or ".join(f for f in EXPORT_FORMATS if f != formats[0])
     return ["The same from the command line (for OPT-Tree it fits the shape over many prompts and measures what "
             f"adaptivity is worth; --format {others} for the others); docs/serving.md says how to start each "

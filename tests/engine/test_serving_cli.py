@@ -111,3 +111,28 @@ def test_an_opt_tree_stand_in_vllm_cannot_draft_is_refused_with_its_report_writt
     saved = json.loads(report.read_text())
     assert saved["paths"] == [list(p) for p in uneven] and saved["text"] is None
     assert "one child count per level" in saved["notes"][-1] and saved["adaptivity"]["compare"]["tau_gain"] == 0.2
+
+
+@pytest.mark.parametrize("choice", ["run", "sequoia"])
+def test_the_serving_tabs_command_line_for_a_run_on_ones_own_model_reproduces_its_export(capsys, no_model, tmp_path,
+                                                                                         choice):
+    """The Serving tab's `opttree export-tree` line for a run on a target of one's own with its own draft names
+    that draft as well as the target (failed before: the line named the target alone, or for Sequoia neither,
+    and export-tree refused it: that target has no bundled draft), and the line prints the tab's SGLang flags."""
+    import shlex
+
+    from viz import serving
+
+    draft = tmp_path / "my draft"
+    draft.mkdir()
+    paths = [(0,), (1,), (0, 0), (0, 1), (0, 0, 0)]
+    step = {"parents": [-1, -1, 0, 0, 2], "rank": [0, 1, 0, 1, 0], "tokens": [1, 2, 3, 4, 5]}
+    trace = {"meta": {"method": "sequoia", "drafter": "classic", "nodes": 5, "max_depth": 10,
+                      "target": str(tmp_path / "my model"), "draft": str(draft), "acceptance_source": "default",
+                      "acceptance_by_rank": [0.55, 0.18, 0.09, 0.06, 0.04, 0.03, 0.025, 0.02]}, "steps": [step] * 2}
+    text = serving.export_markdown(trace, choice, len(paths))
+    line = next(x for x in text.splitlines() if x.startswith("opttree export-tree")).replace("--format vllm ",
+                                                                                             "--format sglang ")
+    assert main(shlex.split(line)[1:]) == 0, capsys.readouterr().err
+    flags = capsys.readouterr().out.strip()
+    assert flags.startswith("--speculative-algorithm STANDALONE") and f"```bash\n{flags}\n```" in text
