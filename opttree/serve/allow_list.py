@@ -96,7 +96,10 @@ def _entry(raw: dict, base: Path) -> ModelEntry:
     draft = str(raw.get("draft") or "")
     if draft and draft != "random" and not Path(draft).is_absolute():
         draft = str((base / draft).resolve())
-    return ModelEntry(id=raw["id"], label=str(raw.get("label") or raw["id"]), target=raw["target"],
+    target = raw["target"]   # a folder beside the list is read there; a hub id or the bundled id stays as it is
+    if not Path(target).is_absolute() and (base / target).is_dir():
+        target = str((base / target).resolve())
+    return ModelEntry(id=raw["id"], label=str(raw.get("label") or raw["id"]), target=target,
                       drafter=raw["drafter"], draft=draft,
                       trust_remote_code=raw.get("trust_remote_code") is True, retrieval=raw.get("retrieval") is True)
 
