@@ -210,9 +210,14 @@ def sglang_note(paths, kind: str = "eagle") -> str:
                 f"{f.draft_tokens - 1} drafted tokens (+ the root) a step, at most {f.topk} branches per level of "
                 f"the trie (SGLang sets its top-k from that breadth); --speculative-num-steps and "
                 f"--speculative-eagle-topk do not apply. The node count and the width carry over, not the shape.")
+    steps = f"{f.steps} draft step{'' if f.steps == 1 else 's'}"
+    if f.topk == 1:     # SGLang's top-k 1 drafts the draft's top-token chain: a chain's shape exactly
+        return (f"SGLang drafts a chain with top-k 1: {steps}, the draft's top token at each, verified with the "
+                f"root ({f.draft_tokens} tokens). The tree is that chain, so its shape carries over whole.")
     draft = {"EAGLE": "EAGLE-2's dynamic tree", "STANDALONE": "EAGLE-2's dynamic tree from the classic draft"}
-    return (f"SGLang grows {draft[f.algorithm]} instead of a fixed one: {f.steps} draft steps, each expanding "
-            f"the {f.topk} best nodes with their {f.topk} best children, then it verifies the "
+    grow = (f": the root's {f.topk} best children" if f.steps == 1 else
+            f", each expanding the {f.topk} best nodes with their {f.topk} best children")
+    return (f"SGLang grows {draft[f.algorithm]} instead of a fixed one: {steps}{grow}, then it verifies the "
             f"{f.draft_tokens - 1} nodes with the best draft scores (+ the root). The depth, the width and the "
             f"node count carry over; the shape itself (which ranks sit where) is chosen per step by SGLang.")
 

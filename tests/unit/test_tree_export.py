@@ -131,7 +131,16 @@ def test_sglang_flags_parse_back_and_hold_the_tree(name):
     for d in range(1, flags.steps + 1):
         assert len({p[:-1] for p in paths if len(p) == d}) <= flags.topk
         assert all(p[-1] < flags.topk for p in paths)
-    assert "shape itself" in sglang_note(paths)
+    assert ("shape itself" in sglang_note(paths)) == (flags.topk > 1)   # top-k 1 drafts the chain itself
+
+
+def test_sglang_note_says_a_chain_is_kept_whole_and_one_step_in_the_singular():
+    """Top-k 1 drafts the draft's own top-token chain, exactly a chain's shape (failed before: the note said the
+    shape is chosen per step by SGLang, each step "expanding the 1 best nodes with their 1 best children")."""
+    note = sglang_note(static_paths("chain", 3, 10))
+    assert "a chain" in note and "shape itself" not in note and "1 best" not in note and "3 draft steps" in note
+    fan = sglang_note([(0,), (1,), (2,)])
+    assert "1 draft step:" in fan and "the root's 3 best children" in fan and "each expanding" not in fan
 
 
 def test_sglang_chain_keeps_its_rule_and_known_shapes():
