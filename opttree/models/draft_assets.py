@@ -71,13 +71,18 @@ def check_card_target(draft: str, target: str, kind: str = "draft",
 
 
 def _read(path: Path) -> tuple[dict, dict]:
-    from safetensors import safe_open  # imported with the weights it reads or writes
+    from safetensors import SafetensorError, safe_open  # imported with the weights it reads or writes
 
     if not path.exists():
         raise ModelLoadError(f"draft weights {path} not found (train them: python -m opttree.train).")
-    with safe_open(str(path), framework="pt") as f:
-        meta = f.metadata() or {}
-        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except SafetensorError as exc:   # a GGUF, a .bin, a truncated file: say what the file is not
+        raise ModelLoadError(f"draft weights {path} are not a safetensors file ({exc}): a draft here is a "
+                             ".safetensors file from python -m opttree.train, or an EAGLE checkpoint's "
+                             "folder.") from None
     return json.loads(meta.get("config", "{}")), tensors
 
 

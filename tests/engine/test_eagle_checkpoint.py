@@ -116,3 +116,16 @@ def test_wrong_or_unsupported_checkpoints_are_clear_errors(tmp_path):
     # A hub id with no network (HF_HUB_OFFLINE=1 in the tests): one clear message, no traceback.
     with pytest.raises(ModelLoadError, match="from the hub"):
         load_feature_head("someone/EAGLE-nonexistent-head", pair.target)
+
+
+def test_a_draft_file_that_is_not_safetensors_is_a_clear_error(tmp_path):
+    """A GGUF (or any file that is not safetensors) given as a head is named as such (failed before: safetensors'
+    own "unexpected SafetensorError: ... header too large", status 1)."""
+    from opttree.models.draft_assets import load_exit_head
+
+    pair = tiny_pair("classic")
+    gguf = tmp_path / "model.Q4_1.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(64))
+    for load in (load_feature_head, load_exit_head):
+        with pytest.raises(ModelLoadError, match="not a safetensors file"):
+            load(str(gguf), pair.target)
