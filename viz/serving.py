@@ -149,9 +149,13 @@ def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -
         if draft and drafter in DRAFT_FLAGS:
             line += f" {DRAFT_FLAGS[drafter]} {shlex.quote(str(draft))}"
     others = " or ".join(f for f in EXPORT_FORMATS if f != formats[0])
-    return ["The same from the command line (for OPT-Tree it fits the shape over many prompts and measures what "
-            f"adaptivity is worth; --format {others} for the others); docs/serving.md says how to start each "
-            "engine with it:", "", _code(line, "bash")]
+    head = "The same from the command line"
+    if choice == "sequoia" and drafter in MODEL_DRAFTERS and run_vector(trace)[1].startswith("a default prior"):
+        head = ("From the command line, which reads the draft's card for Sequoia's vector where it has one (this "
+                "panel has no vector recorded by a run, so the command line's tree can differ)")
+    return [f"{head} (for OPT-Tree it fits the shape over many prompts and measures what adaptivity is worth; "
+            f"--format {others} for the others); docs/serving.md says how to start each engine with it:", "",
+            _code(line, "bash")]
 
 
 def export_markdown(trace: dict | None, choice: str, nodes: int) -> str:

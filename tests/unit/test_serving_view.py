@@ -154,3 +154,15 @@ def test_best_sizes_on_one_point_nest_in_batch_order():
     best = {r["batch"]: r for r in table}                        # every batch's best is AR: one point
     assert list(serving.speedup_figure(table, best).data[-1].marker.size) == [26, 22, 18, 14]
     assert list(serving.speedup_figure(table[:1], {1: table[0]}).data[-1].marker.size) == [14]
+
+
+def test_sequoia_without_a_recorded_vector_says_the_command_line_reads_the_drafts_card():
+    """Failed before: with no run (or after AR) the panel drew Sequoia's tree for the default prior and offered the
+    command line as "the same", which reads the eagle draft's card and gives another tree."""
+    needle = "reads the draft's card"
+    assert needle in serving.export_markdown(None, "sequoia", 25)
+    assert needle in serving.export_markdown(trace_of([], method="ar", drafter="none"), "sequoia", 25)
+    recorded = trace_of([], acceptance_by_rank=[0.6, 0.15, 0.05], acceptance_source="card")
+    assert needle not in serving.export_markdown(recorded, "sequoia", 25)
+    assert needle not in serving.export_markdown(trace_of([], drafter="lookup"), "sequoia", 25)   # prior on both sides
+    assert needle not in serving.export_markdown(None, "binary", 6)
