@@ -10,7 +10,15 @@ from pathlib import Path
 
 from opttree import paths
 from opttree.args import add_decode_args, add_model_args, context_from_args, decode_config, load_from_args
-from opttree.bench.harness import BENCH_METHODS, HF_METHOD, format_table, needs_draft_model, parse_methods, run_bench
+from opttree.bench.harness import (
+    BENCH_METHODS,
+    HF_METHOD,
+    check_warmup,
+    format_table,
+    needs_draft_model,
+    parse_methods,
+    run_bench,
+)
 from opttree.bench.plots import (
     plot_bench,
     plot_cost_curve,
@@ -45,7 +53,7 @@ def _common(p: argparse.ArgumentParser, limit: int | None) -> None:
     p.add_argument("--categories", default=None, help="comma-separated categories to keep")
     add_model_args(p)
     add_decode_args(p, method=False)
-    p.add_argument("--warmup", type=int, default=1, help="warm-up prompts (short, not recorded)")
+    p.add_argument("--warmup", type=int, default=1, help="warm-up prompts (short, not recorded; at least 1)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
     p.add_argument("--out", default=None, help="write the result JSON here")
@@ -142,6 +150,7 @@ def bench_to_files(pair, prompts, methods, cfg, assistant=None, hf_knobs=None, o
 
 
 def cmd_bench(args) -> int:
+    check_warmup(args.warmup)   # before any model loads
     methods = parse_methods(args.methods)
     cfg, prompts, pair = _setup(args, needs_draft_model(methods))
     assistant = load_assistant(args, pair) if HF_METHOD in methods else None
@@ -278,6 +287,7 @@ def cmd_sweep(args) -> int:
         print("\n".join(f"{p['tokens']:>5} tokens: {p['median_ms']:8.1f} ms  ×{p['relative']:.2f}"
                         for p in cost["points"]))
         return 0
+    check_warmup(args.warmup)   # before any model loads
     cfg, prompts, pair = _setup(args, need_draft=True)
     sweep_to_files(pair, prompts, cfg, methods, budgets, thresholds, args.threshold_nodes, sizes, args.cost_reps,
                    args.pool, args.out, args.plot_dir, args.warmup, chat=not args.no_chat,

@@ -293,6 +293,18 @@ def summarize_runs(rows: list[dict], methods: list[str], ea_a: dict, greedy: boo
     return by_method, by_cat
 
 
+def check_warmup(warmup: int) -> None:
+    """Refuses a benchmark without a warm-up. The first run of each method in a process pays one-time costs
+    (kernel set-up, allocations, lazy initialisation) that a timed run would read as the method's speed: with
+    no warm-up the AR reference, which runs first, paid them, and a tiny pair's sweep read speedups of ×70–×100
+    where warm runs give ×0.7–×0.8. Refusing keeps every recorded number a warm run's; clamping would quietly
+    run something other than what was asked."""
+    if warmup < 1:
+        raise BadInput(f"--warmup must be at least 1, got {warmup}: each method's first run in a process pays "
+                       "one-time start-up costs that would read as its speed (and the AR reference's, inflating "
+                       "every speedup), so one untimed warm-up prompt always runs first.")
+
+
 def bench_meta(pair, runner: MethodRunner, methods: list[str], base: DecodeConfig, prompts: int, warmup: int,
                assistant, corpus, log) -> dict:
     """The result's meta, and before any timed run the machine's cost curve (the auto budget's input) for
@@ -349,6 +361,7 @@ def iter_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=
     which no prompt should end (the next prompt is left out when it would likely pass it)."""
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     t_enter = clock()
+    check_warmup(warmup)
     methods = parse_methods(methods)
     runner = MethodRunner(pair, base, assistant, hf_knobs, chat, corpus, cancel, pairs)
     meta = bench_meta(pair, runner, methods, base, len(prompts), warmup, assistant, corpus, log)

@@ -15,7 +15,7 @@ import time
 from dataclasses import replace
 
 from opttree.bench.env import machine_info, note_load, progress_bar
-from opttree.bench.harness import MethodRunner, aggregate, pearson
+from opttree.bench.harness import MethodRunner, aggregate, check_warmup, pearson
 from opttree.bench.verify_cost import cost_at
 from opttree.calibration import calibrate
 from opttree.config import AUTO_MAX_NODES, DecodeConfig
@@ -162,6 +162,7 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
               caps: dict | None = None) -> dict:
 
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    check_warmup(warmup)
     for n in budgets:
         replace(base, nodes=n)  # validates each budget before any decoding
     runner = MethodRunner(pair, base, chat=chat)

@@ -66,8 +66,40 @@ def test_no_timed_row_pays_a_start_up_cost(pair, startup_clock):
     walls = {(row["prompt_id"], row["method"]): row["wall_s"] for row in r["runs"]}
     assert len(walls) == 2 * len(METHODS) and max(walls.values()) < 0.5, walls
     startup_clock.seen.clear()                                  # a fresh process: nothing warm
-    cold = harness.run_bench(pair, PROMPTS[:2], METHODS, CFG, warmup=0, chat=False, log=lambda m: None)
-    assert max(row["wall_s"] for row in cold["runs"]) > 0.5     # the clock does charge a cold start
+    harness.MethodRunner(pair, CFG, chat=False)("ar", "", [1, 2])
+    assert startup_clock() > 0.5                                # the clock does charge a cold start
+
+
+@pytest.mark.parametrize("tool", ["bench", "sweep"])
+def test_a_benchmark_without_warm_up_is_refused(pair, startup_clock, tool):
+    """`--warmup 0` let the AR reference, run first, pay the process's start-up costs: a tiny pair's sweep
+    read speedups of ×70–×100 against ×0.7–×0.8 warm. Both benchmarks refuse it, and with the warm-up the
+    reference is a warm run (on this clock each run costs 10 ms once warm)."""
+    from opttree.bench.sweep import run_sweep  # the sweep, imported where it is tested
+
+    def bench(warmup):
+        if tool == "bench":
+            return harness.run_bench(pair, PROMPTS[:1], ["ar", "opt-tree@6"], CFG, warmup=warmup, chat=False,
+                                     log=lambda m: None)
+        return run_sweep(pair, PROMPTS[:1], CFG, ["opt-tree"], [6], warmup=warmup, chat=False, log=lambda m: None)
+
+    with pytest.raises(harness.BadInput, match="--warmup must be at least 1, got 0"):
+        bench(0)
+    assert startup_clock.seen == set()                          # refused before any run
+    r = bench(1)
+    ar = r["methods"]["ar"] if tool == "bench" else r["ar"]
+    tree = r["methods"]["opt-tree@6"] if tool == "bench" else r["nodes"]["curves"]["opt-tree"][0]
+    assert ar["tokens_per_s"] == pytest.approx(CFG.max_new_tokens / 0.01)   # one warm run's 10 ms
+    assert tree["speedup"] == pytest.approx(1.0)                # the same tokens in the same time
+
+
+@pytest.mark.parametrize("tool", ["bench", "sweep"])
+def test_bench_cli_refuses_no_warm_up_before_loading(tmp_path, capsys, tool):
+    """The command line says so before it loads anything (the model folder named here does not exist)."""
+    from opttree.cli import main  # the command line, imported where it is tested
+
+    assert main([tool, "--warmup", "0", "--base-model-path", str(tmp_path / "none")]) == 2
+    assert "--warmup must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_methods_rotate_from_prompt_to_prompt(pair):

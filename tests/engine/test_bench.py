@@ -227,7 +227,7 @@ def test_sweep_writes_curves(tmp_path, pair):
     out, plots = tmp_path / "s.json", tmp_path / "plots"
     r = sweep_to_files(pair, prompts, cfg, ["opt-tree", "eagle-static"], [4, 30], thresholds=[0.5, 2.0],
                        threshold_nodes=4, cost_sizes=[1, 4, 16], cost_reps=1, out=out, plot_dir=plots,
-                       warmup=0, chat=False, log=lambda m: None)
+                       warmup=1, chat=False, log=lambda m: None)
     saved = json.loads(out.read_text())
     assert saved["nodes"]["curves"].keys() == {"opt-tree", "eagle-static"}
     for pts in saved["nodes"]["curves"].values():
@@ -340,7 +340,7 @@ def test_time_budget_stops_after_a_whole_prompt(pair):
 
     prompts = parse_prompts(MT)
     cfg = DecodeConfig(method="ar", nodes=4, max_depth=2, max_new_tokens=4)
-    r = run_bench(pair, prompts, ["ar", "opt-tree"], cfg, warmup=0, chat=False, log=lambda m: None,
+    r = run_bench(pair, prompts, ["ar", "opt-tree"], cfg, warmup=1, chat=False, log=lambda m: None,
                   max_minutes=1e-9)
     assert r["meta"]["prompts"] == 1 and "time budget" in r["meta"]["stopped_early"]
     assert {(x["prompt_id"], x["method"]) for x in r["runs"]} == {("1", "ar"), ("1", "opt-tree")}
@@ -351,7 +351,7 @@ def test_sweep_caps_and_reused_cost_curve(pair):
 
     cost = {"meta": {}, "points": [{"tokens": 1, "median_ms": 10.0}, {"tokens": 8, "median_ms": 20.0}]}
     cfg = DecodeConfig(method="ar", nodes=4, max_depth=2, max_new_tokens=4)
-    r = run_sweep(pair, parse_prompts(MT)[:1], cfg, ["binary", "opt-tree"], [2, 4], warmup=0, chat=False,
+    r = run_sweep(pair, parse_prompts(MT)[:1], cfg, ["binary", "opt-tree"], [2, 4], warmup=1, chat=False,
                   verify_cost=cost, log=lambda m: None, caps={"binary": 2})
     assert [p["nodes"] for p in r["nodes"]["curves"]["binary"]] == [2]
     assert [p["nodes"] for p in r["nodes"]["curves"]["opt-tree"]] == [2, 4]
@@ -392,9 +392,9 @@ def test_bench_and_sweep_show_progress_only_on_a_terminal(pair, monkeypatch, too
     monkeypatch.setattr(sys, "stderr", err)
     cfg = DecodeConfig(method="ar", nodes=4, max_depth=2, max_new_tokens=3)
     if tool == "bench":
-        run_bench(pair, parse_prompts(MT), ["ar", "opt-tree"], cfg, warmup=0, chat=False, log=lambda m: None)
+        run_bench(pair, parse_prompts(MT), ["ar", "opt-tree"], cfg, warmup=1, chat=False, log=lambda m: None)
     else:
-        run_sweep(pair, parse_prompts(MT), cfg, ["opt-tree"], [2, 4], warmup=0, chat=False, log=lambda m: None)
+        run_sweep(pair, parse_prompts(MT), cfg, ["opt-tree"], [2, 4], warmup=1, chat=False, log=lambda m: None)
     text = err.getvalue()
     if not terminal:
         assert text == ""

@@ -71,7 +71,7 @@ def test_the_bench_report_prints_the_verdict_of_its_own_runs(tmp_path):
 
     prompts = parse_prompts('{"prompt": "t1 t2 t3"}\n{"prompt": "t4 t5"}\n{"prompt": "t6 t7 t8 t9"}\n')
     pair = tiny_pair("classic", draft_is_target=True)
-    r = run_bench(pair, prompts, ["ar", "opt-tree@8", "binary@8"], DecodeConfig(max_new_tokens=8), warmup=0,
+    r = run_bench(pair, prompts, ["ar", "opt-tree@8", "binary@8"], DecodeConfig(max_new_tokens=8), warmup=1,
                   chat=False, log=lambda m: None)
     said = verdict(r)
     assert said.startswith("At n = 8, OPT-Tree") and "over 3 prompts" in said
