@@ -80,6 +80,18 @@ def _check_drafts(models) -> None:
             raise BadInput(f"{DRAFT_FLAGS[kind]} {spec}: no such file or folder.")
 
 
+def served_draft(models) -> str | None:
+    """Where vLLM finds the run's draft (its `model`), when the draft flag names one it can load as given: a
+    hub id or a model folder (a Hugging Face model, an official EAGLE checkpoint), a folder made absolute.
+    None for this project's own .safetensors drafts and the bundled ones (a format vLLM does not read)."""
+    spec = models.drafts().get(models.kind())
+    if not spec:
+        return None
+    if Path(spec).is_dir():
+        return str(Path(spec).resolve())
+    return spec if not Path(spec).exists() and HUB_ID.fullmatch(spec) and not spec.endswith(".safetensors") else None
+
+
 def check_writable(path: str | None, flag: str) -> None:
     """Refuse an output path that cannot be written (a folder, a parent that cannot be made or written)
     before any long work; the parent folders are made here."""
@@ -165,7 +177,7 @@ def cmd_export_tree(args) -> int:
             Path(args.report).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
 
     try:   # an OPT-Tree stand-in's shape is known only after its fit: a refusal still leaves the report
-        out = engine_export(paths, args.format, kind)
+        out = engine_export(paths, args.format, kind, served_draft(models))
     except BadInput as exc:
         write_report(None, [*notes, str(exc)])
         raise

@@ -47,6 +47,7 @@ EXPORT_FORMATS = {"vllm": "vLLM ≥ 0.21 (a chain)", "vllm-tree": "vLLM ≤ 0.20
                   "sglang": "SGLang"}
 # The drafter kinds whose draft vLLM has a `speculative_config` method for (None: no such method).
 VLLM_METHODS = {"eagle": "eagle", "classic": "draft_model", "lookup": "ngram", "early-exit": None, "recycling": None}
+VLLM_DRAFT_METHODS = ("eagle", "draft_model")   # the methods whose draft vLLM loads from `model`
 VLLM_TREE_METHODS = ("eagle",)      # vLLM ≤ 0.20 drafts a token tree with these only (propose_tree)
 # SGLang's --speculative-algorithm for each drafter kind (None: SGLang has none for it).
 SGLANG_ALGORITHMS = {"eagle": "EAGLE", "classic": "STANDALONE", "lookup": "NGRAM", "early-exit": None,
@@ -117,21 +118,27 @@ def vllm_refusal(paths, method: str | None, tree: bool, kind: str | None = None)
     return None
 
 
-def vllm_config(paths, method: str | None, tree: bool = False, kind: str | None = None) -> dict:
+def vllm_config(paths, method: str | None, tree: bool = False, kind: str | None = None,
+                draft: str | None = None) -> dict:
     """The `--speculative-config` object: a chain as deep as the tree (vLLM ≥ 0.21), or with `tree` the
-    tree itself as `speculative_token_tree` (vLLM ≤ 0.20). BadInput where vLLM cannot take it (`vllm_refusal`)."""
+    tree itself as `speculative_token_tree` (vLLM ≤ 0.20); with `draft` (where a draft vLLM can load is) its
+    `model` for the methods that load one. BadInput where vLLM cannot take it (`vllm_refusal`)."""
     paths = _nonempty(paths)
     why = vllm_refusal(paths, method, tree, kind)
     if why:
         raise BadInput(why)
+    # SpeculativeConfig's `model`: without it vLLM refuses eagle and draft_model ("num_speculative_tokens
+    # was provided but without speculative model"); ngram loads none.
+    model = {"model": draft} if draft and method in VLLM_DRAFT_METHODS else {}
     if not tree:
-        return {"method": method, "num_speculative_tokens": max(len(p) for p in paths)}
-    return {"method": method, "num_speculative_tokens": len(paths), "speculative_token_tree": str(paths)}
+        return {"method": method, **model, "num_speculative_tokens": max(len(p) for p in paths)}
+    return {"method": method, **model, "num_speculative_tokens": len(paths), "speculative_token_tree": str(paths)}
 
 
-def vllm_json(paths, method: str | None, tree: bool = False, kind: str | None = None) -> str:
+def vllm_json(paths, method: str | None, tree: bool = False, kind: str | None = None,
+              draft: str | None = None) -> str:
     """`vllm_config` on one line, as `--speculative-config '...'` takes it."""
-    return json.dumps(vllm_config(paths, method, tree, kind))
+    return json.dumps(vllm_config(paths, method, tree, kind, draft))
 
 
 def parse_vllm_config(text: str) -> tuple[str | None, list[Path]]:
@@ -248,10 +255,11 @@ class Export:
     notes: list[str]    # what it keeps, what it loses and how to pass it (the CLI's stderr)
 
 
-def _vllm_notes(paths, method: str, tree: bool) -> list[str]:
+def _vllm_notes(paths, method: str, tree: bool, filled: bool) -> list[str]:
     depth = max(len(p) for p in paths)
-    model = (' with "model": the path of a draft vLLM can load (this project\'s drafts are in its own format)'
-             if method in ("eagle", "draft_model") else "")
+    model = (' with "model": the path of a draft vLLM can load (this project\'s drafts are in its own format; '
+             'export-tree fills it from a draft flag naming a hub id or a model folder)'
+             if method in VLLM_DRAFT_METHODS and not filled else "")
     if not tree:
         return [f"vLLM ≥ 0.21 verifies a chain (PR #42121 removed its tree attention): "
                 f"{depth} draft tokens a step, the tree's depth. The tree's shape is carried by SGLang "
@@ -264,16 +272,17 @@ def _vllm_notes(paths, method: str, tree: bool) -> list[str]:
             f"{model} (vLLM never picks the TREE_ATTN backend on its own)."]
 
 
-def engine_export(paths, fmt: str, kind: str) -> Export:
+def engine_export(paths, fmt: str, kind: str, draft: str | None = None) -> Export:
     """The config `fmt` (EXPORT_FORMATS) for these rank paths and drafter kind, with its notes; BadInput
-    where the engine cannot take it (no method for the drafter, or a tree vLLM ≤ 0.20 cannot draft)."""
+    where the engine cannot take it (no method for the drafter, or a tree vLLM ≤ 0.20 cannot draft).
+    `draft`: where a draft vLLM can load is (vLLM's `model`); None leaves a note saying what to add."""
     if fmt not in EXPORT_FORMATS:
         raise BadInput(f"unknown format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}")
     if fmt == "sglang":
         return Export(sglang_flags(paths, kind).args(), [sglang_note(paths, kind)])
     method, tree = VLLM_METHODS.get(kind), fmt == "vllm-tree"
-    text = vllm_json(paths, method, tree, kind)
-    return Export(text, _vllm_notes(check_paths(paths), method, tree))
+    text = vllm_json(paths, method, tree, kind, draft)
+    return Export(text, _vllm_notes(check_paths(paths), method, tree, bool(draft)))
 
 
 def held_note(method: str, asked: int, paths, max_depth: int) -> str | None:

@@ -90,6 +90,29 @@ def test_the_printed_vllm_config_is_what_current_vllm_takes(capsys, tmp_path):
     assert "--attention-backend TREE_ATTN" in err
 
 
+def test_the_vllm_config_names_the_draft_vllm_loads_when_the_draft_flag_gives_one(capsys, tmp_path):
+    """vLLM refuses eagle and draft_model without `model` ("num_speculative_tokens was provided but without
+    speculative model"): a draft flag naming a hub id or a model folder fills it, so stdout pipes straight into
+    vLLM; this project's own draft files (and the bundled ones) leave the note saying what to add (failed before:
+    the JSON never held `model`)."""
+    folder = tmp_path / "my draft"
+    folder.mkdir()
+    assert main([*EXPORT, "--method", "chain", "--nodes", "4", "--draft-model-path", str(folder)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"method": "draft_model", "model": str(folder.resolve()), "num_speculative_tokens": 4}
+    assert 'with "model"' not in err
+    assert main(["export-tree", "--format", "vllm-tree", "--method", "binary", "--nodes", "2", "--ea-model-path",
+                 "yuhuili/EAGLE-LLaMA3-Instruct-8B"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["model"] == "yuhuili/EAGLE-LLaMA3-Instruct-8B" and 'with "model"' not in err
+    own = tmp_path / "head.safetensors"
+    own.write_bytes(b"")
+    for draft in (["--ea-model-path", str(own)], []):
+        assert main([*EXPORT, "--method", "chain", "--nodes", "4", *draft]) == 0
+        out, err = capsys.readouterr()
+        assert "model" not in json.loads(out) and 'with "model": the path of a draft vLLM can load' in err
+
+
 def test_sequoia_says_where_its_vector_came_from(capsys):
     assert main([*EXPORT, "--method", "sequoia", "--nodes", "10"]) == 0
     assert "acceptance by rank from the card of" in capsys.readouterr().err
