@@ -23,8 +23,9 @@ from collections import Counter
 
 import plotly.graph_objects as go
 
-from opttree.config import BUNDLED_ID, DRAFT_FLAGS, MODEL_DRAFTERS, TRAINING_FREE
+from opttree.config import DRAFT_FLAGS, MODEL_DRAFTERS, TRAINING_FREE
 from opttree.errors import BadInput
+from opttree.models.bundled import is_bundled
 from opttree.trees.export import (
     EXPORT_FORMATS,
     EXPORT_METHODS,
@@ -143,7 +144,7 @@ def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -
     depth, target, draft = meta.get("max_depth"), meta.get("target"), meta.get("draft")
     if choice == "run" and isinstance(depth, int) and not isinstance(depth, bool) and depth != EXPORT_DEPTH:
         line += f" --max-depth {depth}"
-    if choice in ("run", "sequoia") and target and target != BUNDLED_ID:
+    if choice in ("run", "sequoia") and target and not is_bundled(str(target)):
         # Another target has no bundled draft: the run's draft is named too (its card, or none, gives the vector).
         line += f" --target {shlex.quote(str(target))}"
         if draft and drafter in DRAFT_FLAGS:

@@ -30,6 +30,14 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # family; the bundled drafts were trained on the Q4_1 GGUF's dequantized weights, so the stand-in's
 # acceptance may differ slightly (output stays exactly the target's).
 HUB_FALLBACK = "HuggingFaceTB/SmolLM2-135M-Instruct"
+# The name a pair loaded with the bundled id carries (its target_name, so a trace's `meta.target`) where the
+# stand-in replaced the GGUF: a label for people, not an id any loader takes (`is_bundled` reads it back).
+STAND_IN_NAME = f"{HUB_FALLBACK} (hub stand-in: the bundled GGUF is not installed)"
+
+
+def is_bundled(name: str) -> bool:
+    """Whether a recorded target name is the bundled target: one of its ids, or its hub stand-in's label."""
+    return name in BUNDLED_ALIASES or name == STAND_IN_NAME
 
 
 def available() -> bool:

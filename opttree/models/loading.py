@@ -193,7 +193,7 @@ def load_target(target: str = bundled.BUNDLED_ID, device: str = "auto", dtype: s
     tgt = load_causal_lm(target, dev, dt, device_map, trust_remote_code)
     name = target
     if target in bundled.BUNDLED_ALIASES and not bundled.available():
-        name = f"{bundled.HUB_FALLBACK} (hub stand-in: the bundled GGUF is not installed)"
+        name = bundled.STAND_IN_NAME
     return ModelPair(tgt, tok, name, device=input_device(tgt), dtype=dt, target_spec=target)
 
 

