@@ -63,9 +63,9 @@ def check_card_target(draft: str, target: str, kind: str = "draft",
         trained_for = json.loads(card.read_text()).get("target")
     except (OSError, ValueError, AttributeError):
         return                      # no card (a hub id, a folder): nothing to check
-    same = {trained_for} | (bundled.BUNDLED_ALIASES | {bundled.HUB_FALLBACK}
-                            if trained_for in bundled.BUNDLED_ALIASES else set())
-    if trained_for and target not in same:
+    bundled_card = trained_for in bundled.BUNDLED_ALIASES    # the stand-in counts by its id or its pair's label
+    if trained_for and target != trained_for and not (
+            bundled_card and (bundled.is_bundled(target) or target == bundled.HUB_FALLBACK)):
         raise BadInput(f"{kind} {Path(str(draft)).name} was trained for the target {trained_for!r}, not {target!r} "
                        f"(its card says so): {advice}.")
 

@@ -21,6 +21,7 @@ from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled, loading
 from opttree.models.draft_assets import check_card_target
 from opttree.models.loading import model_folder, resolve_dtype
+from opttree.nets.length_predictor import DEFAULT_PREDICTOR
 from viz import serving
 
 BUNDLED_HEAD = KINDS["eagle"].bundled_path
@@ -191,3 +192,5 @@ def test_a_run_on_the_hub_stand_in_gets_a_command_line_the_cli_takes(no_bundled_
                 if x.startswith("opttree export-tree"))
     assert "--target" not in line and "stand-in" not in line
     assert main(shlex.split(line)[1:]) == 0, capsys.readouterr().err
+    # The learned length control checks its predictor's card against the pair's name (it refused the stand-in).
+    check_card_target(str(DEFAULT_PREDICTOR), pair.target_name, kind="length predictor")
