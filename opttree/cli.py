@@ -18,11 +18,12 @@ from opttree.bench import serving_report, tree_export
 from opttree.bench.answers import main as eval_main
 from opttree.bench.cli import register as register_bench
 from opttree.bench.prompts import read_prompts
-from opttree.config import DRAFT_FLAGS, LIMITS, DecodeConfig, models_from_args
+from opttree.config import DRAFT_FLAGS, LIMITS, RANDOM_HEAD, DecodeConfig, models_from_args
 from opttree.decoding.prompts import clean_prompt
 from opttree.drafters.registry import KINDS
 from opttree.engine import batch_cost
 from opttree.errors import BadInput, OneLineParser, guarded
+from opttree.models.bundled import is_bundled
 from opttree.models.draft_assets import card_acceptance
 from opttree.models.loading import HUB_ID
 from opttree.trace import by_depth_text, dumps, percent
@@ -83,9 +84,10 @@ def _check_drafts(models) -> None:
 def served_draft(models) -> str | None:
     """Where vLLM finds the run's draft (its `model`), when the draft flag names one it can load as given: a
     hub id or a model folder (a Hugging Face model, an official EAGLE checkpoint), a folder made absolute.
-    None for this project's own .safetensors drafts and the bundled ones (a format vLLM does not read)."""
+    None for this project's own .safetensors drafts and the bundled ones (a format vLLM does not read), the bundled
+    target drafting for itself and an untrained head (names only this project's loaders know)."""
     spec = models.drafts().get(models.kind())
-    if not spec:
+    if not spec or spec == RANDOM_HEAD or is_bundled(spec):
         return None
     if Path(spec).is_dir():
         return str(Path(spec).resolve())

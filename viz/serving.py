@@ -23,7 +23,7 @@ from collections import Counter
 
 import plotly.graph_objects as go
 
-from opttree.config import DRAFT_FLAGS, MODEL_DRAFTERS, TRAINING_FREE
+from opttree.config import BUNDLED_ID, DRAFT_FLAGS, MODEL_DRAFTERS, RANDOM_HEAD, SELF_DRAFT, TRAINING_FREE
 from opttree.errors import BadInput
 from opttree.models.bundled import is_bundled
 from opttree.trees.export import (
@@ -127,11 +127,25 @@ def export_drafter(trace: dict | None) -> str:
     return kind if kind in (*MODEL_DRAFTERS, *TRAINING_FREE) else "eagle"
 
 
+def cli_models(meta: dict, drafter: str) -> str:
+    """The export-tree flags naming what a run drafted with, where the CLI's defaults (the bundled target, its
+    bundled draft) are not it: another target and its draft; an untrained head (`random`, which the head
+    loaders take); a target drafting for itself (`self`: the target named as its own classic draft)."""
+    target, draft = str(meta.get("target") or ""), str(meta.get("draft") or "")
+    own_target = bool(target) and not is_bundled(target)
+    line = f" --target {shlex.quote(target)}" if own_target else ""
+    if draft == SELF_DRAFT:
+        return line + f" {DRAFT_FLAGS['classic']} {shlex.quote(target if own_target else BUNDLED_ID)}"
+    if draft and drafter in DRAFT_FLAGS and (own_target or draft == RANDOM_HEAD):
+        line += f" {DRAFT_FLAGS[drafter]} {shlex.quote(draft)}"
+    return line
+
+
 def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -> list[str]:
     """The `opttree export-tree` line for the exported tree (`formats`: those that took it), or why there
     is none: "run" exports the run's own method (its max depth where it is not the CLI's default); "run" and
-    "sequoia" name a target other than the bundled one with the run's draft; a method or drafter the CLI
-    refuses gets no line."""
+    "sequoia" name the run's target and draft where they are not the CLI's defaults (`cli_models`); a method
+    or drafter the CLI refuses gets no line."""
     meta = (trace or {}).get("meta") or {}
     method = str(meta.get("method") or "") if choice == "run" else choice
     if method not in EXPORT_METHODS:
@@ -141,14 +155,11 @@ def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -
     if not formats:
         return [f"No engine takes the {drafter} drafter, and `opttree export-tree` refuses it too."]
     line = f"opttree export-tree --format {formats[0]} --method {method} --nodes {len(paths)} --drafter {drafter}"
-    depth, target, draft = meta.get("max_depth"), meta.get("target"), meta.get("draft")
+    depth = meta.get("max_depth")
     if choice == "run" and isinstance(depth, int) and not isinstance(depth, bool) and depth != EXPORT_DEPTH:
         line += f" --max-depth {depth}"
-    if choice in ("run", "sequoia") and target and not is_bundled(str(target)):
-        # Another target has no bundled draft: the run's draft is named too (its card, or none, gives the vector).
-        line += f" --target {shlex.quote(str(target))}"
-        if draft and drafter in DRAFT_FLAGS:
-            line += f" {DRAFT_FLAGS[drafter]} {shlex.quote(str(draft))}"
+    if choice in ("run", "sequoia"):   # the run's draft gives the shape (its card, or none, gives the vector)
+        line += cli_models(meta, drafter)
     others = " or ".join(f for f in EXPORT_FORMATS if f != formats[0])
     head = "The same from the command line"
     if choice == "sequoia" and drafter in MODEL_DRAFTERS and run_vector(trace)[1].startswith("a default prior"):

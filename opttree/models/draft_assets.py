@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from opttree.config import check_tree_temperature
+from opttree.config import RANDOM_HEAD, check_tree_temperature
 from opttree.errors import BadInput, ModelLoadError
 from opttree.models import bundled
 from opttree.nets import length_predictor
@@ -22,7 +22,6 @@ from opttree.nets.feature_head import FeatureHead, head_config_from_target
 from opttree.nets.few_row_linear import apply_choice, choice_of, use_few_row_linear
 from opttree.nets.grouped_attention import use_grouped_attention
 
-RANDOM_HEAD = "random"  # an untrained head: for tests and to show what a useless draft looks like
 TEMPERATURE_KEY = "tree_temperature"   # the card's fitted tree temperature (drafters/tree_temperature.py)
 ACCEPTANCE_KEY = "acceptance_by_rank"  # the card's measured acceptance by rank (trees/sequoia.py)
 

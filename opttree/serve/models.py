@@ -12,6 +12,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+from opttree.config import SELF_DRAFT
 from opttree.drafters.registry import load_pair, with_drafter
 from opttree.engine import batch_cost, cost
 from opttree.engine.speculative import run_acceptance, warm_up
@@ -55,10 +56,10 @@ class ModelCache:
             self._targets[key] = load_pair(entry.target, drafter="none", device=self.device,
                                            trust_remote_code=entry.trust_remote_code)
         base = self._targets[key]
-        if entry.drafter == "self":
+        if entry.drafter == SELF_DRAFT:
             # The target proposes its own continuations: acceptance is perfect at T=0, speed is not.
             pair = with_drafter(base, "none")
-            pair.drafter_kind, pair.draft_model, pair.draft_name = "classic", base.target, "self"
+            pair.drafter_kind, pair.draft_model, pair.draft_name = "classic", base.target, SELF_DRAFT
             return pair
         pair = with_drafter(base, entry.drafter, entry.draft or None, trust_remote_code=entry.trust_remote_code)
         if pair.draft_model is not None:

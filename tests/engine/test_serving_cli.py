@@ -159,3 +159,33 @@ def test_the_serving_tabs_command_line_for_a_run_on_ones_own_model_reproduces_it
     assert main(shlex.split(line)[1:]) == 0, capsys.readouterr().err
     flags = capsys.readouterr().out.strip()
     assert flags.startswith("--speculative-algorithm STANDALONE") and f"```bash\n{flags}\n```" in text
+
+
+@pytest.mark.parametrize("drafter, draft, flags", [("classic", "self", "--drafter classic --draft-model-path "
+                                                    "smollm2-135m-instruct"),
+                                                   ("eagle", "random", "--drafter eagle --ea-model-path random")])
+def test_the_serving_tabs_command_line_for_the_apps_self_and_random_pairs_names_what_ran(capsys, tmp_path, drafter,
+                                                                                         draft, flags):
+    """The app's `self` pair (the target drafting for itself) and `random` pair (an untrained head) got a line
+    naming only --drafter, so the CLI read the bundled draft and its card, not what ran (failed before). The
+    line names the run's draft: the target as its own classic draft, or `random`, which the head loader takes;
+    Sequoia then reads no card, as the run did, and prints the tab's flags."""
+    import shlex
+
+    from viz import serving
+
+    paths = [(0,), (1,), (0, 0), (0, 1), (0, 0, 0)]
+    trace = {"meta": {"method": "opt-tree", "drafter": drafter, "nodes": 5, "max_depth": 10,
+                      "target": "smollm2-135m-instruct", "draft": draft}, "steps": []}
+    for choice in ("run", "sequoia"):
+        line = serving.cli_text(trace, choice, paths, ["sglang"])[-1]
+        assert flags in line, line
+    report = tmp_path / "r.json"
+    text = serving.export_markdown(trace, "sequoia", 5)
+    line = next(x for x in text.splitlines() if x.startswith("opttree export-tree")).replace("--format vllm ",
+                                                                                             "--format sglang ")
+    assert main([*shlex.split(line)[1:], "--report", str(report)]) == 0, capsys.readouterr().err
+    assert f"```bash\n{capsys.readouterr().out.strip()}\n```" in text
+    assert json.loads(report.read_text())["acceptance_source"].startswith("the default prior")
+    assert main(shlex.split(line.replace("--format sglang ", "--format vllm "))[1:]) == 0
+    assert "model" not in json.loads(capsys.readouterr().out)     # neither is a draft vLLM can load
