@@ -69,20 +69,36 @@ def check_card_target(draft: str, target: str, kind: str = "draft",
                        f"(its card says so): {advice}.")
 
 
-def _read(path: Path) -> tuple[dict, dict]:
+# What each kind of draft file holds (`_read` names it when a file is none of them).
+FEATURE_HEAD_FILE = ("an EAGLE feature head (tensors fc.weight and decoder.layers.N.*, from python -m opttree.train "
+                     "--kind head; an official EAGLE checkpoint is given by its folder or hub id)")
+EXIT_HEAD_FILE = ("an early-exit head (tensors decoder.layers.N.* and decoder.norm.weight, from python -m "
+                  "opttree.train --kind early-exit)")
+CLASSIC_FILE = ("a classic draft file (tensors model.layers.N.*, from python -m opttree.train --kind classic; a "
+                "Hugging Face model is given by its folder or hub id)")
+
+
+def _read(path: Path, what: str) -> tuple[dict, dict]:
+    """The `config` a draft file from python -m opttree.train carries in its metadata, and its tensors; a
+    file without one (a Hugging Face model's model.safetensors, say) is refused as not being `what`, before
+    its tensors are read."""
     from safetensors import SafetensorError, safe_open  # imported with the weights it reads or writes
 
     if not path.exists():
         raise ModelLoadError(f"draft weights {path} not found (train them: python -m opttree.train).")
     try:
         with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
+            meta, names = f.metadata() or {}, list(f.keys())
+            tensors = {k: f.get_tensor(k) for k in names} if "config" in meta else None
     except SafetensorError as exc:   # a GGUF, a .bin, a truncated file: say what the file is not
         raise ModelLoadError(f"draft weights {path} are not a safetensors file ({exc}): a draft here is a "
                              ".safetensors file from python -m opttree.train, or an EAGLE checkpoint's "
                              "folder.") from None
-    return json.loads(meta.get("config", "{}")), tensors
+    if tensors is None:
+        shown = ", ".join(sorted(names)[:3]) + (", …" if len(names) > 3 else "")
+        raise ModelLoadError(f"{path} is not {what}: it has no `config` in its metadata, which every draft "
+                             f"file from python -m opttree.train carries, and its tensors are {shown or 'none'}.")
+    return json.loads(meta["config"]), tensors
 
 
 def load_feature_head(spec: str, target):
@@ -95,7 +111,7 @@ def load_feature_head(spec: str, target):
         path = Path(spec)
         if path.is_dir():
             path = path / "head.safetensors"
-        config, tensors = _read(path)
+        config, tensors = _read(path, FEATURE_HEAD_FILE)
         if config.get("hidden_size") != target.config.hidden_size:
             raise ModelLoadError(f"feature head {spec} was trained for hidden size "
                                  f"{config.get('hidden_size')}, target has {target.config.hidden_size}.")
@@ -120,7 +136,7 @@ def load_exit_head(spec: str, target, exit_layer: int | None = None):
         torch.manual_seed(0)
         head = ExitHead(exit_config(target.config, exit_layer or 1))
     else:
-        config, tensors = _read(Path(spec))
+        config, tensors = _read(Path(spec), EXIT_HEAD_FILE)
         if config.get("kind") != "early-exit":
             raise ModelLoadError(f"{spec} is not an early-exit head (its config has no exit layer).")
         if config.get("hidden_size") != target.config.hidden_size:
@@ -151,7 +167,7 @@ def load_bundled_classic(spec: str, target):
         return None
     from transformers import AutoConfig, AutoModelForCausalLM  # transformers is heavy: imported when a model is built
 
-    config, tensors = _read(path)
+    config, tensors = _read(path, CLASSIC_FILE)
     from safetensors import safe_open  # imported with the weights it reads or writes
 
     with safe_open(str(path), framework="pt") as f:

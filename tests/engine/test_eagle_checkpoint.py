@@ -12,7 +12,7 @@ from tiny import tiny_pair
 from opttree.config import TREE_METHODS, DecodeConfig
 from opttree.engine.speculative import run
 from opttree.errors import ModelLoadError
-from opttree.models.draft_assets import load_feature_head
+from opttree.models.draft_assets import load_bundled_classic, load_exit_head, load_feature_head
 from opttree.models.loading import ModelPair
 
 
@@ -121,11 +121,24 @@ def test_wrong_or_unsupported_checkpoints_are_clear_errors(tmp_path):
 def test_a_draft_file_that_is_not_safetensors_is_a_clear_error(tmp_path):
     """A GGUF (or any file that is not safetensors) given as a head is named as such (failed before: safetensors'
     own "unexpected SafetensorError: ... header too large", status 1)."""
-    from opttree.models.draft_assets import load_exit_head
-
     pair = tiny_pair("classic")
     gguf = tmp_path / "model.Q4_1.gguf"
     gguf.write_bytes(b"GGUF" + bytes(64))
     for load in (load_feature_head, load_exit_head):
         with pytest.raises(ModelLoadError, match="not a safetensors file"):
             load(str(gguf), pair.target)
+
+
+def test_a_plain_hugging_face_weights_file_given_as_a_draft_file_says_what_it_is_not(tmp_path):
+    """A Hugging Face model's model.safetensors (no `config` metadata) as --ea-model-path read as a head "trained
+    for hidden size None" (failed before); each draft loader now names the file as not its kind of draft, with
+    the tensors such a draft holds and the ones the file has."""
+    pair = tiny_pair("classic")
+    pair.target.save_pretrained(tmp_path / "hf")
+    plain = str(tmp_path / "hf" / "model.safetensors")
+    for load, what in ((load_feature_head, "not an EAGLE feature head (tensors fc.weight and decoder.layers"),
+                       (load_exit_head, "not an early-exit head"), (load_bundled_classic, "not a classic draft file")):
+        with pytest.raises(ModelLoadError, match=r"no `config` in its metadata") as err:
+            load(plain, pair.target)
+        assert what in str(err.value) and "model.embed_tokens.weight" in str(err.value)
+        assert "hidden size None" not in str(err.value)
