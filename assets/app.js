@@ -82,5 +82,18 @@
       gd.setAttribute('aria-label', label);
     }
   };
-  new MutationObserver(nameCharts).observe(document.body, {childList: true, subtree: true});
+  // The step buttons' names for screen readers: the visible text's symbols (◀ ▶ ❚❚) read as their names
+  // ("black left-pointing triangle"). Gradio's gr.Button takes no aria-label, and draws Pause anew each time it
+  // shows, so the names are set on whichever buttons are on the page; each name holds the visible word, so a
+  // voice user's "click Prev" still finds its button.
+  const NAMES = {prev: 'Previous step', next: 'Next step', play: 'Play steps', pause: 'Pause'};
+  const nameButtons = () => {
+    for (const [id, name] of Object.entries(NAMES)) {
+      const b = document.getElementById(id);
+      if (b && b.getAttribute('aria-label') !== name) b.setAttribute('aria-label', name);
+    }
+  };
+  const tidy = () => { nameCharts(); nameButtons(); };
+  new MutationObserver(tidy).observe(document.body, {childList: true, subtree: true});
+  tidy();
 }

@@ -1,7 +1,7 @@
 """The page's script (assets/app.js) and stylesheet for keyboard and screen-reader users: the step keys leave
 a button reached with Tab its own Space and a focused link its Space and arrows, each chart carries its block's
-label as an accessible name, a field reached with Tab shows a focus ring, and a live region announces each
-new step's sentence.
+label as an accessible name, the step buttons are named in words (not their symbols), a field reached with Tab
+shows a focus ring, and a live region announces each new step's sentence.
 
 The tests run the script in headless Chromium on a page of its own (no app server), the page's elements
 as Gradio draws them; the app's browser tests exercise the keys in place."""
@@ -17,6 +17,8 @@ from app_server import CHROMIUM, headless_chromium
 from ui.app import page_js
 from viz import style
 from viz.text_view import step_summary, text_html
+
+expect = pytest.importorskip("playwright.sync_api").expect
 
 # The step buttons as the page names them; each click is logged.
 KEYS_PAGE = """<!doctype html><html><body>
@@ -184,4 +186,18 @@ def test_a_scrolling_strip_follows_the_selected_step_when_only_its_class_moves(k
     pg.wait_for_function("""() => { const box = document.querySelector('#gen-text .gen-text');
       const cur = box.querySelector('.tok.current').getBoundingClientRect(), b = box.getBoundingClientRect();
       return cur.top >= b.top && cur.bottom <= b.bottom; }""", timeout=5_000)
+    pg.close()
+
+
+def test_the_step_buttons_are_named_in_words_and_keep_their_text(keys_page):
+    """A screen reader read "◀ Prev" as "black left-pointing triangle Prev": each step button is named in words
+    (the name holds the visible word, for voice control), a Pause that Gradio draws anew too."""
+    pg = open_keys_page(keys_page)
+    names = {"prev": ("Previous step", "◀ Prev"), "next": ("Next step", "Next ▶"), "play": ("Play steps", "▶ Play")}
+    for id_, (name, text) in names.items():
+        expect(pg.locator(f"#{id_}")).to_have_accessible_name(name)
+        assert pg.inner_text(f"#{id_}") == text
+    pg.evaluate("""() => { document.getElementById('pause').remove();
+      document.body.insertAdjacentHTML('beforeend', '<button id="pause">❚❚ Pause</button>'); }""")
+    expect(pg.locator("#pause")).to_have_accessible_name("Pause")
     pg.close()
