@@ -92,7 +92,8 @@ def step_view(page: Page) -> dict:
                 play_btn = gr.Button("▶ Play", size="sm", scale=0, min_width=70, elem_id="play")
                 pause_btn = gr.Button("❚❚ Pause", size="sm", scale=0, min_width=70, elem_id="pause", visible=False)
             gr.Markdown("Keys: **←** / **→** step · **Space** play / pause (unless a text box, slider or menu has "
-                        "the focus).", elem_id="keys-help")
+                        "the focus). In the text below, **←** / **→** move between tokens and **Enter** shows a "
+                        "token's step.", elem_id="keys-help")
             text_out = gr.HTML(text_html(None), js_on_load=TOKEN_CLICK_JS, elem_id="gen-text")
             metrics = gr.Markdown(step_metrics(None, None), elem_id="metrics")
     with gr.Row():     # side by side where both fit 320 px, one above the other on a narrower page

@@ -4,7 +4,8 @@ Blue tokens were drafted and accepted; orange ones, underlined too (colour is no
 see), are the target's bonus token that ends each step. Alternate steps get a darker shade so step
 boundaries are visible. A visually hidden sentence says the selected step in words for screen readers. Every token is
 HTML-escaped (a model that emits `<script>` shows it as text). Each span carries `data-step` so a
-click can jump the scrubber to the step that produced it.
+click can jump the scrubber to the step that produced it; each is a button a keyboard reaches too (the page's
+script makes the strip one Tab stop whose arrow keys move among the tokens, and Enter presses one).
 
 A character a byte-level tokenizer splits over several tokens (an emoji, Arabic, an accented letter)
 reads U+FFFD in each token decoded alone. The engine records what each committed token adds to the
@@ -26,13 +27,15 @@ from . import style
 
 
 def _span(text: str, step: int, bonus: bool, current: bool) -> str:
+    """One token: a button (its text its name, its title what it is and what pressing it does) that the page's
+    script (assets/app.js) makes part of the strip's single Tab stop; the selected step's are `aria-current`."""
     shade = (style.BONUS_TEXT_BG if bonus else style.DRAFT_TEXT_BG)[step % 2]
-    cls = "tok bonus" if bonus else "tok draft"
-    if current:
-        cls += " current"
+    cls = ("tok bonus" if bonus else "tok draft") + (" current" if current else "")
+    mark = ' aria-current="true"' if current else ""
     who = "bonus token from the target" if bonus else "accepted draft token"
     body = html.escape(text).replace("\n", "↵<br>")
-    return (f'<span class="{cls}" data-step="{step}" title="step {step + 1}: {who}" '
+    return (f'<span class="{cls}"{mark} data-step="{step}" role="button" tabindex="-1" '
+            f'title="step {step + 1}: {who}; click or press Enter to show step {step + 1}" '
             f'style="background:{shade}">{body}</span>')
 
 
@@ -135,6 +138,10 @@ def step_summary(trace: dict, index: int) -> str:
     return text + "."
 
 
+# The strip's name for screen readers: it is one Tab stop, and its keys (assets/app.js) move among the tokens.
+STRIP_NAME = "Generated text: ← and → move between tokens, Enter shows a token's step"
+
+
 def text_html(trace: dict | None, current: int | None = None) -> str:
     """The run's text, each token shaded by origin and step (bonus tokens also underlined), the `current`
     step's outlined; before it, for screen readers, a visually hidden `step_summary` of that step (the page's
@@ -152,4 +159,4 @@ def text_html(trace: dict | None, current: int | None = None) -> str:
               '<span class="hint">shading alternates by step · click a token to see its step</span></div>')
     said = (f'<p class="sr-only">{step_summary(trace, current)}</p>'
             if current is not None and 0 <= current < len(steps) else "")
-    return said + legend + '<div class="gen-text">' + "".join(parts) + "</div>"
+    return said + legend + f'<div class="gen-text" role="group" aria-label="{STRIP_NAME}">' + "".join(parts) + "</div>"

@@ -1,7 +1,8 @@
 """The page's script (assets/app.js) and stylesheet for keyboard and screen-reader users: the step keys leave
 a button reached with Tab its own Space and a focused link its Space and arrows, each chart carries its block's
-label as an accessible name, the step buttons are named in words (not their symbols), a field reached with Tab
-shows a focus ring, and a live region announces each new step's sentence.
+label as an accessible name, the step buttons are named in words (not their symbols), the text strip is one Tab
+stop whose keys move among and press its tokens, a field reached with Tab shows a focus ring, and a live region
+announces each new step's sentence.
 
 The tests run the script in headless Chromium on a page of its own (no app server), the page's elements
 as Gradio draws them; the app's browser tests exercise the keys in place."""
@@ -15,8 +16,9 @@ import pytest
 from app_server import CHROMIUM, headless_chromium
 
 from ui.app import page_js
+from ui.common import TOKEN_CLICK_JS
 from viz import style
-from viz.text_view import step_summary, text_html
+from viz.text_view import STRIP_NAME, step_summary, text_html
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -200,4 +202,62 @@ def test_the_step_buttons_are_named_in_words_and_keep_their_text(keys_page):
     pg.evaluate("""() => { document.getElementById('pause').remove();
       document.body.insertAdjacentHTML('beforeend', '<button id="pause">❚❚ Pause</button>'); }""")
     expect(pg.locator("#pause")).to_have_accessible_name("Pause")
+    pg.close()
+
+
+def active(pg) -> dict:
+    return pg.evaluate("() => { const e = document.activeElement;"
+                       " return {id: e.id, step: e.dataset.step ?? null, text: e.textContent}; }")
+
+
+def test_the_text_strip_is_one_tab_stop_whose_keys_press_its_tokens(keys_page):
+    """The tokens a click jumps from: Tab reaches the strip once (on the selected step's first token), ← / →
+    and Home / End move among its tokens, Enter and Space press one (the strip's own click listener, ui/common.py
+    TOKEN_CLICK_JS, gets it) and the step keys stay out of it; the token last focused keeps the stop, also after
+    Gradio patches the strip in place. A screen reader hears each token's step and what pressing it does."""
+    trace = a_trace()
+    pg = open_keys_page(keys_page)
+    pg.evaluate("""([html, js]) => {
+      document.body.insertAdjacentHTML('beforeend', `<div id="gen-text" class="block"><div class="html-container">
+        ${html}</div></div><button id="after">after</button>`);
+      window.jumps = [];
+      new Function('element', 'trigger', js)(document.getElementById('gen-text'), (_, d) => window.jumps.push(d.step));
+    }""", [text_html(trace, 1), TOKEN_CLICK_JS])
+    toks = pg.locator("#gen-text .gen-text .tok")
+    pg.wait_for_function("() => document.querySelector('#gen-text .tok[tabindex=\"0\"]')", timeout=10_000)
+    pg.focus("#logo")
+    pg.keyboard.press("Tab")
+    first = active(pg)
+    assert first["step"] == "1" and first["text"] == toks.nth(3).text_content()   # the selected step's first token
+    expect(toks.nth(3)).to_have_role("button")
+    expect(toks.nth(3)).to_have_accessible_description("step 2: accepted draft token; click or press Enter to "
+                                                       "show step 2")
+    expect(pg.locator("#gen-text .gen-text")).to_have_accessible_name(STRIP_NAME)
+    pg.keyboard.press("Tab")
+    assert active(pg)["id"] == "after"                       # one stop for the whole strip
+    pg.keyboard.press("Shift+Tab")
+    assert active(pg) == first
+    pg.keyboard.press("Home")
+    assert active(pg)["text"] == toks.nth(0).text_content()
+    pg.keyboard.press("ArrowRight")
+    assert active(pg)["text"] == toks.nth(1).text_content()
+    pg.keyboard.press("Enter")
+    pg.keyboard.press(" ")
+    assert pg.evaluate("window.jumps") == [0, 0] and pressed(pg) == []     # no step key, no Play
+    pg.keyboard.press("End")
+    pg.keyboard.press("ArrowLeft")
+    last_but_one = active(pg)
+    assert last_but_one["text"] == toks.nth(toks.count() - 2).text_content() and pressed(pg) == []
+    # Gradio's patch sets each token's tabindex back to the server's (-1): the focused token keeps the stop.
+    pg.evaluate("() => document.querySelectorAll('#gen-text .tok').forEach((t) => t.setAttribute('tabindex', '-1'))")
+    pg.wait_for_function("() => document.activeElement.getAttribute('tabindex') === '0'", timeout=10_000)
+    pg.keyboard.press("Tab")
+    pg.keyboard.press("Shift+Tab")
+    assert active(pg) == last_but_one
+    assert pg.locator("#gen-text .tok[tabindex='0']").count() == 1
+    # A token clicked with the mouse hands its keys to the steps, as before the strip took keys of its own.
+    toks.nth(0).click()
+    pg.keyboard.press("ArrowRight")
+    pg.keyboard.press(" ")
+    assert pressed(pg) == ["next", "play"] and active(pg)["text"] == toks.nth(0).text_content()
     pg.close()

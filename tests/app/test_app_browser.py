@@ -144,6 +144,7 @@ def test_explore_preset_scrub_and_click(page):
     wait_title_change(pg, before["title"])
     assert step_value(pg) == 1
     assert pg.locator("#gen-text .tok.current").count() >= 1
+    keyboard_route_from_play(pg)
 
     # The sharper-draft lesson sets the tree temperature slider, and the run reports using it.
     start_and_wait(pg, f"#preset-{preset_index('Sharper draft')}")
@@ -165,6 +166,28 @@ def test_explore_preset_scrub_and_click(page):
     wait_title_change(pg, before["title"])
     assert "retrieval:" in pg.locator("#metrics").inner_text()
     shot(pg, "02b-retrieval-fusion.png")
+
+
+FOCUSED = "() => { const e = document.activeElement; return [e.closest('.block')?.id, e.dataset.step ?? null]; }"
+
+
+def keyboard_route_from_play(pg):
+    """At step 1, from Play: Tab reaches the selected step's token (the strip is one stop), → moves on to the next
+    step's token and Enter shows that step, the focus staying put. The step buttons are named in words
+    (test_accessibility.py checks these keys on a bare page)."""
+    assert [pg.get_attribute(f"#{b}", "aria-label") for b in ("prev", "next", "play")] == [
+        "Previous step", "Next step", "Play steps"]
+    pg.focus("#play")
+    pg.keyboard.press("Tab")
+    assert pg.evaluate(FOCUSED)[:2] == ["gen-text", "0"]
+    for _ in range(40):
+        if pg.evaluate(FOCUSED)[1] != "0":
+            break
+        pg.keyboard.press("ArrowRight")
+    before = plot_state(pg)
+    pg.keyboard.press("Enter")
+    wait_title_change(pg, before["title"])
+    assert step_value(pg) == 2 and pg.evaluate(FOCUSED)[:2] == ["gen-text", "1"]
 
 
 def preset_index(name: str) -> int:

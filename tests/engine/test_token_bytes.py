@@ -26,7 +26,7 @@ from viz.tree_figure import tree_figure
 
 def strip_text(trace: dict) -> str:
     """The generated text as the page's text strip shows it (tags dropped)."""
-    body = text_html(trace).split('<div class="gen-text">', 1)[1]
+    body = text_html(trace).split('<div class="gen-text"', 1)[1].split(">", 1)[1]
     return html.unescape(re.sub(r"<[^>]+>", "", body.replace("↵<br>", "\n")))
 
 
