@@ -4,7 +4,7 @@
   // Keys: ← / → step and Space play / pause in Explore, unless a field (text, slider, menu), a link (the
   // footer's "Use via API", Plotly's logo: Space and the arrows follow or scroll there), a button other
   // than the page's own step, run and lesson buttons (a click on one leaves the focus there) or a token of the
-  // text strip has the focus (the strip's own keys: `GROUPS` below).
+  // text strip has the focus (the strip's and the charts' toolbars' own keys: `GROUPS` below).
   // Space presses whichever of Play / Pause shows: the page shows Pause only while steps play.
   // A button reached with the keyboard (Tab) keeps Space, the key that presses a focused button: only a
   // button a mouse or touch press focused (`pointed`) hands Space to Play / Pause. A text token a press focused
@@ -98,11 +98,17 @@
   };
   // Roving focus: a group of many buttons is one Tab stop. ← / → (Home / End) move among its buttons, and the
   // button focused last keeps the stop (in a group drawn anew, `start`'s or the first). Enter and Space press a
-  // token (a span, which has no key of its own).
+  // token (a span, which has no key of its own); a toolbar's buttons are real buttons, which press themselves.
   // - The text strip (viz/text_view.py): a 128-token run would be 128 Tab stops; the stop starts on the selected
   //   step's first token, and pressing a token shows its step.
+  // - Each chart's Plotly toolbar: its ten buttons (download PNG, zoom, pan, box and lasso select, zoom in / out,
+  //   autoscale, reset axes, Plotly's link) were ten Tab stops, so Tab from Play to the page's next control passed
+  //   eighteen. Each toolbar keeps every button, for a mouse and the keyboard alike (teachers download PNGs, zoom
+  //   and reset; removing buttons would take one from someone), and is one Tab stop, on its first button
+  //   (Download plot as a PNG), named as a toolbar so a screen reader says the arrows move in it.
   const GROUPS = [
     {box: '#gen-text .gen-text', item: '.tok', start: (box) => box.querySelector('.tok.current')},
+    {box: '.js-plotly-plot .modebar', item: '.modebar-btn', role: 'toolbar', name: 'Chart tools'},
   ];
   const rove = () => {
     const at = document.activeElement;
@@ -110,6 +116,10 @@
       for (const box of document.querySelectorAll(g.box)) {
         const items = [...box.querySelectorAll(g.item)];
         if (!items.length) continue;
+        if (g.name && box.getAttribute('aria-label') !== g.name) {
+          box.setAttribute('role', g.role);
+          box.setAttribute('aria-label', g.name);
+        }
         const stop = (items.includes(at) && at) || items.find((it) => it.getAttribute('tabindex') === '0')
           || g.start?.(box) || items[0];
         for (const it of items) {

@@ -1,8 +1,8 @@
 """The page's script (assets/app.js) and stylesheet for keyboard and screen-reader users: the step keys leave
 a button reached with Tab its own Space and a focused link its Space and arrows, each chart carries its block's
 label as an accessible name, the step buttons are named in words (not their symbols), the text strip is one Tab
-stop whose keys move among and press its tokens, a field reached with Tab shows a focus ring, and a live region
-announces each new step's sentence.
+stop whose keys move among and press its tokens, so is each chart's toolbar (every tool kept), a field reached
+with Tab shows a focus ring, and a live region announces each new step's sentence.
 
 The tests run the script in headless Chromium on a page of its own (no app server), the page's elements
 as Gradio draws them; the app's browser tests exercise the keys in place."""
@@ -260,4 +260,51 @@ def test_the_text_strip_is_one_tab_stop_whose_keys_press_its_tokens(keys_page):
     pg.keyboard.press("ArrowRight")
     pg.keyboard.press(" ")
     assert pressed(pg) == ["next", "play"] and active(pg)["text"] == toks.nth(0).text_content()
+    pg.close()
+
+
+# Two charts as Gradio draws them (a labelled block around Plotly's div), buttons before and after them.
+CHARTS = """() => {
+  document.body.insertAdjacentHTML('beforeend', `<button id="before">before</button>
+    <div class="block"><div id="c1" style="width:500px;height:300px"></div></div>
+    <div class="block"><div id="c2" style="width:500px;height:300px"></div></div><button id="after">after</button>`);
+  return Promise.all(['c1', 'c2'].map((id) => Plotly.newPlot(id, [{x: [1, 2, 3], y: [2, 1, 3]}])));
+}"""
+TOOL = "() => { const e = document.activeElement; return [e.closest('.js-plotly-plot')?.id, e.dataset.title ?? null]; }"
+
+
+def test_each_charts_toolbar_is_one_tab_stop_with_every_tool_kept(keys_page):
+    """Plotly's toolbar was ten Tab stops a chart (some fifty from the step buttons to the next control): each
+    toolbar is one stop, on Download plot as a PNG, named as a toolbar; ← / → reach every tool, and the tool
+    focused last keeps the stop."""
+    from plotly.offline import get_plotlyjs  # only this test draws a chart in the bare page
+
+    pg = open_keys_page(keys_page)
+    pg.add_script_tag(content=get_plotlyjs())
+    pg.evaluate(CHARTS)
+    pg.wait_for_function("() => document.querySelectorAll('.modebar-btn[tabindex=\"0\"]').length === 2",
+                         timeout=10_000)
+    pg.focus("#before")
+    stops = []
+    for _ in range(3):
+        pg.keyboard.press("Tab")
+        stops.append(pg.evaluate(TOOL))
+    assert stops == [["c1", "Download plot as a PNG"], ["c2", "Download plot as a PNG"], [None, None]]
+    assert pg.evaluate("document.activeElement.id") == "after"
+    expect(pg.locator("#c1 .modebar")).to_have_role("toolbar")
+    expect(pg.locator("#c1 .modebar")).to_have_accessible_name("Chart tools")
+    pg.focus("#before")
+    pg.keyboard.press("Tab")
+    tools = []
+    for _ in range(12):
+        tools.append(pg.evaluate(TOOL)[1])
+        pg.keyboard.press("ArrowRight")
+    assert {"Download plot as a PNG", "Zoom", "Pan", "Zoom in", "Zoom out", "Reset axes"} <= set(tools)
+    assert pressed(pg) == []                              # the arrows moved in the toolbar, never a step
+    pg.keyboard.press("Home")
+    pg.keyboard.press("ArrowRight")
+    second = pg.evaluate(TOOL)
+    pg.keyboard.press("Tab")
+    pg.keyboard.press("Shift+Tab")
+    assert pg.evaluate(TOOL) == second == ["c1", tools[1]]
     pg.close()

@@ -168,13 +168,15 @@ def test_explore_preset_scrub_and_click(page):
     shot(pg, "02b-retrieval-fusion.png")
 
 
-FOCUSED = "() => { const e = document.activeElement; return [e.closest('.block')?.id, e.dataset.step ?? null]; }"
+FOCUSED = "() => { const e = document.activeElement; return [e.closest('.block')?.id, e.dataset.step ?? null," \
+    " e.getAttribute('data-title')]; }"
 
 
 def keyboard_route_from_play(pg):
     """At step 1, from Play: Tab reaches the selected step's token (the strip is one stop), → moves on to the next
-    step's token and Enter shows that step, the focus staying put. The step buttons are named in words
-    (test_accessibility.py checks these keys on a bare page)."""
+    step's token and Enter shows that step, the focus staying put; then Tab passes each chart's toolbar once (on
+    Download plot as a PNG) and leaves the step. The step buttons are named in words (test_accessibility.py
+    checks these keys on a bare page)."""
     assert [pg.get_attribute(f"#{b}", "aria-label") for b in ("prev", "next", "play")] == [
         "Previous step", "Next step", "Play steps"]
     pg.focus("#play")
@@ -188,6 +190,12 @@ def keyboard_route_from_play(pg):
     pg.keyboard.press("Enter")
     wait_title_change(pg, before["title"])
     assert step_value(pg) == 2 and pg.evaluate(FOCUSED)[:2] == ["gen-text", "1"]
+    stops = []
+    for _ in range(3):
+        pg.keyboard.press("Tab")
+        stops.append(pg.evaluate(FOCUSED))
+    assert stops[:2] == [["bars", None, "Download plot as a PNG"], ["why", None, "Download plot as a PNG"]], stops
+    assert stops[2][0] not in ("bars", "why"), stops
 
 
 def preset_index(name: str) -> int:
