@@ -18,17 +18,17 @@
   const meets = (a, b, gap) => a.left < b.right + gap && b.left < a.right + gap && a.top < b.bottom + gap
     && b.top < a.bottom + gap;
   const covers = (r, c) => r.left < c.x && c.x < r.right && r.top < c.y && c.y < r.bottom;
-  const markerCentres = (gd) => [...gd.querySelectorAll('.scatterlayer .trace .points path.point')].map((m) => {
+  // Every point's marker, measured once: its datum (which its label shares), its box and its centre.
+  const markersOf = (gd) => [...gd.querySelectorAll('.scatterlayer .trace .points path.point')].map((m) => {
     const r = m.getBoundingClientRect();
-    return {x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2};
+    return {d: m.__data__, r, c: {x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2}};
   });
-  const treeLabels = (gd) => {
+  const treeLabels = (gd, markers) => {
+    const marks = new Map(markers.map((m) => [m.d, m]));     // a point's marker and its label share Plotly's datum
     const labels = [];
     for (const g of gd.querySelectorAll('.scatterlayer .trace')) {
       const rank = rankOf(g.__data__?.[0]?.trace?.name);
       if (rank < 0) continue;
-      // A point's marker and its label share Plotly's datum.
-      const marks = new Map([...g.querySelectorAll('.points path.point')].map((m) => [m.__data__, m]));
       for (const tp of g.querySelectorAll('.textpoint')) {
         const t = tp.querySelector('text');
         if (!t) continue;
@@ -67,21 +67,22 @@
   };
   const fitLabels = (gd) => {
     if (!gd._fullLayout || !(gd.data || []).some((t) => t.name === 'draft nodes')) return;
-    const labels = treeLabels(gd);
+    const markers = markersOf(gd);
+    const labels = treeLabels(gd, markers);
     const moved = keepBonusInside(gd, labels);
     if (!moved && gd._fullLayout.width > NARROW) return;
-    const kept = [], centres = markerCentres(gd);
+    const kept = [];
     const clash = (r) => kept.some((k) => meets(r, k, GAP));
     for (const l of labels) {
       let r = l.t.getBoundingClientRect();
       if (l.rank === 0 && l.mark && clash(r)) {
-        const low = below(r, l.mark.getBoundingClientRect());
+        const low = below(r, l.mark.r);
         if (!clash(low)) {
           l.t.setAttribute('transform', `translate(0,${low.dy})`);
           r = low;
         }
       }
-      if (clash(r) || (l.rank === 3 && centres.some((c) => covers(r, c)))) l.t.style.visibility = 'hidden';
+      if (clash(r) || (l.rank === 3 && markers.some((m) => covers(r, m.c)))) l.t.style.visibility = 'hidden';
       else kept.push(r);
     }
   };
