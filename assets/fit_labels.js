@@ -7,9 +7,13 @@
   // would touch another (GAP px or closer), the accepted path's kept first, then the bonus token's, the root's and the
   // likeliest nodes'; a draft node's label is hidden too where it would cover another node's marker (its centre), as a
   // label wider than the columns' spacing does when the next column has a node on its row. An accepted token's label
-  // that would touch an accepted label already kept (on a phone the path's columns are ~20 px apart) moves from above
-  // its diamond to below it, so neighbours alternate above and below the path; it is hidden only where both spots meet
-  // a kept label. Each node's hover keeps its text. A wider figure whose labels fit is left as the server drew it.
+  // sits above its diamond or below it: on a phone the path's columns are ~20 px apart, so neighbours alternate above
+  // and below the path. The path's labels are placed together (placePath): none touches another, and the fewest
+  // the search finds lie on another node's marker (over GAP px of its box each way, as a sibling's dot one row up
+  // or down). A label lies on a draft node's dot (which keeps its hover) before an accepted diamond, and on either
+  // before it is hidden, since an accepted token matters more than any marker: it is hidden only as a last resort,
+  // where no arrangement the search weighs keeps it clear of the other accepted labels.
+  // Each node's hover keeps its text. A wider figure whose labels fit is left as the server drew it.
   const NARROW = 640;
   const GAP = 2;
   const RANKS = ['accepted path', 'bonus token', 'root', 'draft nodes'];
@@ -17,11 +21,16 @@
   // Boxes closer than `gap` px.
   const meets = (a, b, gap) => a.left < b.right + gap && b.left < a.right + gap && a.top < b.bottom + gap
     && b.top < a.bottom + gap;
+  const centre = (r) => ({x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2});
   const covers = (r, c) => r.left < c.x && c.x < r.right && r.top < c.y && c.y < r.bottom;
-  // Every point's marker, measured once: its datum (which its label shares), its box and its centre.
-  const markersOf = (gd) => [...gd.querySelectorAll('.scatterlayer .trace .points path.point')].map((m) => {
-    const r = m.getBoundingClientRect();
-    return {d: m.__data__, r, c: {x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2}};
+  // Every point's marker, measured once: its datum (which its label shares), its box, and whether it is the accepted
+  // path's (a diamond, or the root's square).
+  const markersOf = (gd) => [...gd.querySelectorAll('.scatterlayer .trace')].flatMap((g) => {
+    const accepted = rankOf(g.__data__?.[0]?.trace?.name) === 0;
+    return [...g.querySelectorAll('.points path.point')].map((m) => {
+      const r = m.getBoundingClientRect();
+      return {d: m.__data__, r, c: centre(r), accepted};
+    });
   });
   const treeLabels = (gd, markers) => {
     const marks = new Map(markers.map((m) => [m.d, m]));     // a point's marker and its label share Plotly's datum
@@ -65,25 +74,55 @@
     bonus.t.setAttribute('transform', `translate(${dx},${dy})`);
     return true;
   };
+  // What an accepted label at box `r` costs beside the accepted labels kept before it (`boxes`): nothing where it is
+  // free, ON.dot where it lies on a draft node's marker, ON.diamond on an accepted one (its node's own markers,
+  // those sharing the centre of `own`, do not count), and it cannot touch a kept label.
+  const ON = {dot: 1, diamond: 100, hidden: 10000};
+  const spotCost = (r, own, boxes, markers) => {
+    if (boxes.some((k) => meets(r, k, GAP))) return Infinity;
+    const on = markers.filter((m) => Math.abs(m.c.x - own.c.x) + Math.abs(m.c.y - own.c.y) > 1
+      && meets(r, m.r, -GAP));
+    return on.some((m) => m.accepted) ? ON.diamond : on.length ? ON.dot : 0;
+  };
+  // The accepted path's labels, placed together along the path: of each label's three choices (above its diamond,
+  // below it, hidden) the cheapest arrangement that ends in each is kept, and the cheapest at the path's end wins,
+  // above where it ties. Returns each label's box, or null where it is hidden.
+  const placePath = (path, markers) => {
+    let ends = [{cost: 0, boxes: [], picks: []}];
+    for (const l of path) {
+      const above = l.t.getBoundingClientRect();
+      ends = [above, below(above, l.mark.r), null].map((r) => {
+        let best = null;
+        for (const e of ends) {
+          const cost = e.cost + (r ? spotCost(r, l.mark, e.boxes, markers) : ON.hidden);
+          if (cost < (best ? best.cost : Infinity)) {
+            best = {cost, boxes: r ? [...e.boxes, r] : e.boxes, picks: [...e.picks, r]};
+          }
+        }
+        return best;
+      }).filter(Boolean);
+    }
+    return ends.reduce((a, b) => (b.cost < a.cost ? b : a)).picks;
+  };
   const fitLabels = (gd) => {
     if (!gd._fullLayout || !(gd.data || []).some((t) => t.name === 'draft nodes')) return;
     const markers = markersOf(gd);
     const labels = treeLabels(gd, markers);
     const moved = keepBonusInside(gd, labels);
     if (!moved && gd._fullLayout.width > NARROW) return;
-    const kept = [];
-    const clash = (r) => kept.some((k) => meets(r, k, GAP));
-    for (const l of labels) {
-      let r = l.t.getBoundingClientRect();
-      if (l.rank === 0 && l.mark && clash(r)) {
-        const low = below(r, l.mark.r);
-        if (!clash(low)) {
-          l.t.setAttribute('transform', `translate(0,${low.dy})`);
-          r = low;
-        }
+    const path = labels.filter((l) => l.rank === 0 && l.mark), kept = [];
+    placePath(path, markers).forEach((r, i) => {
+      if (!r) path[i].t.style.visibility = 'hidden';
+      else {
+        if (r.dy) path[i].t.setAttribute('transform', `translate(0,${r.dy})`);
+        kept.push(r);
       }
-      if (clash(r) || (l.rank === 3 && markers.some((m) => covers(r, m.c)))) l.t.style.visibility = 'hidden';
-      else kept.push(r);
+    });
+    for (const l of labels.filter((x) => !path.includes(x))) {
+      const r = l.t.getBoundingClientRect();
+      if (kept.some((k) => meets(r, k, GAP)) || (l.rank === 3 && markers.some((m) => covers(r, m.c)))) {
+        l.t.style.visibility = 'hidden';
+      } else kept.push(r);
     }
   };
   // Each plot is fitted in the frame after each draw (a new step, a resize, a zoom): after Plotly's events,

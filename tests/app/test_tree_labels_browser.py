@@ -125,6 +125,56 @@ def test_a_phone_shows_every_accepted_token_of_a_deep_tree(chromium):
     pg.close()
 
 
+# Each shown label's box, with its own node's centre, and every marker's box (a node's dot, an accepted diamond,
+# the root's square, the bonus token's star), as the reader sees them.
+ON_MARKERS = """() => {
+    const gd = document.getElementById('g');
+    const box = (e) => { const r = e.getBoundingClientRect();
+        return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
+    const marks = [...gd.querySelectorAll('.scatterlayer .trace .points path.point')].map(box);
+    return {marks, labels: [...gd.querySelectorAll('.scatterlayer .trace')].flatMap(g => {
+        const own = new Map([...g.querySelectorAll('.points path.point')].map(m => [m.__data__, box(m)]));
+        return [...g.querySelectorAll('.textpoint')].map(tp => ({t: tp.querySelector('text'), m: own.get(tp.__data__)}))
+            .filter(({t}) => t && t.textContent && getComputedStyle(t).visibility !== 'hidden')
+            .map(({t, m}) => ({trace: g.__data__[0].trace.name, text: t.textContent, moved: t.hasAttribute('transform'),
+                               own: m, ...box(t)}));
+    })};
+}"""
+
+
+def centre(r: dict) -> tuple[float, float]:
+    return (r["left"] + r["right"]) / 2, (r["top"] + r["bottom"]) / 2
+
+
+def on_marker(label: dict, mark: dict) -> bool:
+    """A label's box over a marker's box by more than 2 px each way (boxes that touch share a pixel or so,
+    the blank space around a glyph) of a node other than the label's own."""
+    (x, y), (ox, oy) = centre(mark), centre(label["own"])
+    if abs(x - ox) < 1 and abs(y - oy) < 1:
+        return False
+    return min(label["right"], mark["right"]) - max(label["left"], mark["left"]) > 2 and min(
+        label["bottom"], mark["bottom"]) - max(label["top"], mark["top"]) > 2
+
+
+def test_on_a_phone_an_accepted_label_below_its_diamond_stays_off_other_nodes_markers(chromium):
+    """An accepted label that would touch its neighbour's moves below its diamond; there " sea" sat on the dot
+    of its sibling one row down (the draft labels kept off markers, the accepted path's did not). The path's
+    labels are placed together, each above or below its diamond: with nine accepted tokens an arrangement clear
+    of every other node's marker exists (" sea" above, its neighbours below), and the page finds it: all nine
+    show, some below, no two shown labels meet and none lies on a marker not its own."""
+    texts = [SEA[i // 6] if i % 6 == 0 else GUESSES[i % 6] for i in range(60)]
+    step = {**deep_step(texts=texts), "accepted": [0, 6, 12, 18, 24, 30, 36, 42, 48]}
+    fig = tree_figure(step, "opt-tree · step 1/1 · 60 nodes<br>accepted 9 · E(A) = 4.50")
+    pg = figure_page(chromium, fig, PHONE["width"])
+    seen = pg.evaluate(ON_MARKERS)
+    accepted = [x for x in seen["labels"] if x["trace"].startswith("accepted path")]
+    assert [x["text"] for x in accepted] == [visible(t) for t in SEA[:9]] and any(x["moved"] for x in accepted)
+    assert not [(x["text"], m) for x in seen["labels"] for m in seen["marks"] if on_marker(x, m)]
+    labels = seen["labels"]
+    assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:] if meet(a, b)]
+    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-accepted-off-markers.png"))
+    pg.close()
+
 def test_the_html_export_fits_a_deep_trees_labels_on_a_phone(chromium, tmp_path):
     """The standalone HTML export runs the app's label fitting (assets/fit_labels.js, embedded as it is): opened
     on a phone, no two visible labels of a 60-node tree print on each other and the accepted path shows whole
