@@ -42,8 +42,10 @@ from viz.tree_figure import step_title, tree_figure
 def build(page: Page, registry) -> dict:
     """The Explore tab's components; fills the shared ones into `page`.
 
-    Presenter layout: the prompt, Run and the lessons head the left column, the settings follow with
-    short hints. The step's view is one row: the lesson's caption, the tree and its colour switch
+    Layout: the prompt, Run and the lessons (#controls-col), the step (#step-col), then the model pair and
+    the settings with short hints (#settings-col): one above the other on a narrow page, so the tree follows
+    Run there, and from 1024 px on the page's stylesheet sets the settings below the lessons in the left
+    column, beside the step. The step's view is one row: the lesson's caption, the tree and its colour switch
     (#tree-col), then the scrubber, the text and the step's metrics (#side-col), which the page's
     stylesheet puts below the tree, or beside it in presenter mode (`body.presenter`)."""
     with gr.Row(elem_id="explore-row"):
@@ -62,10 +64,11 @@ def build(page: Page, registry) -> dict:
             with gr.Column(elem_id="lessons"):
                 presets = [gr.Button(p["name"], size="sm", elem_id=f"preset-{i}", min_width=0)
                            for i, p in enumerate(lessons.PRESETS)]
-            page.model = gr.Dropdown(registry.choices(), value=registry.default, label="Model pair", elem_id="model")
-            page.settings = settings_controls()
         with gr.Column(scale=3, elem_id="step-col"):
             parts = step_view(page)
+        with gr.Column(scale=1, min_width=300, elem_id="settings-col"):
+            page.model = gr.Dropdown(registry.choices(), value=registry.default, label="Model pair", elem_id="model")
+            page.settings = settings_controls()
     return dict(run=run_btn, stop=stop_btn, link=link_btn, presets=presets, **parts,
                 timer=gr.Timer(0.8, active=False))
 

@@ -1,6 +1,6 @@
 """The page in a classroom (issue 33), in Debian Chromium driven by Playwright: at a projector's
-1280 × 720, at 150 % zoom on it (853 px: the settings above a tree that takes the page's width) and at a
-390 px phone width.
+1280 × 720, at 150 % zoom on it (853 px: Run and the lessons above a tree that takes the page's width, the
+settings below the step) and at a 390 px phone width.
 
 Deep links keep their node budget (a number or auto, a lesson its own) and Copy link writes what ran;
 an import puts its prompt and settings in the controls and its steps in E(A) vs A; a lesson's caption
@@ -216,7 +216,7 @@ def test_presenter_mode_fits_one_step_on_a_projector_screen(app):
     for sel in ("#lesson-caption", "#tree-plot", "#gen-text", "#metrics", "#scrubber"):
         box = rect(pg, sel)
         assert box and -1 <= box["top"] and box["bottom"] <= PROJECTOR["height"] and box["right"] <= 1280, (sel, box)
-    assert rect(pg, "#controls-col") is None and rect(pg, "#page-head") is None
+    assert rect(pg, "#controls-col") is None and rect(pg, "#settings-col") is None and rect(pg, "#page-head") is None
     size = pg.evaluate("() => getComputedStyle(document.querySelector('#gen-text .gen-text')).fontSize")
     assert float(size.removesuffix("px")) >= 18, size
     assert pg.evaluate(TREE)["nodes"] == 60
@@ -335,24 +335,45 @@ GRADIO_LAYOUT = """.row { display: flex; flex-wrap: wrap; gap: 16px; width: 100%
 @media (width >= 1280px) { .gradio-container { max-width: 1280px; } }"""
 COLUMNS_PAGE = """<!doctype html><html><head><style>{css}</style></head><body>
 <div class="gradio-container"><div id="explore-row" class="row">
-<div id="controls-col" class="column" style="flex-grow: 1; min-width: min(300px, 100%)">settings</div>
-<div id="step-col" class="column" style="flex-grow: 3; min-width: min(320px, 100%)">
+<div id="controls-col" class="column" style="flex-grow: 1; min-width: min(300px, 100%); height: 200px">run</div>
+<div id="step-col" class="column" style="flex-grow: 3; min-width: min(320px, 100%); height: 600px">
 <div id="step-view" class="row"><div id="tree-col" class="column" style="flex-grow: 3; min-width: min(320px, 100%)">
 tree</div><div id="side-col" class="column" style="flex-grow: 2; min-width: min(300px, 100%)">text</div></div>
-</div></div></div></body></html>"""
+</div>
+<div id="settings-col" class="column" style="flex-grow: 1; min-width: min(300px, 100%); height: 900px">settings</div>
+</div></div></body></html>"""
 
 
 @pytest.mark.parametrize("width, stacked", [(853, True), (1024, False), (1280, False)])
 def test_at_150_percent_zoom_on_a_projector_the_tree_takes_the_pages_width(chromium, width, stacked):
     """A 1280 px projector at 150 % zoom is 853 CSS px wide, where Gradio holds the page to 768 px: beside the
-    settings the tree got 388 px and its colour bar a quarter of that, so the settings go above it, as on a
-    phone. From 1024 px on, the settings stay beside the tree."""
+    settings the tree got 388 px and its colour bar a quarter of that, so there the columns stack, as on a
+    phone: Run and the lessons, the tree across the page's width, then the settings. From 1024 px on, Run and
+    the settings below it stay beside the tree."""
     pg = chromium.new_page(viewport={"width": width, "height": 720})
     pg.set_content(COLUMNS_PAGE.format(css=GRADIO_LAYOUT + PAGE_CSS))
-    controls, tree = rect(pg, "#controls-col"), rect(pg, "#tree-col")
+    controls, tree, settings = rect(pg, "#controls-col"), rect(pg, "#tree-col"), rect(pg, "#settings-col")
     page = pg.evaluate("() => document.querySelector('#explore-row').getBoundingClientRect().width")
     if stacked:
         assert tree["right"] - tree["left"] >= page - 1 and controls["bottom"] <= tree["top"], (controls, tree)
+        assert settings["top"] >= rect(pg, "#step-col")["bottom"], (settings, tree)
     else:
         assert controls["right"] <= tree["left"] and controls["top"] == tree["top"], (controls, tree)
+        assert settings["left"] == controls["left"] and 0 <= settings["top"] - controls["bottom"] <= 32, settings
+    pg.close()
+
+
+@pytest.mark.parametrize("viewport", [{"width": 853, "height": 480}, PHONE], ids=["150-percent", "phone"])
+def test_on_a_narrow_page_the_tree_follows_run_and_the_settings_follow_the_step(app, viewport):
+    """Below 1024 px the columns stack. With one column for Run, the lessons, the model pair and the settings
+    above the step, the tree began 2103 px down at 853 × 480 (a 1280 × 720 projector at 150 % zoom),
+    over four screens below Run. Run and the lessons come first, then the step, then the settings: Run is on
+    the first screen and the tree's top within the first two."""
+    pg = open_page(app, viewport=viewport)
+    pg.wait_for_selector(PLOT, state="attached")
+    run, tree, settings = rect(pg, "#run"), rect(pg, "#tree-plot"), rect(pg, "#settings-col")
+    assert 0 <= run["top"] and run["bottom"] <= viewport["height"], run
+    assert tree["top"] <= 2 * viewport["height"], tree
+    assert settings["top"] >= rect(pg, "#step-col")["bottom"], (settings, tree)
+    pg.screenshot(path=str(ARTIFACTS / f"classroom-narrow-first-screen-{viewport['width']}.png"))
     pg.close()
