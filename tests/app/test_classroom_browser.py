@@ -217,6 +217,8 @@ def test_presenter_mode_fits_one_step_on_a_projector_screen(app):
         box = rect(pg, sel)
         assert box and -1 <= box["top"] and box["bottom"] <= PROJECTOR["height"] and box["right"] <= 1280, (sel, box)
     assert rect(pg, "#controls-col") is None and rect(pg, "#settings-col") is None and rect(pg, "#page-head") is None
+    side, tree = rect(pg, "#side-col"), rect(pg, "#tree-col")
+    assert side["left"] >= tree["right"] and abs(side["right"] - side["left"] - 410) <= 2, (side, tree)
     size = pg.evaluate("() => getComputedStyle(document.querySelector('#gen-text .gen-text')).fontSize")
     assert float(size.removesuffix("px")) >= 18, size
     assert pg.evaluate(TREE)["nodes"] == 60
