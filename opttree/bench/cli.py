@@ -53,7 +53,6 @@ def _common(p: argparse.ArgumentParser, limit: int | None) -> None:
     p.add_argument("--categories", default=None, help="comma-separated categories to keep")
     add_model_args(p)
     add_decode_args(p, method=False)
-    p.add_argument("--warmup", type=int, default=1, help="warm-up prompts (short, not recorded; at least 1)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
     p.add_argument("--out", default=None, help="write the result JSON here")
@@ -61,9 +60,16 @@ def _common(p: argparse.ArgumentParser, limit: int | None) -> None:
                    help="time budget: after the prompt that crosses it, stop (all methods ran on every prompt)")
 
 
+def _timed(p: argparse.ArgumentParser, limit: int | None) -> None:
+    """The shared arguments and `--warmup`, for the commands that time their runs (bench, sweep); the theory
+    table times nothing and does not take it."""
+    _common(p, limit)
+    p.add_argument("--warmup", type=int, default=1, help="warm-up prompts (short, not recorded; at least 1)")
+
+
 def register(sub) -> None:
     b = sub.add_parser("bench", help="τ, speed and exact match of several methods, interleaved per prompt")
-    _common(b, None)
+    _timed(b, None)
     b.add_argument("--methods", default=",".join(BENCH_METHODS),
                    help="comma-separated: " + ",".join(BENCH_METHODS) + " (ar is always added)")
     b.add_argument("--assistant-model-path", default=None,
@@ -76,7 +82,7 @@ def register(sub) -> None:
     b.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("sweep", help="τ/speedup vs node budget, OPT-Tree vs δ, E(A) vs A, verify-cost curve")
-    _common(s, 3)
+    _timed(s, 3)
     s.add_argument("--methods", default=",".join(DEFAULT_SWEEP_METHODS))
     s.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)))
     s.add_argument("--thresholds", default="", help="δ values for OPT-Tree at --threshold-nodes (e.g. 0,0.1,0.5,1)")

@@ -81,3 +81,16 @@ def test_cli_rejects_bad_arguments_before_loading(tmp_path, capsys):
     assert "--ks" in capsys.readouterr().err
     assert main(["theory-table", "--prompts", str(qf), "--temperature", "0"]) == 2
     assert "temperature > 0" in capsys.readouterr().err
+
+
+def test_only_the_timed_commands_offer_a_warm_up():
+    """The theory table times nothing (it reads acceptance off recorded nodes), so `--warmup` would be a flag
+    that does nothing: its parser refuses it, while bench and sweep, which time runs, keep it."""
+    from opttree.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["bench", "--warmup", "2"]).warmup == 2
+    assert parser.parse_args(["sweep", "--warmup", "2"]).warmup == 2
+    assert not hasattr(parser.parse_args(["theory-table"]), "warmup")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["theory-table", "--warmup", "2"])
