@@ -72,6 +72,7 @@ SHORTCUTS = {"recycling": "recycling:tr-static", "lookup": "lookup:opt-tree"}
 SUMMARY_KEYS = ("new_tokens", "steps", "tau", "tokens_per_s", "mean_draft_ms", "mean_build_ms",
                 "mean_verify_ms", "mean_nodes", "mean_depth", "mean_expected_accept", "mean_accepted_draft_tokens",
                 "acceptance_by_depth", "drafted_by_depth", "prefill_ms")
+WARMUP_TOKENS = 16           # a warm-up run's length (short: it is not recorded)
 clock = time.perf_counter    # what each run is timed with (a test hands it a fake clock)
 
 
@@ -305,6 +306,18 @@ def check_warmup(warmup: int) -> None:
                        "every speedup), so one untimed warm-up prompt always runs first.")
 
 
+def warm_up(runner: MethodRunner, prompts: list[tuple[str, list[int]]], runs: list[tuple[str, dict]],
+            max_new_tokens: int):
+    """The untimed warm-up before any timed run: on each (text, ids) of `prompts`, each (method, MethodRunner
+    keywords) of `runs` once, at most WARMUP_TOKENS long. A setting's first run in a process pays one-time costs
+    (kernel set-up, allocations, a tree size's new shapes) that a timed run would read as its speed, so every
+    setting a benchmark times runs here first. Yields (prompt index, method) before each run."""
+    for i, (text, ids) in enumerate(prompts):
+        for method, keywords in runs:
+            yield i, method
+            runner(method, text, ids, **{**keywords, "max_new_tokens": min(WARMUP_TOKENS, max_new_tokens)})
+
+
 def bench_meta(pair, runner: MethodRunner, methods: list[str], base: DecodeConfig, prompts: int, warmup: int,
                assistant, corpus, log) -> dict:
     """The result's meta, and before any timed run the machine's cost curve (the auto budget's input) for
@@ -366,15 +379,15 @@ def iter_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=
     runner = MethodRunner(pair, base, assistant, hf_knobs, chat, corpus, cancel, pairs)
     meta = bench_meta(pair, runner, methods, base, len(prompts), warmup, assistant, corpus, log)
     encoded = [(q, encode_prompt(pair.tokenizer, q.prompt, chat=chat)) for q in prompts]
-    warm = [(w, m) for w in range(min(warmup, len(encoded))) for m in methods]
-    total = len(warm) + len(encoded) * len(methods)
+    n_warm = min(warmup, len(encoded)) * len(methods)
+    total = n_warm + len(encoded) * len(methods)
+    warm = warm_up(runner, [(q.prompt, ids) for q, ids in encoded[:warmup]], [(m, {}) for m in methods],
+                   base.max_new_tokens)
     for n, (w, m) in enumerate(warm, 1):
-        q, ids = encoded[w]
-        yield {"phase": "warm-up", "prompt": w + 1, "prompts": len(encoded), "prompt_id": q.id, "method": m,
-               "run": n, "runs": total}
-        runner(m, q.prompt, ids, max_new_tokens=min(16, base.max_new_tokens))
+        yield {"phase": "warm-up", "prompt": w + 1, "prompts": len(encoded), "prompt_id": encoded[w][0].id,
+               "method": m, "run": n, "runs": total}
         meta["warmup_order"].append(m)
-    if warm:
+    if n_warm:
         log(f"warm-up of {len(methods)} methods done")
     rows, ea_a, traces = [], {m: [] for m in methods}, {}
     t_start = clock()
@@ -383,7 +396,7 @@ def iter_bench(pair, prompts, methods: list[str], base: DecodeConfig, assistant=
         meta["run_order"].append([q.id, rotated(methods, i)])
         for m in meta["run_order"][-1][1]:
             yield {"phase": "timed", "prompt": i + 1, "prompts": len(encoded), "prompt_id": q.id, "method": m,
-                   "run": len(warm) + len(rows) + 1, "runs": total}
+                   "run": n_warm + len(rows) + 1, "runs": total}
             row, steps = runner(m, q.prompt, ids)
             rows.append({"prompt_id": q.id, "category": q.category, "method": m, "prompt_tokens": len(ids), **row})
             ea_a[m].extend(steps)

@@ -1,9 +1,9 @@
 """Paper-style sweeps: τ and speedup vs the node budget per method, OPT-Tree vs δ, E(A) vs A.
 
 Like the benchmark, everything runs in one process, interleaved per prompt (the AR reference for
-speedups included), after a warm-up. Settings that give the same tree are run once: the EAGLE-25
-static tree stops growing at 25 nodes and a chain at max_depth, so larger budgets reuse that result
-(marked `same_as`). With `verify_cost` the target's forward time vs tree tokens is measured too, and
+speedups included), after a warm-up that runs every setting once. Settings that give the same tree are
+run once: the EAGLE-25 static tree stops growing at 25 nodes and a chain at max_depth, so larger budgets
+reuse that result (marked `same_as`). With `verify_cost` the target's forward time vs tree tokens is measured too, and
 every point gets a `predicted_speedup` = τ · t(1) / (t(nodes + 1) + draft + build), the cost model
 that explains why the best budget is small on a CPU and large on a GPU.
 """
@@ -15,7 +15,7 @@ import time
 from dataclasses import replace
 
 from opttree.bench.env import machine_info, note_load, progress_bar
-from opttree.bench.harness import MethodRunner, aggregate, check_warmup, pearson
+from opttree.bench.harness import MethodRunner, aggregate, check_warmup, pearson, warm_up
 from opttree.bench.verify_cost import cost_at
 from opttree.calibration import calibrate
 from opttree.config import AUTO_MAX_NODES, DecodeConfig
@@ -170,11 +170,10 @@ def run_sweep(pair, prompts, base: DecodeConfig, methods=DEFAULT_SWEEP_METHODS, 
     caps = caps or {}
     settings, same_as = sweep_settings(methods, budgets, thresholds, base, threshold_nodes, caps)
     encoded = [(q, encode_prompt(pair.tokenizer, q.prompt, chat=chat)) for q in prompts]
-    for w in range(min(warmup, len(encoded))):
-        q, ids = encoded[w]
-        runner("ar", q.prompt, ids, max_new_tokens=min(16, base.max_new_tokens))
-        for m in dict.fromkeys(s[1] for s in settings):
-            runner(m, q.prompt, ids, max_new_tokens=min(16, base.max_new_tokens), nodes=min(budgets))
+    # Every setting once, not each method at one budget: a tree size's first run pays for its new shapes.
+    runs = [("ar", {})] + [(m, {"nodes": n, "threshold": d}) for _, m, n, d in settings]
+    for _ in warm_up(runner, [(q.prompt, ids) for q, ids in encoded[:warmup]], runs, base.max_new_tokens):
+        pass
     t0 = time.perf_counter()
     rows, ar_rows, steps, stopped, n_done = run_interleaved(runner, encoded, settings, log, max_minutes)
     agg = {s: aggregate(rows[s], ar_rows, steps[s], base.greedy) for s in settings}
