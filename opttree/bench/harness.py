@@ -185,7 +185,9 @@ class MethodRunner:
         return DraftContext(table=table, corpus=self.corpus)
 
     def __call__(self, method: str, prompt: str, prompt_ids: list[int], max_new_tokens: int | None = None,
-                 **overrides) -> tuple[dict, list]:
+                 paths=None, **overrides) -> tuple[dict, list]:
+        """`paths`: a static shape that replaces the method's tree (export-tree's fitted stand-in); `overrides`:
+        DecodeConfig fields."""
         cfg = replace(self.base, **overrides)
         if max_new_tokens is not None:
             cfg = replace(cfg, max_new_tokens=max_new_tokens)
@@ -213,7 +215,7 @@ class MethodRunner:
         t0 = clock()
         # A speed measurement: the trace's target side (theory view data) is not recorded.
         trace = run(pair, prompt, cfg, cancel=self.cancel, chat=self.chat, prompt_ids=prompt_ids,
-                    record_target=False, context=context)
+                    record_target=False, context=context, paths=paths)
         wall = clock() - t0
         self.last_trace = trace
         row = {k: trace["summary"][k] for k in SUMMARY_KEYS}

@@ -13,11 +13,11 @@ counts are ordered too). `compare` decodes OPT-Tree and that static tree on the 
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from dataclasses import replace
 
+from opttree.bench.harness import MethodRunner, warm_up
 from opttree.config import DecodeConfig
+from opttree.decoding.prompts import encode_prompt
 from opttree.engine.speculative import run
 from opttree.trees.export import frequent_paths, rank_paths
 
@@ -45,18 +45,21 @@ def fit_static(pair, questions: list[dict], cfg: DecodeConfig, log=None) -> tupl
 
 
 def compare(pair, questions: list[dict], cfg: DecodeConfig, paths, log=None) -> dict:
-    """OPT-Tree and the static `paths` on the same prompts (interleaved, the order alternating):
-    τ of each and OPT-Tree's tokens/s over the static tree's."""
+    """OPT-Tree and the static `paths` on the same prompts (interleaved, the order alternating, after the
+    harness's warm-up of both on the first prompt): τ of each and OPT-Tree's tokens/s over the static tree's."""
     totals = {"opt-tree": [0, 0, 0.0], "static": [0, 0, 0.0]}    # tokens, steps, seconds
-    static_cfg = replace(cfg, method=STATIC_CARRIER)
-    for i, q in enumerate(questions):
-        order = [("opt-tree", cfg, None), ("static", static_cfg, paths)]
-        for name, c, shape in (order if i % 2 == 0 else order[::-1]):
-            t0 = time.perf_counter()
-            s = run(pair, q["turns"][0], c, record_target=False, paths=shape)["summary"]
-            totals[name][0] += s["new_tokens"]
-            totals[name][1] += s["steps"]
-            totals[name][2] += time.perf_counter() - t0
+    runs = {"opt-tree": (cfg.method, {}), "static": (STATIC_CARRIER, {"paths": paths})}
+    runner = MethodRunner(pair, cfg)
+    encoded = [(q["turns"][0], encode_prompt(pair.tokenizer, q["turns"][0])) for q in questions]
+    for _ in warm_up(runner, encoded[:1], list(runs.values()), cfg.max_new_tokens):
+        pass
+    for i, (text, ids) in enumerate(encoded):
+        for name in (runs if i % 2 == 0 else list(runs)[::-1]):
+            method, keywords = runs[name]
+            row, _ = runner(method, text, ids, **keywords)
+            totals[name][0] += row["new_tokens"]
+            totals[name][1] += row["steps"]
+            totals[name][2] += row["wall_s"]
         if log:
             log(f"compare {i + 1}/{len(questions)}")
     tau = {k: round(v[0] / max(1, v[1]), 4) for k, v in totals.items()}

@@ -107,6 +107,20 @@ def test_the_sweep_warms_every_tree_size_before_timing_it(pair, startup_clock):
     assert len(points) == 6 and [p["speedup"] for p in points] == pytest.approx([1.0] * 6)
 
 
+def test_export_trees_comparison_times_both_trees_warm(pair, startup_clock):
+    """`export-tree --method opt-tree` times OPT-Tree against its fitted static tree on the same prompts; each
+    runs once untimed first (the harness's warm-up), so neither carries a first run's cost: on this clock two
+    trees that decode the same tokens time alike."""
+    from opttree.bench import tree_export  # the export's comparison, imported where it is tested
+
+    questions = [{"question_id": q.id, "turns": [q.prompt]} for q in PROMPTS[:3]]
+    cfg = DecodeConfig(method="opt-tree", nodes=6, max_new_tokens=6, max_depth=3)
+    r = tree_export.compare(pair, questions, cfg, [(0,), (1,), (0, 0), (0, 1), (1, 0), (0, 0, 0)])
+    assert r["prompts"] == [q.id for q in PROMPTS[:3]] and r["tau_opt_tree"] > 1 and r["tau_static"] > 1
+    assert r["speed_ratio_opt_tree_over_static"] == pytest.approx(1.0)
+    assert {("opt-tree", 6), (tree_export.STATIC_CARRIER, 6)} <= startup_clock.seen
+
+
 @pytest.mark.parametrize("tool", ["bench", "sweep"])
 def test_bench_cli_refuses_no_warm_up_before_loading(tmp_path, capsys, tool):
     """The command line says so before it loads anything (the model folder named here does not exist)."""
