@@ -82,10 +82,11 @@ def _check_drafts(models) -> None:
 
 
 def served_draft(models) -> str | None:
-    """Where vLLM finds the run's draft (its `model`), when the draft flag names one it can load as given: a
-    hub id or a model folder (a Hugging Face model, an official EAGLE checkpoint), a folder made absolute.
-    None for this project's own .safetensors drafts and the bundled ones (a format vLLM does not read), the bundled
-    target drafting for itself and an untrained head (names only this project's loaders know)."""
+    """Where a serving engine finds the run's draft (vLLM's `model`, SGLang's --speculative-draft-model-path),
+    when the draft flag names one it can load as given: a hub id or a model folder (a Hugging Face model, an
+    official EAGLE checkpoint), a folder made absolute. None for this project's own .safetensors drafts and the
+    bundled ones (a format neither engine reads), the bundled target drafting for itself and an untrained head
+    (names only this project's loaders know)."""
     spec = models.drafts().get(models.kind())
     if not spec or spec == RANDOM_HEAD or is_bundled(spec):
         return None

@@ -24,7 +24,8 @@ N - 1 nodes by draft score plus the root (`--speculative-num-draft-tokens N`; wi
 The nearest flags hold a static tree inside that candidate set: S = its depth, K = the most nodes it
 expands on one level or children under one node, N = its nodes + 1. NGRAM (prompt lookup) takes N and
 its trie's breadth (`--speculative-ngram-max-bfs-breadth`, which SGLang copies into its top-k), not S
-or K (python/sglang/srt/arg_groups/speculative_hook.py, `_handle_ngram`).
+or K (python/sglang/srt/arg_groups/speculative_hook.py, `_handle_ngram`). EAGLE and STANDALONE load the
+draft from `--speculative-draft-model-path` (a local folder or a hub id; python/sglang/srt/server_args.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import ast
 import heapq
 import json
 import re
+import shlex
 from collections import Counter
 from dataclasses import dataclass
 
@@ -179,8 +181,11 @@ class SGLangFlags:
     draft_tokens: int   # --speculative-num-draft-tokens: tokens verified per step, the root included
     algorithm: str = "EAGLE"
 
-    def args(self) -> str:
+    def args(self, draft: str | None = None) -> str:
+        """The flags; `draft`: where SGLang loads the draft from (--speculative-draft-model-path), if known."""
         head = f"--speculative-algorithm {self.algorithm} "
+        if draft and self.algorithm != "NGRAM":   # NGRAM loads no draft
+            head += f"--speculative-draft-model-path {shlex.quote(draft)} "
         if self.algorithm == "NGRAM":
             return head + (f"--speculative-num-draft-tokens {self.draft_tokens} "
                            f"--speculative-ngram-max-bfs-breadth {self.topk}")
@@ -272,14 +277,23 @@ def _vllm_notes(paths, method: str, tree: bool, filled: bool) -> list[str]:
             f"{model} (vLLM never picks the TREE_ATTN backend on its own)."]
 
 
+def _sglang_notes(paths, kind: str, filled: bool) -> list[str]:
+    draft = (" --speculative-draft-model-path <a draft SGLang can load> (this project's drafts are in its own "
+             "format; export-tree fills it from a draft flag naming a hub id or a model folder)"
+             if SGLANG_ALGORITHMS.get(kind) != "NGRAM" and not filled else "")
+    return [sglang_note(paths, kind),
+            f"Pass them as python -m sglang.launch_server --model-path <target> <these flags>{draft}."]
+
+
 def engine_export(paths, fmt: str, kind: str, draft: str | None = None) -> Export:
     """The config `fmt` (EXPORT_FORMATS) for these rank paths and drafter kind, with its notes; BadInput
     where the engine cannot take it (no method for the drafter, or a tree vLLM ≤ 0.20 cannot draft).
-    `draft`: where a draft vLLM can load is (vLLM's `model`); None leaves a note saying what to add."""
+    `draft`: where an engine can load the draft (vLLM's `model`, SGLang's --speculative-draft-model-path);
+    None leaves a note saying what to add."""
     if fmt not in EXPORT_FORMATS:
         raise BadInput(f"unknown format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}")
     if fmt == "sglang":
-        return Export(sglang_flags(paths, kind).args(), [sglang_note(paths, kind)])
+        return Export(sglang_flags(paths, kind).args(draft), _sglang_notes(paths, kind, bool(draft)))
     method, tree = VLLM_METHODS.get(kind), fmt == "vllm-tree"
     text = vllm_json(paths, method, tree, kind, draft)
     return Export(text, _vllm_notes(check_paths(paths), method, tree, bool(draft)))

@@ -113,6 +113,32 @@ def test_the_vllm_config_names_the_draft_vllm_loads_when_the_draft_flag_gives_on
         assert "model" not in json.loads(out) and 'with "model": the path of a draft vLLM can load' in err
 
 
+def test_the_sglang_flags_name_the_draft_when_the_draft_flag_gives_one(capsys, tmp_path):
+    """SGLang's EAGLE and STANDALONE load the draft from --speculative-draft-model-path (server_args.py: a local
+    folder or a hub id): the same draft flags that fill vLLM's "model" fill it, a folder absolute and quoted for
+    the shell; this project's own draft files leave a note saying what to add (failed before: never named)."""
+    import shlex
+
+    folder = tmp_path / "my draft"
+    folder.mkdir()
+    sglang = ["export-tree", "--format", "sglang", "--method", "binary", "--nodes", "6"]
+    assert main([*sglang, "--drafter", "classic", "--draft-model-path", str(folder)]) == 0
+    out, err = capsys.readouterr()
+    flags = shlex.split(out)
+    assert flags[flags.index("--speculative-draft-model-path") + 1] == str(folder.resolve())
+    assert flags[flags.index("--speculative-algorithm") + 1] == "STANDALONE" and "--speculative-draft-model" not in err
+    assert main([*sglang, "--ea-model-path", "yuhuili/EAGLE-LLaMA3-Instruct-8B"]) == 0
+    assert "--speculative-draft-model-path yuhuili/EAGLE-LLaMA3-Instruct-8B" in capsys.readouterr().out
+    own = tmp_path / "head.safetensors"
+    own.write_bytes(b"")
+    for draft in (["--ea-model-path", str(own)], []):
+        assert main([*sglang, *draft]) == 0
+        out, err = capsys.readouterr()
+        assert "--speculative-draft-model-path" not in out and "--speculative-draft-model-path <" in err
+    assert main([*sglang, "--drafter", "lookup"]) == 0                   # NGRAM loads no draft
+    assert "--speculative-draft-model-path" not in "".join(capsys.readouterr())
+
+
 def test_sequoia_says_where_its_vector_came_from(capsys):
     assert main([*EXPORT, "--method", "sequoia", "--nodes", "10"]) == 0
     assert "acceptance by rank from the card of" in capsys.readouterr().err
@@ -141,7 +167,8 @@ def test_the_serving_tabs_command_line_for_a_run_on_ones_own_model_reproduces_it
                                                                                          choice):
     """The Serving tab's `opttree export-tree` line for a run on a target of one's own with its own draft names
     that draft as well as the target (failed before: the line named the target alone, or for Sequoia neither,
-    and export-tree refused it: that target has no bundled draft), and the line prints the tab's SGLang flags."""
+    and export-tree refused it: that target has no bundled draft), and the line prints the tab's SGLang flags
+    with the draft's folder, which the tab's own flags leave to a note."""
     import shlex
 
     from viz import serving
@@ -158,7 +185,10 @@ def test_the_serving_tabs_command_line_for_a_run_on_ones_own_model_reproduces_it
                                                                                              "--format sglang ")
     assert main(shlex.split(line)[1:]) == 0, capsys.readouterr().err
     flags = capsys.readouterr().out.strip()
-    assert flags.startswith("--speculative-algorithm STANDALONE") and f"```bash\n{flags}\n```" in text
+    served = f" --speculative-draft-model-path {shlex.quote(str(draft.resolve()))}"
+    assert served in flags and "--speculative-draft-model-path &lt;a draft SGLang can load&gt;" in text
+    assert flags.startswith("--speculative-algorithm STANDALONE")
+    assert f"```bash\n{flags.replace(served, '')}\n```" in text
 
 
 @pytest.mark.parametrize("drafter, draft, flags", [("classic", "self", "--drafter classic --draft-model-path "
