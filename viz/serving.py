@@ -162,7 +162,11 @@ def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -
         line += cli_models(meta, drafter)
     others = " or ".join(f for f in EXPORT_FORMATS if f != formats[0])
     head = "The same from the command line"
-    if choice == "sequoia" and drafter in MODEL_DRAFTERS and run_vector(trace)[1].startswith("a default prior"):
+    # The command line reads the named draft's card: the target drafting for itself and an untrained head have
+    # none, so it draws this panel's default-prior tree too.
+    reads_card = str(meta.get("draft") or "") not in (SELF_DRAFT, RANDOM_HEAD)
+    if (choice == "sequoia" and drafter in MODEL_DRAFTERS and reads_card
+            and run_vector(trace)[1].startswith("a default prior")):
         head = ("From the command line, which reads the draft's card for Sequoia's vector where it has one (this "
                 "panel has no vector recorded by a run, so the command line's tree can differ)")
     return [f"{head} (for OPT-Tree it fits the shape over many prompts and measures what adaptivity is worth; "

@@ -166,3 +166,15 @@ def test_sequoia_without_a_recorded_vector_says_the_command_line_reads_the_draft
     assert needle not in serving.export_markdown(recorded, "sequoia", 25)
     assert needle not in serving.export_markdown(trace_of([], drafter="lookup"), "sequoia", 25)   # prior on both sides
     assert needle not in serving.export_markdown(None, "binary", 6)
+
+
+@pytest.mark.parametrize("drafter, draft, differs", [("eagle", "smollm2-eagle-head.safetensors", True),
+                                                     ("classic", "self", False), ("eagle", "random", False)])
+def test_the_sequoia_line_says_the_command_lines_tree_can_differ_only_where_it_can(drafter, draft, differs):
+    """With no vector recorded, the panel's Sequoia tree is the default prior's. The command line reads the draft's
+    card: the bundled draft's has one, so its tree can differ; the line for the app's `self` and `random` pairs
+    names a draft with no card, so it draws the panel's tree and the sentence is left out (failed before: said
+    for every model drafter)."""
+    trace = trace_of([], drafter=drafter, draft=draft, target="smollm2-135m-instruct", max_depth=10)
+    text = " ".join(serving.cli_text(trace, "sequoia", static_paths("sequoia", 5, 10, DEFAULT_ACCEPTANCE), ["vllm"]))
+    assert "opttree export-tree" in text and ("the command line's tree can differ" in text) == differs
