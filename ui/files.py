@@ -12,6 +12,7 @@ import gradio as gr
 
 from opttree.config import MODEL_DRAFTERS, SETTING_NAMES
 from opttree.errors import OptTreeError
+from opttree.models.bundled import is_bundled
 from opttree.trace import dumps, loads
 from ui import explore, links
 from ui.common import PRIVATE, Page, bind, clamp, last_tree_step, md_safe, steps_of
@@ -71,12 +72,14 @@ def _exported(trace, suffix: str, body) -> tuple[str | None, str]:
 
 def model_of(page: Page, registry, meta: dict) -> str | None:
     """The allow-listed pair an imported run was made with: the id the page recorded, else the one
-    entry with the same target and drafter whose draft has the recorded name; None when none is."""
+    entry with the same target (the bundled one also by its hub stand-in's label, a Space's run) and drafter
+    whose draft has the recorded name; None when none is."""
     offered = {value for _, value in page.model.choices}
     if meta.get("model") in offered:
         return meta["model"]
-    draft, drafter = str(meta.get("draft") or ""), drafter_kind(meta)
-    found = [e.id for e in registry.entries.values() if e.id in offered and e.target == meta.get("target")
+    draft, drafter, target = str(meta.get("draft") or ""), drafter_kind(meta), str(meta.get("target") or "")
+    found = [e.id for e in registry.entries.values()
+             if e.id in offered and (e.target == target or (is_bundled(e.target) and is_bundled(target)))
              and (e.drafter == drafter or (e.drafter == "self" and draft == "self"))
              and (e.drafter not in MODEL_DRAFTERS or os.path.basename(e.draft) == draft)]
     return found[0] if len(found) == 1 else None

@@ -194,3 +194,20 @@ def test_a_run_on_the_hub_stand_in_gets_a_command_line_the_cli_takes(no_bundled_
     assert main(shlex.split(line)[1:]) == 0, capsys.readouterr().err
     # The learned length control checks its predictor's card against the pair's name (it refused the stand-in).
     check_card_target(str(DEFAULT_PREDICTOR), pair.target_name, kind="length predictor")
+
+
+def test_an_imported_trace_recorded_on_a_space_finds_its_pair():
+    """On a Space a run's target reads as the hub stand-in's label (bundled.STAND_IN_NAME). Importing its trace
+    finds the allow-listed pair as it does for the bundled id (failed before: no entry's target matched the label,
+    so the import left the page's pair as it was)."""
+    from types import SimpleNamespace
+
+    from opttree.serve.allow_list import load_registry
+    from ui import files
+
+    registry = load_registry()
+    page = SimpleNamespace(model=SimpleNamespace(choices=[(e.id, e.id) for e in registry.entries.values()]))
+    meta = {"target": bundled.STAND_IN_NAME, "drafter": "eagle", "draft": "smollm2-eagle-head.safetensors"}
+    assert files.model_of(page, registry, meta) == "smollm2-eagle"
+    assert files.model_of(page, registry, {**meta, "drafter": "classic", "draft": "self"}) == "smollm2-self"
+    assert files.model_of(page, registry, {**meta, "target": "someone/else"}) is None
