@@ -43,7 +43,7 @@ EVAL_PROMPTS = PROMPTS / "eval.jsonl"
 FINAL_PROMPTS = PROMPTS / "final.jsonl"   # held out from all design work: measured once per released draft
 COMPARE_PROMPTS = PROMPTS / "compare.jsonl"   # the Compare tab's built-in set: chat, maths, code, a given passage
 TRAIN_PROMPTS = PROMPTS / "train.jsonl"
-PAGE_ASSETS = PACKAGE.parent / "assets"   # the page's app.css, app.js, fit_labels.js, lessons.json, learn.md
+PAGE_ASSETS = PACKAGE.parent / "assets"   # the page's app.css, app.js, keys.js, fit_labels.js, lessons.json, learn.md
 
 
 def checkout() -> Path:

@@ -3,9 +3,9 @@
 Model work goes through `opttree.serve.RunService` (allow-listed models, one bounded lane, limits,
 cancellation, clean errors); figures come from `viz/` (never a model). View updates (scrubbing,
 playing, clicking a token, importing a trace) run with `queue=False`: they never wait behind a run.
-The page's stylesheet and keyboard script are files in the top-level `assets/` folder
-(`opttree.paths.PAGE_ASSETS`), read when the page starts: `viz.style.PAGE_CSS` and `page_js` (with the tree
-figures' label fitting, assets/fit_labels.js).
+The page's stylesheet and script are files in the top-level `assets/` folder
+(`opttree.paths.PAGE_ASSETS`), read when the page starts: `viz.style.PAGE_CSS` and `page_js` (with the keys,
+assets/keys.js, and the tree figures' label fitting, assets/fit_labels.js, which the HTML export runs too).
 """
 
 from __future__ import annotations
@@ -27,18 +27,20 @@ from opttree.serve.service import RunError, RunService  # noqa: E402
 from opttree.serve.settings import ServerSettings  # noqa: E402
 from ui import compare, ea_vs_a, explore, files, learn, links, serving, theory  # noqa: E402
 from ui.common import PRIVATE, SCRUB, Page, bind, md_safe  # noqa: E402
-from viz.style import PAGE_CSS  # noqa: E402
+from viz.style import PAGE_CSS, keys_script  # noqa: E402
 from viz.tree_figure import label_script  # noqa: E402
 
 log = logging.getLogger("opttree.app")
 
 
 def page_js() -> str:
-    """The page's script, one function Gradio calls when the page loads: assets/app.js (← / → step and
-    Space play / pause in Explore, the text strip's live region, the charts' names) and the tree figures'
-    label fitting (`viz.tree_figure.label_script`, which the HTML export runs too)."""
+    """The page's script, one function Gradio calls when the page loads: the keys and the step buttons' names
+    (`viz.style.keys_script`: ← / → step and Space play / pause in Explore, the text strip and the charts'
+    toolbars one Tab stop each), the tree figures' label fitting (`viz.tree_figure.label_script`), both of
+    which the HTML export runs too, and assets/app.js (the text strip's live region, the charts' names)."""
     app = (paths.PAGE_ASSETS / "app.js").read_text(encoding="utf-8")
-    return f"() => {{\n({label_script().strip()})();\n({app.strip()})();\n}}"
+    parts = (keys_script(), label_script(), app)
+    return "() => {\n" + "".join(f"({part.strip()})();\n" for part in parts) + "}"
 
 
 def build_app(service: RunService, waiting_runs: int = ServerSettings.max_waiting) -> gr.Blocks:

@@ -3,7 +3,10 @@
 It opens offline in any browser (plotly.js is inlined), for slides and handouts: no server, no
 model. Built from the trace alone, with the same figure and text builders as the app and the app's
 script that fits a tree's labels to the width it is drawn at, so a step looks the same in both (on a
-phone too). Keys: ← / → step, Space play / pause.
+phone too). It runs the app's keys too (assets/keys.js, `viz.style.keys_script`), so it is used the same way
+from the keyboard and with a screen reader: ← / → step and Space play / pause, the generated text and the
+chart's toolbar one Tab stop each (← / → move among their buttons, Enter or Space shows a token's step), the
+step buttons named in words.
 """
 
 from __future__ import annotations
@@ -33,6 +36,52 @@ def _markdown_bold(text: str) -> str:
     """run_summary's **bold** as HTML (the text is already escaped by it)."""
     parts = text.split("**")
     return "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
+
+
+# The export's own script: each step's tree, metrics and text shown by the scrubber, the step buttons and a
+# token's click (the keys are assets/keys.js, embedded beside it); the page calls show(start) after it.
+_STEPS_JS = """const D = JSON.parse(document.getElementById('run-data').textContent);
+const n = D.figures.length, slider = document.getElementById('step');
+let timer = null;
+function show(i) {
+  if (!n) return;
+  i = Math.max(0, Math.min(n - 1, i));
+  slider.value = i + 1;
+  document.getElementById('label').textContent = 'step ' + (i + 1) + ' of ' + n;
+  Plotly.react('tree', D.figures[i].data, D.figures[i].layout, {responsive: true});
+  document.getElementById('metrics').innerHTML = D.metrics[i];
+  // The text is drawn anew: a token the keyboard focused (Enter pressed on it) hands the focus to its place in
+  // the new text; one a click focused lets it go, so the arrows then step, as after a click in the app.
+  const text = document.getElementById('text'), toks = () => [...text.querySelectorAll('.gen-text .tok')];
+  const at = toks().findIndex((t) => t === document.activeElement && t.matches(':focus-visible'));
+  text.innerHTML = D.texts[i];
+  if (at >= 0) toks()[at]?.focus();
+}
+function cur() { return parseInt(slider.value, 10) - 1; }
+// Play and Pause take turns, as in the app: Pause shows while steps play (and takes the focus Play had).
+function playing(on) {
+  const [playButton, pauseButton] = ['play', 'pause'].map((id) => document.getElementById(id));
+  const [shown, hidden] = on ? [pauseButton, playButton] : [playButton, pauseButton];
+  const had = document.activeElement === hidden;
+  shown.hidden = false;
+  hidden.hidden = true;
+  if (had) shown.focus();
+}
+function pause() { clearInterval(timer); timer = null; playing(false); }
+function play() {
+  if (cur() >= n - 1) show(0);
+  playing(true);
+  timer = setInterval(() => { if (cur() >= n - 1) pause(); else show(cur() + 1); }, 800);
+}
+slider.addEventListener('input', () => show(cur()));
+document.getElementById('prev').onclick = () => show(cur() - 1);
+document.getElementById('next').onclick = () => show(cur() + 1);
+document.getElementById('play').onclick = play;
+document.getElementById('pause').onclick = pause;
+document.getElementById('text').addEventListener('click', (e) => {
+  const t = e.target.closest('[data-step]'); if (t) show(parseInt(t.dataset.step, 10));
+});
+"""
 
 
 def standalone_html(trace: dict, colour: str = "log_p_hat", start: int = 0) -> str:
@@ -67,47 +116,18 @@ td {{ border: 1px solid #ddd; padding: 3px 8px; }}
 <p>{_markdown_bold(run_summary(trace)).replace(chr(10) * 2, "<br>")}</p>
 <div class="prompt"><b>Prompt:</b> {html.escape(trace.get('prompt', ''))}</div>
 <div class="bar"><button id="prev">◀ Prev</button><input id="step" type="range" min="1" max="{max(len(steps), 1)}"
- value="{start + 1}"><button id="next">Next ▶</button><button id="play">▶ Play</button><span id="label"></span></div>
+ value="{start + 1}" aria-label="Step"><button id="next">Next ▶</button><button id="play">▶ Play</button><button
+ id="pause" hidden>❚❚ Pause</button><span id="label"></span></div>
 <div id="tree"></div>
 <table id="metrics"></table>
 <div id="text"></div>
-<p style="color:#666;font-size:12px">Keys: ← / → step, Space play / pause. Exported from OPT-Tree Explorer;
-it needs no server and no network.</p>
+<p style="color:#666;font-size:12px">Keys: ← / → step, Space play / pause; Tab reaches the generated text,
+where ← / → move among its tokens and Enter shows a token's step. Exported from OPT-Tree Explorer; it needs no
+server and no network.</p>
 <script id="run-data" type="application/json">{data}</script>
 <script>({label_script().strip()})();</script>
+<script>({style.keys_script().strip()})();</script>
 <script>
-const D = JSON.parse(document.getElementById('run-data').textContent);
-const n = D.figures.length, slider = document.getElementById('step');
-let timer = null;
-function show(i) {{
-  if (!n) return;
-  i = Math.max(0, Math.min(n - 1, i));
-  slider.value = i + 1;
-  document.getElementById('label').textContent = 'step ' + (i + 1) + ' of ' + n;
-  Plotly.react('tree', D.figures[i].data, D.figures[i].layout, {{responsive: true}});
-  document.getElementById('metrics').innerHTML = D.metrics[i];
-  document.getElementById('text').innerHTML = D.texts[i];
-}}
-function cur() {{ return parseInt(slider.value, 10) - 1; }}
-function play() {{
-  if (timer) {{ clearInterval(timer); timer = null; return; }}
-  if (cur() >= n - 1) show(0);
-  timer = setInterval(() => {{
-    if (cur() >= n - 1) {{ clearInterval(timer); timer = null; }} else show(cur() + 1);
-  }}, 800);
-}}
-slider.addEventListener('input', () => show(cur()));
-document.getElementById('prev').onclick = () => show(cur() - 1);
-document.getElementById('next').onclick = () => show(cur() + 1);
-document.getElementById('play').onclick = play;
-document.getElementById('text').addEventListener('click', (e) => {{
-  const t = e.target.closest('[data-step]'); if (t) show(parseInt(t.dataset.step, 10));
-}});
-document.addEventListener('keydown', (e) => {{
-  if (e.key === 'ArrowLeft') show(cur() - 1);
-  else if (e.key === 'ArrowRight') show(cur() + 1);
-  else if (e.key === ' ') {{ e.preventDefault(); play(); }}
-}});
-show({start});
+{_STEPS_JS}show({start});
 </script></body></html>
 """

@@ -166,3 +166,10 @@ def page_css() -> str:
 
 
 PAGE_CSS = page_css()     # read when the page starts: the app passes it to `launch`, the HTML export embeds it
+
+
+def keys_script() -> str:
+    """The browser script that gives a page of steps its keys (← / → step, Space play / pause; the text strip
+    and each chart's toolbar one Tab stop, with arrows among their buttons) and its step buttons' spoken names:
+    assets/keys.js, a function a page calls once. The app's page and the HTML export both run it."""
+    return (paths.PAGE_ASSETS / "keys.js").read_text(encoding="utf-8")

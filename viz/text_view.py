@@ -5,7 +5,8 @@ see), are the target's bonus token that ends each step. Alternate steps get a da
 boundaries are visible. A visually hidden sentence says the selected step in words for screen readers. Every token is
 HTML-escaped (a model that emits `<script>` shows it as text). Each span carries `data-step` so a
 click can jump the scrubber to the step that produced it; each is a button a keyboard reaches too (the page's
-script makes the strip one Tab stop whose arrow keys move among the tokens, and Enter presses one).
+script, and the HTML export's, makes the strip one Tab stop whose arrow keys move among the tokens, and Enter
+presses one).
 
 A character a byte-level tokenizer splits over several tokens (an emoji, Arabic, an accented letter)
 reads U+FFFD in each token decoded alone. The engine records what each committed token adds to the
@@ -28,7 +29,8 @@ from . import style
 
 def _span(text: str, step: int, bonus: bool, current: bool) -> str:
     """One token: a button (its text its name, its title what it is and what pressing it does) that the page's
-    script (assets/app.js) makes part of the strip's single Tab stop; the selected step's are `aria-current`."""
+    script (assets/keys.js, in the app and the HTML export) makes part of the strip's single Tab stop; the
+    selected step's are `aria-current`."""
     shade = (style.BONUS_TEXT_BG if bonus else style.DRAFT_TEXT_BG)[step % 2]
     cls = ("tok bonus" if bonus else "tok draft") + (" current" if current else "")
     mark = ' aria-current="true"' if current else ""
@@ -138,7 +140,7 @@ def step_summary(trace: dict, index: int) -> str:
     return text + "."
 
 
-# The strip's name for screen readers: it is one Tab stop, and its keys (assets/app.js) move among the tokens.
+# The strip's name for screen readers: it is one Tab stop, and its keys (assets/keys.js) move among the tokens.
 STRIP_NAME = "Generated text: ← and → move between tokens, Enter shows a token's step"
 
 

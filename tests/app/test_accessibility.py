@@ -1,8 +1,8 @@
-"""The page's script (assets/app.js) and stylesheet for keyboard and screen-reader users: the step keys leave
-a button reached with Tab its own Space and a focused link its Space and arrows, each chart carries its block's
-label as an accessible name, the step buttons are named in words (not their symbols), the text strip is one Tab
-stop whose keys move among and press its tokens, so is each chart's toolbar (every tool kept), a field reached
-with Tab shows a focus ring, and a live region announces each new step's sentence.
+"""The page's script (assets/keys.js and assets/app.js) and stylesheet for keyboard and screen-reader users: the
+step keys leave a button reached with Tab its own Space and a focused link its Space and arrows, each chart
+carries its block's label as an accessible name, the step buttons are named in words (not their symbols), the
+text strip is one Tab stop whose keys move among and press its tokens, so is each chart's toolbar (every tool
+kept), a field reached with Tab shows a focus ring, and a live region announces each new step's sentence.
 
 The tests run the script in headless Chromium on a page of its own (no app server), the page's elements
 as Gradio draws them; the app's browser tests exercise the keys in place."""

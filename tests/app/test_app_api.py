@@ -129,8 +129,8 @@ def test_ui_endpoints_refuse_a_fraction_for_a_whole_number_as_generate_does(clie
 
 
 def test_the_page_serves_its_stylesheet_and_keys_from_assets(launched):
-    """The launched page's config carries assets/app.css (colours filled in), and assets/app.js and
-    assets/fit_labels.js as they are, in the one function page_js gives Gradio."""
+    """The launched page's config carries assets/app.css (colours filled in), and assets/keys.js, assets/app.js
+    and assets/fit_labels.js as they are, in the one function page_js gives Gradio."""
     import httpx
 
     from opttree import paths
@@ -142,7 +142,7 @@ def test_the_page_serves_its_stylesheet_and_keys_from_assets(launched):
     assert style.PAGE_CSS in config["css"] and ".gen-text .tok.current" in css
     assert all(line in config["css"] for line in css.splitlines() if "${" not in line)
     assert config["js"] == page_js()
-    for name in ("app.js", "fit_labels.js"):
+    for name in ("keys.js", "app.js", "fit_labels.js"):
         assert (paths.PAGE_ASSETS / name).read_text(encoding="utf-8").strip() in config["js"], name
     assert "ArrowRight" in config["js"] and "fitLabels" in config["js"]
 

@@ -84,3 +84,75 @@ def test_a_run_summary_explains_why_e_a_and_accepted_tokens_differ():
     assert "draft's own belief" in belief_note({"mean_expected_accept": 3.29, "mean_accepted_draft_tokens": 1.40})
     assert "over-states" in belief_note({"mean_expected_accept": 3.29, "mean_accepted_draft_tokens": 1.40})
     assert belief_note({"mean_expected_accept": 1.5, "mean_accepted_draft_tokens": 1.4}) == ""
+
+
+def export_page(browser, trace, tmp_path, start: int = 0):
+    """The export of `trace` opened in `browser` at step `start`, its clock held (Play moves only when the test
+    runs the clock), once its tree is drawn and its keys set up."""
+    path = tmp_path / "run.html"
+    path.write_text(standalone_html(trace, start=start), encoding="utf-8")
+    pg = browser.new_page()
+    pg.clock.install()
+    pg.goto(path.as_uri())
+    pg.wait_for_selector("#tree .gtitle")
+    pg.wait_for_function("() => document.querySelector('#text .gen-text .tok[tabindex=\"0\"]')", timeout=10_000)
+    return pg
+
+
+TITLE = "() => document.querySelector('#tree .gtitle').textContent"
+# Where the focus is: a token (its step), one of the chart's tools, or another element (its id).
+FOCUS = """() => { const e = document.activeElement;
+  if (e.matches('.gen-text .tok')) return 'token ' + e.dataset.step;
+  if (e.closest('.modebar')) return 'tool';
+  return e === document.body ? 'body' : e.id; }"""
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium not installed (make browser)")
+def test_the_export_takes_the_keys_and_names_of_the_page(trace, tmp_path):
+    """The export's keys and names are the page's (assets/keys.js): Tab reaches the generated text once and the
+    chart's toolbar once, ← / → move among the tokens (never stepping) and Enter or Space shows a token's step
+    with the focus kept on it; the step keys leave a focused slider its own arrows (one step a key); the step
+    buttons are named in words, and Pause shows while steps play."""
+    from app_server import headless_chromium  # the browser tests' Chromium (imports Playwright)
+
+    expect = pytest.importorskip("playwright.sync_api").expect
+    with headless_chromium() as browser:
+        pg = export_page(browser, trace, tmp_path)
+        stops = []
+        for _ in range(8):
+            pg.keyboard.press("Tab")
+            stops.append(pg.evaluate(FOCUS))
+        assert stops[:6] == ["prev", "step", "next", "play", "tool", "token 0"], stops
+        assert stops.count("tool") == 1 and stops.count("token 0") == 1, stops
+        pg.focus("#play")
+        pg.keyboard.press("Tab")
+        pg.keyboard.press("Tab")
+        first = pg.locator("#text .gen-text .tok[data-step='0']").count()
+        for _ in range(first):
+            pg.keyboard.press("ArrowRight")
+        assert pg.evaluate(FOCUS) == "token 1" and "step 1/" in pg.evaluate(TITLE)    # the arrows never step
+        pg.keyboard.press("Enter")
+        pg.wait_for_function(f"() => ({TITLE})().includes('step 2/')")
+        assert pg.evaluate(FOCUS) == "token 1" and pg.locator("#text .tok[tabindex='0']").count() == 1
+        pg.keyboard.press("Home")
+        pg.keyboard.press(" ")
+        pg.wait_for_function(f"() => ({TITLE})().includes('step 1/')")
+        assert pg.locator("#pause").is_hidden()                                        # Space showed, never played
+        pg.focus("#step")
+        pg.keyboard.press("ArrowRight")
+        pg.wait_for_function(f"() => ({TITLE})().includes('step 2/')")
+        assert pg.input_value("#step") == "2"                                        # one step, not two
+        pg.locator("#text .gen-text .tok[data-step='0']").first.click()              # a click shows its step
+        pg.wait_for_function(f"() => ({TITLE})().includes('step 1/')")
+        pg.keyboard.press("ArrowRight")                                              # and leaves → to the steps
+        pg.wait_for_function(f"() => ({TITLE})().includes('step 2/')")
+        names = {"prev": "Previous step", "next": "Next step", "play": "Play steps", "step": "Step"}
+        for id_, name in names.items():
+            expect(pg.locator(f"#{id_}")).to_have_accessible_name(name)
+        pg.click("#play")
+        expect(pg.locator("#pause")).to_have_accessible_name("Pause")
+        assert pg.locator("#play").is_hidden() and pg.inner_text("#pause") == "❚❚ Pause"
+        pg.clock.run_for(800)
+        pg.wait_for_function(f"() => ({TITLE})().includes('step 3/')")
+        pg.click("#pause")
+        assert pg.locator("#pause").is_hidden() and pg.locator("#play").is_visible()

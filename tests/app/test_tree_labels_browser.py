@@ -44,9 +44,9 @@ def test_a_pinned_title_reaches_the_learn_tabs_live_tree_too(chromium):
 
 
 def figure_page(browser, fig, width: int):
-    """`fig` drawn by plotly.js in a page `width` px wide that runs the app's own script (page_js: assets/app.js
-    and assets/fit_labels.js), as Gradio's gr.Plot draws it, without the app: the labels as the page fits them
-    to that width."""
+    """`fig` drawn by plotly.js in a page `width` px wide that runs the app's own script (page_js: assets/keys.js,
+    assets/app.js and assets/fit_labels.js), as Gradio's gr.Plot draws it, without the app: the labels as the page
+    fits them to that width."""
     pg = browser.new_page(viewport={"width": width, "height": 900})
     pg.set_content('<div id="tree-plot"><div id="g"></div></div>')
     pg.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
