@@ -2,7 +2,9 @@
   // The keys and the spoken names of a page that shows a run's steps: the app's page (ui/app.py page_js, beside
   // assets/app.js) and the standalone HTML export (viz/html_export.py embeds it). A page calls this once; its step
   // buttons are #prev, #next, #play and #pause (Pause shows only while steps play), the app's run and lesson
-  // buttons #run, #preset-N and #learn-preset-N, and its text strip viz/text_view.py's `.gen-text`.
+  // buttons #run, #preset-N and #learn-preset-N, and its text strip viz/text_view.py's `.gen-text`, drawn inside
+  // #gen-text (the app's gr.HTML block; the export's box around the text it draws anew with each step), where the
+  // strip's live region says each new step (below).
   // Keys: ← / → step and Space play / pause, unless a field (text, slider, menu), a link (the app's footer's "Use
   // via API", Plotly's logo: Space and the arrows follow or scroll there), a button other than the page's own
   // step, run and lesson buttons (a click on one leaves the focus there) or a token of the text strip has the
@@ -94,6 +96,45 @@
     e.preventDefault();
   }, true);
   document.addEventListener('focusin', rove);
+  // A text strip that scrolls (the app's presenter mode) keeps the selected step's tokens in view.
+  const keepCurrent = () => {
+    const box = document.querySelector('#gen-text .gen-text');
+    const cur = box && box.querySelector('.tok.current');
+    if (!cur || box.scrollHeight <= box.clientHeight) return;
+    const top = cur.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+    if (top < box.scrollTop || top > box.scrollTop + box.clientHeight - 30) box.scrollTop = Math.max(0, top - 40);
+  };
+  // The strip's sentence on the selected step (viz/text_view.py step_summary, a visually hidden `p.sr-only`) is
+  // drawn anew with each step, which a screen reader does not announce: a polite live region that stays in
+  // #gen-text, outside what each step redraws, says each new sentence, and the drawn copy is hidden from
+  // readers, so a reader browsing the page hears it once.
+  const sayStep = (host) => {
+    let live = host.querySelector(':scope > .step-said');
+    if (!live) {
+      live = Object.assign(document.createElement('div'), {className: 'sr-only step-said'});
+      live.setAttribute('aria-live', 'polite');
+      host.append(live);
+    }
+    const said = host.querySelector('p.sr-only');
+    if (said && said.getAttribute('aria-hidden') !== 'true') said.setAttribute('aria-hidden', 'true');
+    const text = said ? said.textContent : '';
+    if (live.textContent !== text) live.textContent = text;
+  };
+  // #gen-text is watched once it is on the page (the app's Gradio adds it after this runs; the export's is there
+  // from the start). Gradio patches the strip in place (the sentence's text, its attributes, the selected step's
+  // class), so those changes count too.
+  const watchStrip = () => {
+    const host = document.getElementById('gen-text');
+    if (!host) return false;
+    sayStep(host);
+    new MutationObserver(() => { keepCurrent(); sayStep(host); }).observe(host, {childList: true, subtree: true,
+      characterData: true, attributes: true, attributeFilter: ['aria-hidden', 'class']});
+    return true;
+  };
+  if (!watchStrip()) {
+    const find = new MutationObserver(() => { if (watchStrip()) find.disconnect(); });
+    find.observe(document.body, {childList: true, subtree: true});
+  }
   const tidy = () => { nameButtons(); rove(); };
   // The app patches the text strip in place (Gradio), resetting each token's tabindex to the server's, and the
   // export draws it anew with each step: watched too.

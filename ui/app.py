@@ -36,8 +36,9 @@ log = logging.getLogger("opttree.app")
 def page_js() -> str:
     """The page's script, one function Gradio calls when the page loads: the keys and the step buttons' names
     (`viz.style.keys_script`: ← / → step and Space play / pause in Explore, the text strip and the charts'
-    toolbars one Tab stop each), the tree figures' label fitting (`viz.tree_figure.label_script`), both of
-    which the HTML export runs too, and assets/app.js (the text strip's live region, the charts' names)."""
+    toolbars one Tab stop each, the text strip's live region), the tree figures' label fitting
+    (`viz.tree_figure.label_script`), both of which the HTML export runs too, and assets/app.js (a run brings
+    its tree into view, the charts' names)."""
     app = (paths.PAGE_ASSETS / "app.js").read_text(encoding="utf-8")
     parts = (keys_script(), label_script(), app)
     return "() => {\n" + "".join(f"({part.strip()})();\n" for part in parts) + "}"

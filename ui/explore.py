@@ -36,7 +36,7 @@ from viz.metrics import step_metrics
 from viz.step_charts import accept_bars, ea_points, why_shape
 from viz.style import COLOUR_MODES
 from viz.text_view import text_html
-from viz.tree_figure import step_title, tree_figure
+from viz.tree_figure import TREE_NAME, step_title, tree_figure
 
 
 def build(page: Page, registry) -> dict:
@@ -81,7 +81,7 @@ def step_view(page: Page) -> dict:
                 page.caption = gr.Markdown("", elem_id="lesson-caption", visible=False)
                 page.present = gr.Checkbox(False, label="Presenter mode", elem_id="present", container=False,
                                            scale=0, min_width=150)
-            tree_plot = gr.Plot(tree_figure(None), label="Draft tree of the selected step", elem_id="tree-plot")
+            tree_plot = gr.Plot(tree_figure(None), label=TREE_NAME, elem_id="tree-plot")
             # In the page but never shown: the tree's title while the view is pinned (TITLE_JS writes it in)
             page.tree_title = gr.Textbox("", visible="hidden", elem_id="tree-title")
             page.colour = gr.Radio([(label, key) for key, label in COLOUR_MODES.items()], value="log_p_hat",

@@ -6,7 +6,9 @@ script that fits a tree's labels to the width it is drawn at, so a step looks th
 phone too). It runs the app's keys too (assets/keys.js, `viz.style.keys_script`), so it is used the same way
 from the keyboard and with a screen reader: ← / → step and Space play / pause, the generated text and the
 chart's toolbar one Tab stop each (← / → move among their buttons, Enter or Space shows a token's step), the
-step buttons named in words.
+step buttons named in words, each new step's sentence said by the strip's live region (in #gen-text, around
+the text each step redraws). The page names its chart itself (role=figure, aria-label `TREE_NAME`, in its HTML):
+the app's script names each chart from its Gradio block's label, which the export has no copy of.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from plotly.offline import get_plotlyjs
 from . import style
 from .metrics import run_summary
 from .text_view import text_html
-from .tree_figure import label_script, root_context, step_title, tree_figure
+from .tree_figure import TREE_NAME, label_script, root_context, step_title, tree_figure
 
 
 def _step_rows(step: dict) -> list[tuple[str, str]]:
@@ -118,9 +120,9 @@ td {{ border: 1px solid #ddd; padding: 3px 8px; }}
 <div class="bar"><button id="prev">◀ Prev</button><input id="step" type="range" min="1" max="{max(len(steps), 1)}"
  value="{start + 1}" aria-label="Step"><button id="next">Next ▶</button><button id="play">▶ Play</button><button
  id="pause" hidden>❚❚ Pause</button><span id="label"></span></div>
-<div id="tree"></div>
+<div id="tree" role="figure" aria-label="{html.escape(TREE_NAME)}"></div>
 <table id="metrics"></table>
-<div id="text"></div>
+<div id="gen-text"><div id="text"></div></div>
 <p style="color:#666;font-size:12px">Keys: ← / → step, Space play / pause; Tab reaches the generated text,
 where ← / → move among its tokens and Enter shows a token's step. Exported from OPT-Tree Explorer; it needs no
 server and no network.</p>

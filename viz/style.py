@@ -170,6 +170,7 @@ PAGE_CSS = page_css()     # read when the page starts: the app passes it to `lau
 
 def keys_script() -> str:
     """The browser script that gives a page of steps its keys (← / → step, Space play / pause; the text strip
-    and each chart's toolbar one Tab stop, with arrows among their buttons) and its step buttons' spoken names:
-    assets/keys.js, a function a page calls once. The app's page and the HTML export both run it."""
+    and each chart's toolbar one Tab stop, with arrows among their buttons), its step buttons' spoken names and
+    the text strip's live region, which says each new step's sentence: assets/keys.js, a function a page calls
+    once. The app's page and the HTML export both run it."""
     return (paths.PAGE_ASSETS / "keys.js").read_text(encoding="utf-8")

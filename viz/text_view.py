@@ -147,7 +147,7 @@ STRIP_NAME = "Generated text: ← and → move between tokens, Enter shows a tok
 def text_html(trace: dict | None, current: int | None = None) -> str:
     """The run's text, each token shaded by origin and step (bonus tokens also underlined), the `current`
     step's outlined; before it, for screen readers, a visually hidden `step_summary` of that step (the page's
-    script, assets/app.js, says each new one from a live region)."""
+    script, assets/keys.js, in the app and the HTML export, says each new one from a live region)."""
     steps = (trace or {}).get("steps", [])
     if not steps:
         return '<div class="gen-text empty">The generated text appears here, token by token.</div>'

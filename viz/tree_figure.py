@@ -60,6 +60,11 @@ def _hover(step: dict, i: int) -> str:
             f"depth {step['depth'][i]} · rank {step['rank'][i]} among siblings' draft choices{origin}")
 
 
+# The tree chart's name: the app's block label (ui/explore.py), which the app's script gives the chart as its
+# accessible name, and the HTML export's chart's aria-label.
+TREE_NAME = "Draft tree of the selected step"
+
+
 def label_script() -> str:
     """The browser script that fits these figures' labels to the width each is drawn at (on a phone a label
     that would print over another is hidden or moved): assets/fit_labels.js, a function a page calls once.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -13,7 +14,8 @@ from tiny import tiny_pair
 from opttree.config import DecodeConfig
 from opttree.engine.speculative import run
 from viz.html_export import standalone_html
-from viz.tree_figure import step_title, tree_figure
+from viz.text_view import step_summary
+from viz.tree_figure import TREE_NAME, step_title, tree_figure
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -156,3 +158,30 @@ def test_the_export_takes_the_keys_and_names_of_the_page(trace, tmp_path):
         pg.wait_for_function(f"() => ({TITLE})().includes('step 3/')")
         pg.click("#pause")
         assert pg.locator("#pause").is_hidden() and pg.locator("#play").is_visible()
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium not installed (make browser)")
+def test_the_export_says_each_new_step_and_names_its_chart(trace, tmp_path):
+    """A screen reader hears each new step in the export as in the app (assets/keys.js): → puts the new step's
+    sentence (viz/text_view.py step_summary) in a polite live region outside the text each step redraws, the
+    drawn copy hidden from readers; the tree chart is a figure named as the app's."""
+    from app_server import headless_chromium  # the browser tests' Chromium (imports Playwright)
+
+    expect = pytest.importorskip("playwright.sync_api").expect
+    said = [html.unescape(step_summary(trace, i)) for i in range(2)]
+    assert said[0] != said[1]
+    with headless_chromium() as browser:
+        pg = export_page(browser, trace, tmp_path)
+        live = "() => document.querySelector('[aria-live]')?.textContent"
+        pg.wait_for_function(f"(said) => ({live})() === said", arg=said[0], timeout=10_000)
+        pg.keyboard.press("ArrowRight")
+        pg.wait_for_function(f"() => ({TITLE})().includes('step 2/')")
+        pg.wait_for_function(f"(said) => ({live})() === said", arg=said[1], timeout=10_000)
+        region = pg.locator("[aria-live]")
+        assert region.count() == 1 and region.get_attribute("aria-live") == "polite"
+        assert pg.evaluate("document.querySelector('[aria-live]').closest('#text')") is None   # not redrawn
+        assert pg.locator("#text p.sr-only").count() == 1
+        assert pg.get_attribute("#text p.sr-only", "aria-hidden") == "true"
+        assert pg.text_content("#text p.sr-only") == said[1]
+        assert pg.get_attribute("#tree", "role") == "figure"
+        expect(pg.locator("#tree")).to_have_accessible_name(TREE_NAME)
