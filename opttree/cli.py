@@ -18,7 +18,7 @@ from opttree.bench import serving_report, tree_export
 from opttree.bench.answers import main as eval_main
 from opttree.bench.cli import register as register_bench
 from opttree.bench.prompts import read_prompts
-from opttree.config import DRAFT_FLAGS, LIMITS, RANDOM_HEAD, DecodeConfig, models_from_args
+from opttree.config import DRAFT_FLAGS, LIMITS, RANDOM_HEAD, DecodeConfig, flag, from_args, models_from_args
 from opttree.decoding.prompts import clean_prompt
 from opttree.drafters.registry import KINDS
 from opttree.engine import batch_cost
@@ -118,7 +118,7 @@ def at_least_one(args, *names: str) -> None:
     for name in names:
         value = getattr(args, name)
         if value is not None and value < 1:
-            raise BadInput(f"--{name.replace('_', '-')} must be at least 1, got {value}.")
+            raise BadInput(f"{flag(name)} must be at least 1, got {value}.")
 
 
 def _export_config(args) -> DecodeConfig:
@@ -129,8 +129,8 @@ def _export_config(args) -> DecodeConfig:
         raise BadInput(f"--nodes must be between 1 and {hi:g} for a static tree, got {args.nodes}.")
     at_least_one(args, "fit_prompts", "limit", "threads")
     check_writable(args.report, "--report")
-    return DecodeConfig(method=args.method, nodes=args.nodes, threshold=args.threshold, max_depth=args.max_depth,
-                        max_new_tokens=args.max_new_tokens, temperature=0.0)
+    return from_args(argparse.Namespace(method=args.method, nodes=args.nodes, threshold=args.threshold,
+                                        max_depth=args.max_depth, max_new_tokens=args.max_new_tokens, temperature=0.0))
 
 
 def _adaptive_static(args, cfg: DecodeConfig, log) -> tuple[list, dict]:

@@ -50,9 +50,10 @@ AUTO_NODES = 0
 AUTO_MAX_NODES = 60
 
 
-def check_tree_temperature(value) -> float:
-    """A tree temperature given by a user (a real one, not the 0 that means "the card's"), or BadInput."""
-    return float(checked_number("tree temperature", value, *TREE_TEMPERATURE_RANGE))
+def check_tree_temperature(value, shown: str = "tree temperature") -> float:
+    """A tree temperature given by a user (a real one, not the 0 that means "the card's"), or BadInput;
+    `shown` is what the message calls it."""
+    return float(checked_number(shown, value, *TREE_TEMPERATURE_RANGE))
 
 
 def setting(default, *, label: str, help: str, lo=None, hi=None, choices=None, ui: dict | None = None,
@@ -180,15 +181,16 @@ def checked_number(name: str, value, lo, hi, whole: bool = False) -> int | float
     return int(number) if whole else number + 0.0   # + 0.0: -0.0 is recorded as 0.0
 
 
-def _checked(f, value):
-    """One field's value, converted to its type and checked against its declaration."""
-    meta = f.metadata
+def _checked(f, value, shown: str | None = None):
+    """One field's value, converted to its type and checked against its declaration; a message calls it
+    `shown` (a flag, on the command line) or its field name."""
+    meta, shown = f.metadata, shown or f.name
     if meta["choices"] is not None:
         if value not in meta["choices"]:
-            raise BadInput(f"unknown {f.name} {short_value(value)}: choose one of {', '.join(meta['choices'])}.")
+            raise BadInput(f"unknown {shown} {short_value(value)}: choose one of {', '.join(meta['choices'])}.")
         return value
     want_int = f.type in ("int", int)
-    number = checked_number(f.name, value, meta["lo"], meta["hi"], whole=want_int)
+    number = checked_number(shown, value, meta["lo"], meta["hi"], whole=want_int)
     return number if want_int else float(number)
 
 
@@ -210,6 +212,11 @@ def python_type(name: str) -> type:
 
 # ---- the command line ------------------------------------------------------------------------------
 
+def flag(name: str) -> str:
+    """A setting's command-line flag: `--max-new-tokens` for max_new_tokens."""
+    return "--" + name.replace("_", "-")
+
+
 def node_budget(text: str) -> int:
     """`--nodes`: a number, or `auto` (= 0, the auto budget)."""
     if text.strip().lower() == "auto":
@@ -226,7 +233,6 @@ def add_decode_args(p: argparse.ArgumentParser, method: bool = True) -> None:
         if name == "method" and not method:
             continue
         meta = f.metadata
-        flag = "--" + name.replace("_", "-")
         kwargs = dict(dest=name, help=meta["help"])
         if meta["choices"] is not None:
             kwargs.update(choices=meta["choices"], default=f.default)
@@ -238,17 +244,18 @@ def add_decode_args(p: argparse.ArgumentParser, method: bool = True) -> None:
                           help=meta["help"].replace("0 = the draft card's", "default: the draft card's"))
         else:
             kwargs.update(type=python_type(name), default=f.default)
-        p.add_argument(flag, *meta["flags"], **kwargs)
+        p.add_argument(flag(name), *meta["flags"], **kwargs)
 
 
 def from_args(args, method: str | None = None) -> DecodeConfig:
-    """The DecodeConfig of parsed CLI arguments."""
+    """The DecodeConfig of parsed CLI arguments; a bad value's message names its flag, as it was typed."""
     values = {name: getattr(args, name) for name in SETTING_NAMES if hasattr(args, name)}
     if method is not None:
         values["method"] = method
     # On the command line a given tree temperature must be a real one (0 is not "the card's").
-    tree_t = values.get("tree_temperature")
-    values["tree_temperature"] = 0.0 if tree_t is None else check_tree_temperature(tree_t)
+    tree_t = values.pop("tree_temperature", None)
+    values = {name: _checked(SETTINGS[name], value, flag(name)) for name, value in values.items()}
+    values["tree_temperature"] = 0.0 if tree_t is None else check_tree_temperature(tree_t, flag("tree_temperature"))
     return DecodeConfig(**values)
 
 
@@ -301,7 +308,7 @@ class ModelConfig:
 
 MODEL_SETTINGS = {f.name: f for f in fields(ModelConfig)}
 # The command-line flag that names each model drafter's draft (drafters/registry.py, error messages).
-DRAFT_FLAGS = {f.metadata["drafter"]: "--" + f.name.replace("_", "-")
+DRAFT_FLAGS = {f.metadata["drafter"]: flag(f.name)
                for f in MODEL_SETTINGS.values() if f.metadata["drafter"]}
 
 
@@ -309,7 +316,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     """One flag per model setting, help and default from its declaration."""
     for name, f in MODEL_SETTINGS.items():
         meta = f.metadata
-        flags = meta["flags"] or ("--" + name.replace("_", "-"),)
+        flags = meta["flags"] or (flag(name),)
         kwargs = dict(dest=name, default=f.default, help=meta["help"])
         if meta["kind"] is bool:
             kwargs["action"] = "store_true"

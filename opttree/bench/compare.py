@@ -20,7 +20,7 @@ from opttree import paths
 from opttree.bench.harness import parse_spec
 from opttree.bench.prompts import BenchPrompt, read_prompts, with_given
 from opttree.bench.verdict import spread, verdict
-from opttree.config import AUTO_NODES, MODEL_DRAFTERS, SETTINGS, TRAINING_FREE, app_defaults
+from opttree.config import AUTO_NODES, MODEL_DRAFTERS, SETTINGS, TRAINING_FREE, app_defaults, flag
 from opttree.errors import guarded
 from opttree.trees.static import shape_paths
 
@@ -127,7 +127,7 @@ def bench_command(prompt: str, scope: str, methods: list[str], settings: dict, d
     for name, value in settings.items():
         if name in ("method", "nodes") or name not in SETTINGS or value == SETTINGS[name].default:
             continue
-        cmd += ["--" + name.replace("_", "-"), str(value)]
+        cmd += [flag(name), str(value)]
     return shlex.join(cmd)
 
 

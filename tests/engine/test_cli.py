@@ -24,18 +24,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.mark.parametrize("args,needle", [
     (["--prompt", "   "], "prompt is empty"),
-    (["--prompt", "hi", "--nodes", "-1"], "nodes must be between"),
-    (["--prompt", "hi", "--threshold", "-0.1"], "threshold must be between"),
-    (["--prompt", "hi", "--max-depth", "0"], "max_depth must be between"),
-    (["--prompt", "hi", "--temperature", "nan"], "temperature must be between"),
+    (["--prompt", "hi", "--nodes", "-1"], "--nodes must be between"),
+    (["--prompt", "hi", "--threshold", "-0.1"], "--threshold must be between"),
+    (["--prompt", "hi", "--max-depth", "0"], "--max-depth must be between"),
+    (["--prompt", "hi", "--temperature", "nan"], "--temperature must be between"),
     (["--prompt", "hi", "--base-model-path", "no-such-org/no-such-model-xyz"], "could not load model"),
     (["--prompt", "hi", "--device", "tpu"], "unknown device"),
-    (["--prompt", "hi", "--tree-temperature", "0"], "tree temperature must be between"),
-    (["--prompt", "hi", "--tree-temperature", "warm"], "tree temperature must be a number"),
+    (["--prompt", "hi", "--tree-temperature", "0"], "--tree-temperature must be between"),
+    (["--prompt", "hi", "--tree-temperature", "warm"], "--tree-temperature must be a number"),
     (["--prompt", "hi", "--retrieval-corpus", "/no/such/corpus.txt"], "cannot read the retrieval corpus"),
     (["--prompt", "hi", "--retrieval", "maybe"], None),
 ])
 def test_bad_input_clear_error(capsys, args, needle):
+    """A bad value is named by its flag, as it was typed (--max-depth, not the setting's field max_depth)."""
     if needle is None:   # argparse's own choices check
         with pytest.raises(SystemExit) as exc:
             main(["generate", *args])
