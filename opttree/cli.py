@@ -83,15 +83,16 @@ def _check_drafts(models) -> None:
 
 def served_draft(models) -> str | None:
     """Where a serving engine finds the run's draft (vLLM's `model`, SGLang's --speculative-draft-model-path),
-    when the draft flag names one it can load as given: a hub id or a model folder (a Hugging Face model, an
-    official EAGLE checkpoint), a folder made absolute. None for this project's own .safetensors drafts and the
-    bundled ones (a format neither engine reads), the bundled target drafting for itself and an untrained head
-    (names only this project's loaders know)."""
+    when the draft flag names one it can load as given: a hub id or a model folder (one with a config.json: a
+    Hugging Face model, an official EAGLE checkpoint), a folder made absolute. None for this project's own
+    .safetensors drafts, a folder holding one (a head's folder) and the bundled ones (a format neither engine
+    reads), the bundled target drafting for itself and an untrained head (names only this project's loaders
+    know)."""
     spec = models.drafts().get(models.kind())
     if not spec or spec == RANDOM_HEAD or is_bundled(spec):
         return None
     if Path(spec).is_dir():
-        return str(Path(spec).resolve())
+        return str(Path(spec).resolve()) if (Path(spec) / "config.json").is_file() else None
     return spec if not Path(spec).exists() and HUB_ID.fullmatch(spec) and not spec.endswith(".safetensors") else None
 
 

@@ -97,6 +97,7 @@ def test_the_vllm_config_names_the_draft_vllm_loads_when_the_draft_flag_gives_on
     the JSON never held `model`)."""
     folder = tmp_path / "my draft"
     folder.mkdir()
+    (folder / "config.json").write_text("{}")     # a Hugging Face model's folder
     assert main([*EXPORT, "--method", "chain", "--nodes", "4", "--draft-model-path", str(folder)]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out) == {"method": "draft_model", "model": str(folder.resolve()), "num_speculative_tokens": 4}
@@ -121,6 +122,7 @@ def test_the_sglang_flags_name_the_draft_when_the_draft_flag_gives_one(capsys, t
 
     folder = tmp_path / "my draft"
     folder.mkdir()
+    (folder / "config.json").write_text("{}")     # a Hugging Face model's folder
     sglang = ["export-tree", "--format", "sglang", "--method", "binary", "--nodes", "6"]
     assert main([*sglang, "--drafter", "classic", "--draft-model-path", str(folder)]) == 0
     out, err = capsys.readouterr()
@@ -175,6 +177,7 @@ def test_the_serving_tabs_command_line_for_a_run_on_ones_own_model_reproduces_it
 
     draft = tmp_path / "my draft"
     draft.mkdir()
+    (draft / "config.json").write_text("{}")      # a Hugging Face model's folder
     paths = [(0,), (1,), (0, 0), (0, 1), (0, 0, 0)]
     step = {"parents": [-1, -1, 0, 0, 2], "rank": [0, 1, 0, 1, 0], "tokens": [1, 2, 3, 4, 5]}
     trace = {"meta": {"method": "sequoia", "drafter": "classic", "nodes": 5, "max_depth": 10,
@@ -219,3 +222,23 @@ def test_the_serving_tabs_command_line_for_the_apps_self_and_random_pairs_names_
     assert json.loads(report.read_text())["acceptance_source"].startswith("the default prior")
     assert main(shlex.split(line.replace("--format sglang ", "--format vllm "))[1:]) == 0
     assert "model" not in json.loads(capsys.readouterr().out)     # neither is a draft vLLM can load
+
+
+def test_a_folder_holding_this_projects_own_head_is_not_named_as_a_draft_the_engines_load(capsys, tmp_path):
+    """--ea-model-path takes a folder holding this project's head.safetensors (the loader reads the file in it);
+    neither engine reads that format, so the export leaves vLLM's "model" and SGLang's draft path to the notes,
+    as it does for the file itself. A folder with a config.json (a Hugging Face model, an EAGLE checkpoint) is
+    named."""
+    own = tmp_path / "my head"
+    own.mkdir()
+    (own / "head.safetensors").write_bytes(b"")
+    assert main([*EXPORT, "--method", "chain", "--nodes", "4", "--ea-model-path", str(own)]) == 0
+    out, err = capsys.readouterr()
+    assert "model" not in json.loads(out) and 'with "model": the path of a draft vLLM can load' in err
+    assert main(["export-tree", "--format", "sglang", "--method", "binary", "--nodes", "6", "--ea-model-path",
+                 str(own)]) == 0
+    out, err = capsys.readouterr()
+    assert "--speculative-draft-model-path" not in out and "--speculative-draft-model-path <" in err
+    (own / "config.json").write_text("{}")
+    assert main([*EXPORT, "--method", "chain", "--nodes", "4", "--ea-model-path", str(own)]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == str(own.resolve())
