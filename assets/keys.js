@@ -52,10 +52,10 @@
   // - The text strip (viz/text_view.py): a 128-token run would be 128 Tab stops; the stop starts on the selected
   //   step's first token, and pressing a token shows its step.
   // - Each chart's Plotly toolbar: its ten buttons (download PNG, zoom, pan, box and lasso select, zoom in / out,
-  //   autoscale, reset axes, Plotly's link) were ten Tab stops, so Tab from Play to the page's next control passed
-  //   eighteen. Each toolbar keeps every button, for a mouse and the keyboard alike (teachers download PNGs, zoom
-  //   and reset; removing buttons would take one from someone), and is one Tab stop, on its first button
-  //   (Download plot as a PNG), named as a toolbar so a screen reader says the arrows move in it.
+  //   autoscale, reset axes, Plotly's link) would be ten Tab stops, so Tab from Play to the page's next control
+  //   would pass eighteen. Each toolbar keeps every button, for a mouse and the keyboard alike (teachers download
+  //   PNGs, zoom and reset; removing buttons would take one from someone), and is one Tab stop, on its first
+  //   button (Download plot as a PNG), named as a toolbar so a screen reader says the arrows move in it.
   const GROUPS = [
     {box: '.gen-text', item: '.tok', start: (box) => box.querySelector('.tok.current')},
     {box: '.js-plotly-plot .modebar', item: '.modebar-btn', role: 'toolbar', name: 'Chart tools'},

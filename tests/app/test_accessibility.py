@@ -255,7 +255,7 @@ def test_the_text_strip_is_one_tab_stop_whose_keys_press_its_tokens(keys_page):
     pg.keyboard.press("Shift+Tab")
     assert active(pg) == last_but_one
     assert pg.locator("#gen-text .tok[tabindex='0']").count() == 1
-    # A token clicked with the mouse hands its keys to the steps, as before the strip took keys of its own.
+    # A token clicked with the mouse hands its keys to the steps, as a clicked step button does.
     toks.nth(0).click()
     pg.keyboard.press("ArrowRight")
     pg.keyboard.press(" ")
@@ -274,7 +274,7 @@ TOOL = "() => { const e = document.activeElement; return [e.closest('.js-plotly-
 
 
 def test_each_charts_toolbar_is_one_tab_stop_with_every_tool_kept(keys_page):
-    """Plotly's toolbar was ten Tab stops a chart (some fifty from the step buttons to the next control): each
+    """Plotly's toolbar would be ten Tab stops a chart (some fifty from the step buttons to the next control): each
     toolbar is one stop, on Download plot as a PNG, named as a toolbar; ← / → reach every tool, and the tool
     focused last keeps the stop."""
     from plotly.offline import get_plotlyjs  # only this test draws a chart in the bare page

@@ -131,7 +131,7 @@ def test_a_draft_file_that_is_not_safetensors_is_a_clear_error(tmp_path):
 
 def test_a_plain_hugging_face_weights_file_given_as_a_draft_file_says_what_it_is_not(tmp_path):
     """A Hugging Face model's model.safetensors (no `config` metadata) as --ea-model-path read as a head "trained
-    for hidden size None" (failed before); each draft loader now names the file as not its kind of draft, with
+    for hidden size None" (failed before); each draft loader names the file as not its kind of draft, with
     the tensors such a draft holds and the ones the file has."""
     pair = tiny_pair("classic")
     pair.target.save_pretrained(tmp_path / "hf")
