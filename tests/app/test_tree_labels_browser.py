@@ -175,6 +175,7 @@ def test_on_a_phone_an_accepted_label_below_its_diamond_stays_off_other_nodes_ma
     pg.screenshot(path=str(ARTIFACTS / "classroom-phone-accepted-off-markers.png"))
     pg.close()
 
+
 def test_the_html_export_fits_a_deep_trees_labels_on_a_phone(chromium, tmp_path):
     """The standalone HTML export runs the app's label fitting (assets/fit_labels.js, embedded as it is): opened
     on a phone, no two visible labels of a 60-node tree print on each other and the accepted path shows whole
