@@ -225,6 +225,11 @@ def test_presenter_mode_fits_one_step_on_a_projector_screen(app):
     labels = pg.evaluate(LABEL_OVERLAPS)                      # larger labels on a shorter tree, still apart
     assert labels["labels"] >= 5 and labels["overlaps"] == 0, labels
     pg.screenshot(path=str(ARTIFACTS / "classroom-presenter.png"))
+    pg.set_viewport_size({"width": 800, "height": 720})          # too narrow for both: the text wraps, full width
+    pg.wait_for_timeout(300)
+    side, tree = rect(pg, "#side-col"), rect(pg, "#tree-col")
+    assert side["top"] >= tree["bottom"] - 2 and side["right"] - side["left"] >= tree["right"] - tree["left"] - 2
+    pg.set_viewport_size(PROJECTOR)
     pg.locator("#present input").uncheck()                    # the toggle leaves presenter mode
     pg.wait_for_function("() => !document.body.classList.contains('presenter')")
     assert rect(pg, "#controls-col") is not None and rect(pg, "#page-head") is not None
