@@ -19,7 +19,7 @@
   document.addEventListener('focusin', (e) => { if (e.target !== pointed) pointed = null; }, true);
   document.addEventListener('keydown', (e) => {
     const t = e.target;
-    if (e.altKey || e.ctrlKey || e.metaKey || e.defaultPrevented) return;   // a group's own key (below)
+    if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.defaultPrevented) return;   // a group's own key (below)
     if (t && t.tagName === 'BUTTON' && (!OURS.test(t.id) || (e.key === ' ' && t !== pointed))) return;
     if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName))) return;
     if (t && t.closest?.('a[href]')) return;
@@ -83,7 +83,9 @@
   document.addEventListener('keydown', (e) => {
     if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
     const g = GROUPS.find((x) => e.target.matches?.(`${x.box} ${x.item}`));
-    if (!g || e.target === pointed) return;
+    // A token a press focused hands ← / → and Space to the steps (above) and keeps Enter; a toolbar button a
+    // press focused keeps its arrows (the step keys leave a focused button alone).
+    if (!g || (e.target === pointed && g.item === '.tok' && e.key !== 'Enter')) return;
     const items = [...e.target.closest(g.box).querySelectorAll(g.item)];
     const i = items.indexOf(e.target);
     const to = {ArrowLeft: i - 1, ArrowRight: i + 1, Home: 0, End: items.length - 1}[e.key];

@@ -255,11 +255,16 @@ def test_the_text_strip_is_one_tab_stop_whose_keys_press_its_tokens(keys_page):
     pg.keyboard.press("Shift+Tab")
     assert active(pg) == last_but_one
     assert pg.locator("#gen-text .tok[tabindex='0']").count() == 1
-    # A token clicked with the mouse hands its keys to the steps, as a clicked step button does.
+    pg.keyboard.press("Shift+ArrowRight")                   # a modified arrow is neither the strip's nor a step
+    assert active(pg) == last_but_one and pressed(pg) == []
+    # A token clicked with the mouse hands its arrows and Space to the steps, as a clicked step button does, and
+    # Enter still presses it.
     toks.nth(0).click()
     pg.keyboard.press("ArrowRight")
     pg.keyboard.press(" ")
     assert pressed(pg) == ["next", "play"] and active(pg)["text"] == toks.nth(0).text_content()
+    pg.keyboard.press("Enter")
+    assert pg.evaluate("window.jumps") == [0, 0, 0, 0]        # two keys, the click, then Enter
     pg.close()
 
 
@@ -307,4 +312,7 @@ def test_each_charts_toolbar_is_one_tab_stop_with_every_tool_kept(keys_page):
     pg.keyboard.press("Tab")
     pg.keyboard.press("Shift+Tab")
     assert pg.evaluate(TOOL) == second == ["c1", tools[1]]
+    pg.locator('#c2 .modebar-btn[data-title="Zoom in"]').click()   # a tool a mouse pressed keeps the arrows too
+    pg.keyboard.press("ArrowRight")
+    assert pg.evaluate(TOOL) == ["c2", tools[tools.index("Zoom in") + 1]] and pressed(pg) == []
     pg.close()
