@@ -10,7 +10,7 @@ import tempfile
 
 import gradio as gr
 
-from opttree.config import MODEL_DRAFTERS, SETTING_NAMES
+from opttree.config import MODEL_DRAFTERS, SELF_DRAFT, SETTING_NAMES
 from opttree.errors import OptTreeError
 from opttree.models.bundled import is_bundled
 from opttree.trace import dumps, loads
@@ -80,7 +80,7 @@ def model_of(page: Page, registry, meta: dict) -> str | None:
     draft, drafter, target = str(meta.get("draft") or ""), drafter_kind(meta), str(meta.get("target") or "")
     found = [e.id for e in registry.entries.values()
              if e.id in offered and (e.target == target or (is_bundled(e.target) and is_bundled(target)))
-             and (e.drafter == drafter or (e.drafter == "self" and draft == "self"))
+             and (e.drafter == drafter or (e.drafter == SELF_DRAFT and draft == SELF_DRAFT))
              and (e.drafter not in MODEL_DRAFTERS or os.path.basename(e.draft) == draft)]
     return found[0] if len(found) == 1 else None
 

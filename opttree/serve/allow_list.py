@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opttree import paths
-from opttree.config import MODEL_DRAFTERS, TRAINING_FREE
+from opttree.config import MODEL_DRAFTERS, RANDOM_HEAD, SELF_DRAFT, TRAINING_FREE
 from opttree.errors import BadInput
 
-FUSION_DRAFTERS = (*MODEL_DRAFTERS, "self")   # the ones retrieval fusion can join (a draft model)
+FUSION_DRAFTERS = (*MODEL_DRAFTERS, SELF_DRAFT)   # the ones retrieval fusion can join (a draft model)
 DRAFTERS = (*FUSION_DRAFTERS, *TRAINING_FREE, "none")
 
 
@@ -33,7 +33,7 @@ class ModelEntry:
 
     def missing_files(self) -> list[str]:
         """Draft files this entry needs that are not on disk (bundled drafts may not be trained yet)."""
-        if self.drafter in MODEL_DRAFTERS and self.draft and self.draft != "random":
+        if self.drafter in MODEL_DRAFTERS and self.draft and self.draft != RANDOM_HEAD:
             return [] if Path(self.draft).exists() else [self.draft]
         return []
 
@@ -94,7 +94,7 @@ def _entry(raw: dict, base: Path) -> ModelEntry:
         raise BadInput(f"model {raw['id']!r}: retrieval fusion needs a draft model "
                        f"({', '.join(FUSION_DRAFTERS)}), not {raw['drafter']!r}.")
     draft = str(raw.get("draft") or "")
-    if draft and draft != "random" and not Path(draft).is_absolute():
+    if draft and draft != RANDOM_HEAD and not Path(draft).is_absolute():
         draft = str((base / draft).resolve())
     target = raw["target"]   # a folder beside the list is read there; a hub id or the bundled id stays as it is
     if not Path(target).is_absolute() and (base / target).is_dir():
