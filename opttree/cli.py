@@ -74,10 +74,16 @@ def _vector(models) -> tuple[tuple[float, ...], str]:
                                                         f"the {kind.name} drafter has no draft")
 
 
+def _hub_draft(spec: str) -> bool:
+    """Whether a draft flag's value that names no local path reads as a hub id (a name ending .safetensors is
+    a draft file that is not there)."""
+    return bool(HUB_ID.fullmatch(spec)) and not spec.endswith(".safetensors")
+
+
 def _check_drafts(models) -> None:
     """A draft flag naming a local file that is not there is an error (a hub id is not checked here)."""
     for kind, spec in models.drafts().items():
-        if spec and not Path(spec).exists() and (spec.endswith(".safetensors") or not HUB_ID.fullmatch(spec)):
+        if spec and not Path(spec).exists() and not _hub_draft(spec):
             raise BadInput(f"{DRAFT_FLAGS[kind]} {spec}: no such file or folder.")
 
 
@@ -93,7 +99,7 @@ def served_draft(models) -> str | None:
         return None
     if Path(spec).is_dir():
         return str(Path(spec).resolve()) if (Path(spec) / "config.json").is_file() else None
-    return spec if not Path(spec).exists() and HUB_ID.fullmatch(spec) and not spec.endswith(".safetensors") else None
+    return spec if not Path(spec).exists() and _hub_draft(spec) else None
 
 
 def check_writable(path: str | None, flag: str) -> None:
