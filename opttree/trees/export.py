@@ -260,10 +260,14 @@ class Export:
     notes: list[str]    # what it keeps, what it loses and how to pass it (the CLI's stderr)
 
 
+# Why an engine's draft location is left for the user where export-tree could not fill it (both engines' notes).
+_UNFILLED = ("(this project's drafts are in its own format; export-tree fills it from a draft flag naming a hub id "
+             "or a model folder)")
+
+
 def _vllm_notes(paths, method: str, tree: bool, filled: bool) -> list[str]:
     depth = max(len(p) for p in paths)
-    model = (' with "model": the path of a draft vLLM can load (this project\'s drafts are in its own format; '
-             'export-tree fills it from a draft flag naming a hub id or a model folder)'
+    model = (f' with "model": the path of a draft vLLM can load {_UNFILLED}'
              if method in VLLM_DRAFT_METHODS and not filled else "")
     if not tree:
         return [f"vLLM ≥ 0.21 verifies a chain (PR #42121 removed its tree attention): "
@@ -278,8 +282,7 @@ def _vllm_notes(paths, method: str, tree: bool, filled: bool) -> list[str]:
 
 
 def _sglang_notes(paths, kind: str, filled: bool) -> list[str]:
-    draft = (" --speculative-draft-model-path <a draft SGLang can load> (this project's drafts are in its own "
-             "format; export-tree fills it from a draft flag naming a hub id or a model folder)"
+    draft = (f" --speculative-draft-model-path <a draft SGLang can load> {_UNFILLED}"
              if SGLANG_ALGORITHMS.get(kind) != "NGRAM" and not filled else "")
     return [sglang_note(paths, kind),
             f"Pass them as python -m sglang.launch_server --model-path <target> <these flags>{draft}."]
