@@ -139,7 +139,7 @@ def vllm_config(paths, method: str | None, tree: bool = False, kind: str | None 
 
 def vllm_json(paths, method: str | None, tree: bool = False, kind: str | None = None,
               draft: str | None = None) -> str:
-    """`vllm_config` on one line, as `--speculative-config '...'` takes it."""
+    """`vllm_config` on one line, as `--speculative-config` takes it (the notes quote it for the shell)."""
     return json.dumps(vllm_config(paths, method, tree, kind, draft))
 
 
@@ -265,20 +265,23 @@ _UNFILLED = ("(this project's drafts are in its own format; export-tree fills it
              "or a model folder)")
 
 
-def _vllm_notes(paths, method: str, tree: bool, filled: bool) -> list[str]:
+def _vllm_notes(paths, text: str, method: str, tree: bool, filled: bool) -> list[str]:
+    """What the config keeps and how to pass it: the last note ends with the `vllm serve` line, the JSON `text`
+    quoted for the shell as SGLang's draft path is (a draft folder's path may hold a `'`)."""
     depth = max(len(p) for p in paths)
-    model = (f' with "model": the path of a draft vLLM can load {_UNFILLED}'
+    model = (f'Complete it with "model": the path of a draft vLLM can load {_UNFILLED}. '
              if method in VLLM_DRAFT_METHODS and not filled else "")
+    flag = f"--speculative-config {shlex.quote(text)}"
     if not tree:
         return [f"vLLM ≥ 0.21 verifies a chain (PR #42121 removed its tree attention): "
                 f"{depth} draft tokens a step, the tree's depth. The tree's shape is carried by SGLang "
                 f"(--format sglang); vLLM ≤ 0.20 took a tree (--format vllm-tree).",
-                f"Pass it as vllm serve <target> --speculative-config '<this JSON>'{model}."]
+                f"{model}Pass it as: vllm serve <target> {flag}"]
     return ["For vLLM ≤ 0.20 only (0.21 removed speculative_token_tree and refuses the key). Its rejection "
             "sampler compares the drafted tokens position by position, as a chain (a tree-aware one, PR #22752, "
             "was not merged), so the tree's branches are drafted but not verified as branches.",
-            f"Pass it as vllm serve <target> --attention-backend TREE_ATTN --speculative-config '<this JSON>'"
-            f"{model} (vLLM never picks the TREE_ATTN backend on its own)."]
+            f"vLLM never picks the TREE_ATTN backend on its own, so the line names it. {model}Pass it as: "
+            f"vllm serve <target> --attention-backend TREE_ATTN {flag}"]
 
 
 def _sglang_notes(paths, kind: str, filled: bool) -> list[str]:
@@ -299,7 +302,7 @@ def engine_export(paths, fmt: str, kind: str, draft: str | None = None) -> Expor
         return Export(sglang_flags(paths, kind).args(draft), _sglang_notes(paths, kind, bool(draft)))
     method, tree = VLLM_METHODS.get(kind), fmt == "vllm-tree"
     text = vllm_json(paths, method, tree, kind, draft)
-    return Export(text, _vllm_notes(check_paths(paths), method, tree, bool(draft)))
+    return Export(text, _vllm_notes(check_paths(paths), text, method, tree, bool(draft)))
 
 
 def held_note(method: str, asked: int, paths, max_depth: int) -> str | None:

@@ -114,6 +114,27 @@ def test_the_vllm_config_names_the_draft_vllm_loads_when_the_draft_flag_gives_on
         assert "model" not in json.loads(out) and 'with "model": the path of a draft vLLM can load' in err
 
 
+def test_the_vllm_serve_line_quotes_a_draft_path_holding_a_quote_for_the_shell(capsys, tmp_path):
+    """The note's `vllm serve` line holds the JSON quoted for the shell, as SGLang's draft path is: a draft folder
+    whose path has a `'` gives back the same JSON, its "model" that folder (failed before: the note said to wrap
+    the JSON in single quotes, which that `'` closes)."""
+    import shlex
+
+    folder = tmp_path / "bob's models" / "draft"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")     # a Hugging Face model's folder
+    for fmt, method in (("vllm", "chain"), ("vllm-tree", "binary")):
+        assert main(["export-tree", "--format", fmt, "--method", method, "--nodes", "6", "--ea-model-path",
+                     str(folder)]) == 0
+        out, err = capsys.readouterr()
+        line = next(x for x in err.splitlines() if "vllm serve" in x)
+        argv = shlex.split(line.split("Pass it as: ", 1)[1])
+        assert argv[:3] == ["vllm", "serve", "<target>"], argv
+        config = json.loads(argv[argv.index("--speculative-config") + 1])
+        assert config == json.loads(out) and config["model"] == str(folder.resolve())
+        assert ("--attention-backend" in argv) == (fmt == "vllm-tree")
+
+
 def test_the_sglang_flags_name_the_draft_when_the_draft_flag_gives_one(capsys, tmp_path):
     """SGLang's EAGLE and STANDALONE load the draft from --speculative-draft-model-path (server_args.py: a local
     folder or a hub id): the same draft flags that fill vLLM's "model" fill it, a folder absolute and quoted for
