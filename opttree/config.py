@@ -132,7 +132,7 @@ class DecodeConfig:
         lo, hi = TREE_TEMPERATURE_RANGE
         if 0 < self.tree_temperature < lo:
             raise BadInput(f"tree_temperature must be 0 (the draft's fitted value) or between {lo:g} and {hi:g}, "
-                           f"got {self.tree_temperature!r}.")
+                           f"got {shown_number(self.tree_temperature)}.")
 
     @property
     def auto_nodes(self) -> bool:
@@ -147,10 +147,23 @@ class DecodeConfig:
         return asdict(self)
 
 
+def _cut(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def short_value(value) -> str:
     """A rejected value as the error message shows it (never thousands of digits)."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return _cut(repr(value))
+
+
+def shown_number(value) -> str:
+    """A rejected number as the error message shows it: a number's text (what the command line and the page's
+    boxes give) as written, unquoted, and a whole float without its ".0" (`9` for "9" and 9.0, as for 9)."""
+    if isinstance(value, str):
+        return _cut(value.strip())
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return short_value(value)
 
 
 def shown_bound(x) -> str:
@@ -165,19 +178,19 @@ def checked_number(name: str, value, lo, hi, whole: bool = False) -> int | float
     refused, never rounded, and a whole float or text comes back an int."""
     if isinstance(value, bool):
         raise BadInput(f"{name} must be a number, got {value!r}.")
-    between = f"{name} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {short_value(value)}."
+    between = f"{name} must be between {shown_bound(lo)} and {shown_bound(hi)}, got {shown_number(value)}."
     if isinstance(value, int):
         if not lo <= value <= hi:
             raise BadInput(between)
         return value
     try:
         number = float(value)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError):   # no number: shown as what it is ('warm', None)
         raise BadInput(f"{name} must be a number, got {short_value(value)}.") from None
     if not math.isfinite(number) or number < lo or number > hi:
         raise BadInput(between)
     if whole and number != int(number):
-        raise BadInput(f"{name} must be a whole number, got {short_value(value)}.")
+        raise BadInput(f"{name} must be a whole number, got {shown_number(value)}.")
     return int(number) if whole else number + 0.0   # + 0.0: -0.0 is recorded as 0.0
 
 

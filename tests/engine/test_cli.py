@@ -47,6 +47,20 @@ def test_bad_input_clear_error(capsys, args, needle):
     assert needle in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("flag, value, shown", [
+    ("--tree-temperature", "9", "between 0.05 and 5, got 9."),
+    ("--tree-temperature", "0.01", "between 0.05 and 5, got 0.01."),
+    ("--temperature", "9", "between 0 and 2, got 9."),
+    ("--top-p", "1.5", "between 0 and 1, got 1.5."),
+    ("--tree-temperature", "warm", "a number, got 'warm'."),
+])
+def test_a_rejected_number_is_shown_as_a_number(capsys, flag, value, shown):
+    """A number out of range is shown as the number typed, a text that is no number quoted (failed before:
+    --tree-temperature's `got '9'`, `got '0.01'`, quoted like a text; --temperature's `got 9.0`)."""
+    assert main(["generate", "--prompt", "hi", flag, value]) == 2
+    assert capsys.readouterr().err == f"error: {flag} must be {shown}\n"
+
+
 def test_a_model_path_that_is_a_file_or_is_not_there_is_named_plainly(tmp_path, monkeypatch, capsys):
     """A GGUF or a weights file given as the target, or a local folder that is not there, is refused with what
     to give instead (not transformers' "not a valid JSON file" or "Repo id must be ..."), before anything loads."""
