@@ -25,7 +25,7 @@ from opttree.engine import batch_cost
 from opttree.errors import BadInput, OneLineParser, guarded
 from opttree.models.bundled import is_bundled
 from opttree.models.draft_assets import card_acceptance
-from opttree.models.loading import HUB_ID
+from opttree.paths import is_hub_id
 from opttree.trace import by_depth_text, dumps, percent
 from opttree.train.card import heldout_questions
 from opttree.trees.export import EXPORT_FORMATS, EXPORT_METHODS, engine_export, held_note, static_paths
@@ -74,16 +74,11 @@ def _vector(models) -> tuple[tuple[float, ...], str]:
                                                         f"the {kind.name} drafter has no draft")
 
 
-def _hub_draft(spec: str) -> bool:
-    """Whether a draft flag's value that names no local path reads as a hub id (a name ending .safetensors is
-    a draft file that is not there)."""
-    return bool(HUB_ID.fullmatch(spec)) and not spec.endswith(".safetensors")
-
-
 def _check_drafts(models) -> None:
-    """A draft flag naming a local file that is not there is an error (a hub id is not checked here)."""
+    """A draft flag naming a local file that is not there is an error (a hub id and `random`, the untrained head,
+    are not checked here)."""
     for kind, spec in models.drafts().items():
-        if spec and not Path(spec).exists() and not _hub_draft(spec):
+        if spec and spec != RANDOM_HEAD and not Path(spec).exists() and not is_hub_id(spec):
             raise BadInput(f"{DRAFT_FLAGS[kind]} {spec}: no such file or folder.")
 
 
@@ -99,7 +94,7 @@ def served_draft(models) -> str | None:
         return None
     if Path(spec).is_dir():
         return str(Path(spec).resolve()) if (Path(spec) / "config.json").is_file() else None
-    return spec if not Path(spec).exists() and _hub_draft(spec) else None
+    return spec if is_hub_id(spec) else None
 
 
 def check_writable(path: str | None, flag: str) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,9 +50,6 @@ def resolve_dtype(dtype: str, device: torch.device, target: str | None = None) -
     return table[dtype]
 
 
-HUB_ID = re.compile(r"[\w.-]+(/[\w.-]+)?")   # what a hub model id looks like ("org/name" or "name")
-
-
 def model_folder(spec: str) -> str:
     """Map a model argument to what `from_pretrained` takes (the bundled id becomes its cache dir). A file
     (a GGUF, a weights file) or a local path that is not there is refused here, with what to give instead:
@@ -69,7 +65,7 @@ def model_folder(spec: str) -> str:
                 f"use '{bundled.BUNDLED_ID}'") if path.suffix.lower() == ".gguf" else ""
         raise BadInput(f"model {spec!r} is a file: give the model's folder (config.json, tokenizer and weights) "
                        f"or a hub id{gguf}.")
-    if not path.exists() and (spec.startswith((".", "/", "~")) or not HUB_ID.fullmatch(spec)):
+    if not path.exists() and not paths.is_hub_id(spec):
         raise BadInput(f"model {spec!r}: no such folder (a local model is a folder with config.json, tokenizer "
                        "and weights).")
     return spec

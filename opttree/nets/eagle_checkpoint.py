@@ -25,16 +25,18 @@ import torch
 
 from opttree.errors import ModelLoadError
 from opttree.nets.feature_head import FeatureHead, rope_theta
+from opttree.paths import is_hub_id
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
 def is_eagle_checkpoint(spec: str) -> bool:
-    """A folder with an EAGLE config and weights, or something that looks like a hub id."""
+    """A folder with an EAGLE config and weights, or a hub id with its owner (`org/name`): a one-part name is
+    read as a head file of this project's (the loader takes `random`, the untrained head, before asking)."""
     path = Path(spec)
     if path.is_dir():
         return (path / "config.json").is_file() and any((path / w).is_file() for w in WEIGHT_FILES)
-    return not path.exists() and spec.count("/") == 1 and not spec.endswith(".safetensors")
+    return "/" in spec and is_hub_id(spec)
 
 
 def _folder(spec: str) -> Path:
