@@ -266,12 +266,14 @@ _UNFILLED = ("(this project's drafts are in its own format; export-tree fills it
 
 
 def _vllm_notes(paths, text: str, method: str, tree: bool, filled: bool) -> list[str]:
-    """What the config keeps and how to pass it: the last note ends with the `vllm serve` line, the JSON `text`
-    quoted for the shell as SGLang's draft path is (a draft folder's path may hold a `'`)."""
+    """What the config keeps and how to pass it: the last note ends with the `vllm serve` line. The JSON `text`
+    goes in single quotes; where it holds a `'` itself (a draft folder's path), the line spells it out quoted
+    for the shell, as SGLang's draft path is."""
     depth = max(len(p) for p in paths)
     model = (f'Complete it with "model": the path of a draft vLLM can load {_UNFILLED}. '
              if method in VLLM_DRAFT_METHODS and not filled else "")
-    flag = f"--speculative-config {shlex.quote(text)}"
+    quoted = shlex.quote(text)
+    flag = "--speculative-config " + (quoted if quoted != f"'{text}'" else "'<this JSON>'")
     if not tree:
         return [f"vLLM ≥ 0.21 verifies a chain (PR #42121 removed its tree attention): "
                 f"{depth} draft tokens a step, the tree's depth. The tree's shape is carried by SGLang "
