@@ -25,7 +25,6 @@ from opttree.engine import batch_cost
 from opttree.errors import BadInput, OneLineParser, guarded
 from opttree.models.bundled import is_bundled
 from opttree.models.draft_assets import card_acceptance
-from opttree.paths import is_hub_id
 from opttree.trace import by_depth_text, dumps, percent
 from opttree.train.card import heldout_questions
 from opttree.trees.export import EXPORT_FORMATS, EXPORT_METHODS, engine_export, held_note, static_paths
@@ -75,10 +74,10 @@ def _vector(models) -> tuple[tuple[float, ...], str]:
 
 
 def _check_drafts(models) -> None:
-    """A draft flag naming a local file that is not there is an error (a hub id and `random`, the untrained head,
-    are not checked here)."""
+    """A draft flag naming a local file that is not there is an error (a hub id its drafter loads from the hub,
+    registry `hub_id`, and `random`, the untrained head, are not checked here)."""
     for kind, spec in models.drafts().items():
-        if spec and spec != RANDOM_HEAD and not Path(spec).exists() and not is_hub_id(spec):
+        if spec and spec != RANDOM_HEAD and not Path(spec).exists() and not KINDS[kind].hub_id(spec):
             raise BadInput(f"{DRAFT_FLAGS[kind]} {spec}: no such file or folder.")
 
 
@@ -94,7 +93,7 @@ def served_draft(models) -> str | None:
         return None
     if Path(spec).is_dir():
         return str(Path(spec).resolve()) if (Path(spec) / "config.json").is_file() else None
-    return spec if is_hub_id(spec) else None
+    return spec if KINDS[models.kind()].hub_id(spec) else None
 
 
 def check_writable(path: str | None, flag: str) -> None:

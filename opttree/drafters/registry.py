@@ -33,6 +33,7 @@ from opttree.models.draft_assets import (
     load_feature_head,
 )
 from opttree.models.loading import ModelPair, check_draft_vocab, load_classic_draft, load_target
+from opttree.nets.eagle_checkpoint import is_checkpoint_id
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class DrafterKind:
     flag: str | None = None         # the command-line flag that names its draft (config.ModelConfig)
     bundled: str | None = None      # its draft for the bundled target, a file in assets/drafts/
     train_kind: str | None = None   # `python -m opttree.train --kind` that trains its draft
+    hub_id: Callable[[str], bool] = lambda spec: False   # whether a draft argument names a model on the hub
 
     @property
     def bundled_path(self) -> Path | None:
@@ -78,12 +80,14 @@ KINDS: dict[str, DrafterKind] = {k.name: k for k in (
                 lambda pair, cfg, ctx, t: FeatureHeadDrafter(pair.draft_model, pair.target,
                                                              pair.target.config.vocab_size, t),
                 load=lambda spec, base, exit_layer, trc: load_feature_head(spec, base.target),
-                flag=DRAFT_FLAGS["eagle"], bundled="smollm2-eagle-head.safetensors", train_kind="head"),
+                flag=DRAFT_FLAGS["eagle"], bundled="smollm2-eagle-head.safetensors", train_kind="head",
+                hub_id=is_checkpoint_id),
     DrafterKind("classic", "classic draft LM",
                 lambda pair, cfg, ctx, t: ClassicDrafter(pair.draft_model, pair.target.config.vocab_size, t),
                 load=lambda spec, base, exit_layer, trc: load_classic_draft(spec, base.target, base.device,
                                                                             base.dtype, trc),
-                flag=DRAFT_FLAGS["classic"], bundled="smollm2-classic.safetensors", train_kind="classic"),
+                flag=DRAFT_FLAGS["classic"], bundled="smollm2-classic.safetensors", train_kind="classic",
+                hub_id=paths.is_hub_id),
     DrafterKind("early-exit", "early exit (the target's first layers + an exit head)",
                 lambda pair, cfg, ctx, t: EarlyExitDrafter(pair.draft_model, pair.target,
                                                            pair.target.config.vocab_size, t),

@@ -36,6 +36,12 @@ def is_eagle_checkpoint(spec: str) -> bool:
     path = Path(spec)
     if path.is_dir():
         return (path / "config.json").is_file() and any((path / w).is_file() for w in WEIGHT_FILES)
+    return is_checkpoint_id(spec)
+
+
+def is_checkpoint_id(spec: str) -> bool:
+    """Whether a head argument names an EAGLE checkpoint on the hub: an id with its owner (`org/name`); a
+    one-part name is a head file of this project's."""
     return "/" in spec and is_hub_id(spec)
 
 

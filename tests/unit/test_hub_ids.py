@@ -1,6 +1,6 @@
 """One rule says whether a model or draft argument names a hub model (`paths.is_hub_id`), for the EAGLE head
 loader (`org/name` only), export-tree's check of its draft flags and the draft it names to the engines, and the
-model loader. The special names are each caller's own: `random` (the untrained head) and the bundled ids are
+model loader; which arguments a drafter loads from the hub is its own (registry `hub_id`). The special names are each caller's own: `random` (the untrained head) and the bundled ids are
 checked before the rule; a one-part name is an id for the command line and the model loader (`gpt2`), and a
 head file's name for the EAGLE loader."""
 
@@ -20,10 +20,12 @@ ABS = "<abs>"   # served as the folder's absolute path
 #        model_folder takes it). `*`: the rows that failed before one rule served every caller.
 CASES = {
     "org/name": (True, "org/name", True, True),               # a hub id
-    "gpt2": (False, "gpt2", True, True),                       # one part: a hub id; for the head loader a file
-    "random": (False, None, True, True),                       # the untrained head: the head loader's own name
-    "self": (False, "self", True, True),                       # the app's pair, not a draft: a name like gpt2
-    "smollm2-135m-instruct": (False, None, True, True),        # the bundled target: a format no engine reads
+    "gpt2": (False, None, False, True),                        # * one part: a hub id; for the head loader a
+    "random": (False, None, True, True),                       # file (here not there); `random`, the untrained
+    "self": (False, None, False, True),                        # * head, is its own name; `self`, the app's pair,
+                                                               # is a name like gpt2
+    "smollm2-135m-instruct": (False, None, False, True),       # * the bundled target: a classic draft (its
+                                                               # self pair), no head
     "eagle": (True, ABS, True, True),                          # a folder with config.json and weights
     "hf": (False, ABS, True, True),                            # a folder with config.json: a HF model
     "head": (False, None, True, True),                         # a folder holding this project's head file
@@ -73,3 +75,18 @@ def test_each_caller_reads_a_draft_argument_as_its_case_says(local, spec):
     assert served_draft(models) == (str((local / spec).resolve()) if served == ABS else served)
     assert takes(lambda s: _check_drafts(ModelConfig(ea_model_path=s)), spec) is checked
     assert takes(model_folder, spec) is loads
+
+
+@pytest.mark.parametrize("spec, classic, exit_head", [     # (served, taken) for each flag
+    ("gpt2", ("gpt2", True), (None, False)),        # a one-part hub id: the classic loader's (transformers')
+    ("org/name", ("org/name", True), (None, False)),  # the early-exit head loads a file only
+    ("smollm2-135m-instruct", (None, True), (None, False)),  # the bundled target drafting for itself (no engine
+                                                             # reads its format); no head
+    ("hf", (ABS, True), (ABS, True)),               # a model folder: served whichever flag names it
+    ("gone.safetensors", (None, False), (None, False)),
+])
+def test_a_draft_flag_names_a_hub_model_only_where_its_drafter_loads_one(local, spec, classic, exit_head):
+    for field, (served, taken) in (("draft_model_path", classic), ("exit_head_path", exit_head)):
+        models = ModelConfig(**{field: spec})
+        assert served_draft(models) == (str((local / spec).resolve()) if served == ABS else served)
+        assert takes(_check_drafts, models) is taken
