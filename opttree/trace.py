@@ -12,14 +12,16 @@ tree's depth, plus timings. A trace whose `accept_length` is the whole accepted 
 engines wrote that) loads too; `committed_draft(step)` reads either kind. A step sized by the auto
 budget also records its objective table (`auto`: expected tokens/s per depth and size, the modelled
 draft time per depth, the frontier widths and the chosen depth and size), and `meta["cost"]` holds
-the machine's measured cost curve in compact form (engine/cost.py). A drafted run's meta records the
-draft's acceptance by rank (`acceptance_by_rank`, Sequoia's vector, and `acceptance_source`: its card
-or the default prior) and a run given a static shape its rank paths (`static_paths`). `meta["retrieval"]`
-is what the run did ("on"/"off"); where the setting was "auto" and resolved by the prompt's length,
-`retrieval_asked` keeps "auto" (a link or an import restores that), and where `tree_temperature` is not the
-setting (0: the draft's fitted value; sampling and the training-free drafters: 1), `tree_temperature_asked`
-keeps the setting. A step whose depth a length
-controller chose records the decision (`length`: for Thompson sampling the posterior's alpha and beta,
+the machine's measured cost curve in compact form (engine/cost.py). `meta["target"]` and `meta["draft"]` name
+the models as the run's pair records them (`ModelPair.recorded_names`): an app's run by their public names
+(a server's folder by its base name, serve/allow_list.py), a command-line run as they were given. A drafted
+run's meta records the draft's acceptance by rank (`acceptance_by_rank`, Sequoia's vector, and
+`acceptance_source`: its card or the default prior) and a run given a static shape its rank paths
+(`static_paths`). `meta["retrieval"]` is what the run did ("on"/"off"); where the setting was "auto" and
+resolved by the prompt's length, `retrieval_asked` keeps "auto" (a link or an import restores that), and where
+`tree_temperature` is not the setting (0: the draft's fitted value; sampling and the training-free drafters: 1),
+`tree_temperature_asked` keeps the setting. A step whose depth a length controller chose records the decision
+(`length`: for Thompson sampling the posterior's alpha and beta,
 the sampled theta and the price δ; for the predictor its predicted accepted length; and the chosen
 depth; trees/length_control.py). All of these are optional: traces
 written before them load unchanged (a trace without `source` came from a draft model). Views, replay,

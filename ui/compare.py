@@ -147,7 +147,7 @@ def plan_for(page: Page, service, model, prompt, values: list):
     try:
         entry = service.registry.get(model)
         command = plan.bench_command(prompt, scope, methods, settings, entry.drafter,
-                                     None if entry.target == BUNDLED_ID else entry.target)
+                                     None if entry.target == BUNDLED_ID else entry.public_target)
     except OptTreeError:
         command = ""
     return prompts, methods, settings, others, notes, command

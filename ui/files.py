@@ -73,15 +73,16 @@ def _exported(trace, suffix: str, body) -> tuple[str | None, str]:
 def model_of(page: Page, registry, meta: dict) -> str | None:
     """The allow-listed pair an imported run was made with: the id the page recorded, else the one
     entry with the same target (the bundled one also by its hub stand-in's label, a Space's run) and drafter
-    whose draft has the recorded name; None when none is."""
+    whose draft has the recorded name, each by the public name a served run records (serve/allow_list.py);
+    None when none is."""
     offered = {value for _, value in page.model.choices}
     if meta.get("model") in offered:
         return meta["model"]
     draft, drafter, target = str(meta.get("draft") or ""), drafter_kind(meta), str(meta.get("target") or "")
     found = [e.id for e in registry.entries.values()
-             if e.id in offered and (e.target == target or (is_bundled(e.target) and is_bundled(target)))
+             if e.id in offered and (e.public_target == target or (is_bundled(e.target) and is_bundled(target)))
              and (e.drafter == drafter or (e.drafter == SELF_DRAFT and draft == SELF_DRAFT))
-             and (e.drafter not in MODEL_DRAFTERS or os.path.basename(e.draft) == draft)]
+             and (e.drafter not in MODEL_DRAFTERS or e.public_draft == draft)]
     return found[0] if len(found) == 1 else None
 
 

@@ -106,7 +106,7 @@ def with_drafter(base: ModelPair, drafter: str | None, draft: str | None = None,
     """A pair that shares `base`'s target and tokenizer and drafts with `drafter` (a kind of KINDS, or
     none); `draft=None` picks the kind's bundled draft for the target."""
     pair = ModelPair(base.target, base.tokenizer, base.target_name, device=base.device, dtype=base.dtype,
-                     target_spec=base.target_spec)
+                     target_spec=base.target_spec, public_target=base.public_target)
     if exit_layer is not None and drafter != "early-exit":
         raise BadInput("--exit-layer is for the early-exit drafter only.")
     if drafter in (None, "", "none"):

@@ -63,7 +63,8 @@ def run_acceptance(pair) -> tuple[tuple[float, ...], str]:
 
 def new_trace(pair, cfg: DecodeConfig, prompt: str, prompt_ids: list[int], record_target: bool = True,
               curve: dict | None = None, paths=None) -> dict:
-    meta = {"target": pair.target_name, "draft": pair.draft_name if cfg.method != "ar" else "",
+    target, draft = pair.recorded_names()     # a served pair's public names: no server paths in a trace
+    meta = {"target": target, "draft": draft if cfg.method != "ar" else "",
             "drafter": pair.drafter_kind if cfg.method != "ar" else "none",
             **cfg.to_dict(), "device": str(pair.device), "dtype": str(pair.dtype).replace("torch.", ""),
             # the value the drafter used (the setting's 0 resolved to the draft's fitted one)

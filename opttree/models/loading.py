@@ -169,6 +169,15 @@ class ModelPair:
     dtype: torch.dtype = torch.float32
     cost_curve: dict | None = None      # this machine's measured costs (engine/cost.py), once measured
     target_spec: str = ""               # the target argument it was loaded from (bundled id, hub id, path)
+    # What traces, and so every view and export, call the target and the draft where that is not target_name /
+    # draft_name: the app names a server's folders and files publicly (serve/allow_list.py); "" keeps the real
+    # names, which load the models and key the caches (a command-line run records its own paths).
+    public_target: str = ""
+    public_draft: str = ""
+
+    def recorded_names(self) -> tuple[str, str]:
+        """(target, draft) as a trace records them: the public names where set, else the real ones."""
+        return self.public_target or self.target_name, self.public_draft or self.draft_name
 
     @property
     def eos_ids(self) -> set[int]:

@@ -3,7 +3,9 @@
 A public page must never turn a visitor's string into `from_pretrained(...)`: that downloads
 arbitrary weights and, with remote code, runs arbitrary code. The app therefore offers only the ids
 listed in `assets/models.json` (or the file named by OPTTREE_MODELS), and this module is the single
-place that maps such an id to what the loader needs.
+place that maps such an id to what the loader needs, and to what the page may show of it: a pair's public
+names (`ModelEntry.public_target`, `public_name` for a draft) are what its traces, views and exports carry,
+so the server's own paths stay private.
 """
 
 from __future__ import annotations
@@ -16,9 +18,15 @@ from pathlib import Path
 from opttree import paths
 from opttree.config import MODEL_DRAFTERS, RANDOM_HEAD, SELF_DRAFT, TRAINING_FREE
 from opttree.errors import BadInput
+from opttree.models.bundled import is_bundled
 
 FUSION_DRAFTERS = (*MODEL_DRAFTERS, SELF_DRAFT)   # the ones retrieval fusion can join (a draft model)
 DRAFTERS = (*FUSION_DRAFTERS, *TRAINING_FREE, "none")
+
+
+def public_name(location: str) -> str:
+    """What a visitor may see of a server's file or folder: its base name (`random`, `self` stay as they are)."""
+    return os.path.basename(location.rstrip("/")) or location
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,24 @@ class ModelEntry:
     draft: str = ""                 # file path (resolved) or "random" for an untrained head
     trust_remote_code: bool = False
     retrieval: bool = False         # the app may run this pair with retrieval fusion (model drafters only)
+    target_name: str = ""           # a folder target's public name (default: the folder's base name)
+
+    @property
+    def public_target(self) -> str:
+        """The target as traces, views and exports name it: a local folder by its `target_name`, else its base
+        name (the server's path stays private); a hub id or the bundled id as it is."""
+        return (self.target_name or public_name(self.target)) if Path(self.target).is_absolute() else self.target
+
+    @property
+    def public_draft(self) -> str:
+        """The draft as traces name it: its file name (`random` as it is; empty for a pair without one)."""
+        return public_name(self.draft) if self.draft else ""
+
+    def public_text(self, text: str) -> str:
+        """A message about this entry (a load error) as a visitor may read it: its locations by their public names."""
+        for location, name in ((self.draft, self.public_draft), (self.target, self.public_target)):
+            text = text.replace(location, name) if location else text
+        return text
 
     def missing_files(self) -> list[str]:
         """Draft files this entry needs that are not on disk (bundled drafts may not be trained yet)."""
@@ -49,6 +75,7 @@ class Registry:
             if value is not None and value not in self.entries:
                 raise BadInput(f"the model list's {name} {value!r} is not one of its ids.")
         self.default, self.fallback = default, fallback
+        _check_public_targets(entries)
 
     def choices(self) -> list[tuple[str, str]]:
         """(label, id) pairs for a dropdown."""
@@ -78,8 +105,29 @@ class Registry:
         if self.fallback and self.fallback != entry.id and not self.entries[self.fallback].missing_files():
             stand_in = self.entries[self.fallback]
             return stand_in, (f"Draft weights for “{entry.label}” are not installed "
-                              f"({Path(missing[0]).name}); using “{stand_in.label}” instead.")
-        raise BadInput(f"draft weights for {entry.id!r} are missing: {missing[0]}")
+                              f"({public_name(missing[0])}); using “{stand_in.label}” instead.")
+        raise BadInput(f"draft weights for {entry.id!r} are missing: {public_name(missing[0])}")
+
+
+def _check_public_targets(entries: list[ModelEntry]) -> None:
+    """BadInput unless each target has one public name and no two targets share one (an imported trace finds
+    its pair by it), nor a folder the bundled target's (a trace naming it reads as the bundled target's)."""
+    targets_of: dict[str, set[str]] = {}
+    names_of: dict[str, set[str]] = {}
+    for e in entries:
+        targets_of.setdefault(e.public_target, set()).add(e.target)
+        names_of.setdefault(e.target, set()).add(e.public_target)
+    for name, targets in targets_of.items():
+        if len(targets) > 1:
+            raise BadInput(f"the model list shows two targets as {name!r}: give each folder target a "
+                           "target_name of its own.")
+        if is_bundled(name) and not all(map(is_bundled, targets)):
+            raise BadInput(f"the model list shows a folder target as {name!r}, the bundled target's name: give it "
+                           "a target_name of its own.")
+    for names in names_of.values():
+        if len(names) > 1:
+            raise BadInput(f"the model list names one target {' and '.join(sorted(map(repr, names)))}: give every "
+                           "entry of a target the same target_name.")
 
 
 def _entry(raw: dict, base: Path) -> ModelEntry:
@@ -99,7 +147,11 @@ def _entry(raw: dict, base: Path) -> ModelEntry:
     target = raw["target"]   # a folder beside the list is read there; a hub id or the bundled id stays as it is
     if not Path(target).is_absolute() and (base / target).is_dir():
         target = str((base / target).resolve())
-    return ModelEntry(id=raw["id"], label=str(raw.get("label") or raw["id"]), target=target,
+    name = raw.get("target_name") or ""
+    if not isinstance(name, str) or (name and not Path(target).is_absolute()):
+        raise BadInput(f"model {raw['id']!r}: target_name is text, and names a local folder target only (a hub id "
+                       "or the bundled id is shown as it is).")
+    return ModelEntry(id=raw["id"], label=str(raw.get("label") or raw["id"]), target=target, target_name=name.strip(),
                       drafter=raw["drafter"], draft=draft,
                       trust_remote_code=raw.get("trust_remote_code") is True, retrieval=raw.get("retrieval") is True)
 

@@ -8,7 +8,6 @@ visitor's run. Errors are raised as they come: `RunService` turns them into mess
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass, field
 
@@ -16,14 +15,10 @@ from opttree.config import SELF_DRAFT
 from opttree.drafters.registry import load_pair, with_drafter
 from opttree.engine import batch_cost, cost
 from opttree.engine.speculative import run_acceptance, warm_up
-from opttree.serve.allow_list import ModelEntry, Registry
+from opttree.errors import OptTreeError
+from opttree.serve.allow_list import ModelEntry, Registry, public_name
 from opttree.serve.lane import Lane
 from opttree.serve.settings import ServerSettings
-
-
-def public_name(draft: str) -> str:
-    """The draft's file name only: traces are shown and exported, server paths stay private."""
-    return os.path.basename(draft) or draft
 
 
 def warmed(pair):
@@ -47,14 +42,21 @@ class ModelCache:
         entry, notice = self.registry.resolve(model_id)
         with self._lock:
             if entry.id not in self._pairs:
-                self._pairs[entry.id] = self.pair_factory(entry) if self.pair_factory else warmed(self._load(entry))
+                try:
+                    self._pairs[entry.id] = self.pair_factory(entry) if self.pair_factory else warmed(self._load(entry))
+                except OptTreeError as exc:      # the page shows it: the server's paths stay private
+                    raise type(exc)(entry.public_text(str(exc))) from exc
         return self._pairs[entry.id], notice
 
     def _load(self, entry: ModelEntry):
+        """The entry's pair: loaded from its real locations, which key the caches, and carrying its public
+        names (serve/allow_list.py), which its traces record: they are shown and exported, server paths are not."""
         key = (entry.target, entry.trust_remote_code)
         if key not in self._targets:
             self._targets[key] = load_pair(entry.target, drafter="none", device=self.device,
                                            trust_remote_code=entry.trust_remote_code)
+            if entry.public_target != entry.target:     # a folder's; a hub id, the bundled id keep their own
+                self._targets[key].public_target = entry.public_target
         base = self._targets[key]
         if entry.drafter == SELF_DRAFT:
             # The target proposes its own continuations: acceptance is perfect at T=0, speed is not.
@@ -63,7 +65,7 @@ class ModelCache:
             return pair
         pair = with_drafter(base, entry.drafter, entry.draft or None, trust_remote_code=entry.trust_remote_code)
         if pair.draft_model is not None:
-            pair.draft_name = public_name(pair.draft_name)   # traces are shown and exported: no server paths
+            pair.public_draft = public_name(pair.draft_name)
         return pair
 
     def _in_lane(self, model_id, measure):
