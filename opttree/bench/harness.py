@@ -328,9 +328,11 @@ def bench_meta(pair, runner: MethodRunner, methods: list[str], base: DecodeConfi
     others = {}   # the other drafters named in methods: their draft and cost curve (an early exit's N layers)
     for drafter in sorted({parse_spec(m).drafter for m in methods if m not in ("ar", *HF_METHODS)} - {None}):
         other = runner.pair_for(drafter)
-        others[drafter] = {"draft": other.draft_name, "cost": cost.compact(cost.load_or_measure(other, log=log))}
-    return {"machine": machine_info(pair.device), "target": pair.target_name, "drafter": pair.drafter_kind,
-            "draft": pair.draft_name, "dtype": str(pair.dtype).replace("torch.", ""),
+        others[drafter] = {"draft": other.recorded_names()[1],
+                           "cost": cost.compact(cost.load_or_measure(other, log=log))}
+    target, draft = pair.recorded_names()     # as a trace records them: a served pair's public names
+    return {"machine": machine_info(pair.device), "target": target, "drafter": pair.drafter_kind,
+            "draft": draft, "dtype": str(pair.dtype).replace("torch.", ""),
             "assistant": getattr(assistant, "name_or_path", None) and str(assistant.name_or_path),
             "assistant_kernel": None if assistant is None else kernel_of(assistant),
             "config": {k: v for k, v in base.to_dict().items() if k != "method"},

@@ -25,7 +25,7 @@ from opttree.trace import loads
 from ui import files
 from ui import serving as serving_ui
 from ui.common import Page
-from ui.compare import plan_for
+from ui.compare import compare_job, plan_for
 
 VOCAB = 64
 SETTINGS = dict(method="binary", nodes=6, max_depth=3, max_new_tokens=6)
@@ -113,3 +113,15 @@ def test_a_command_line_pair_records_its_own_paths(tmp_path):
     pair = load_pair(target, drafter="none", device="cpu")
     meta = new_trace(pair, DecodeConfig(method="ar"), "", [1])["meta"]
     assert meta["target"] == target == pair.target_name
+
+
+def test_a_comparison_of_a_served_folder_pair_records_no_server_path(served):
+    """Failed before: the Compare job's result (its meta: target, draft) held the server's folders."""
+    service, _, root = served
+    prompts = [SimpleNamespace(id="p1", category="chat", prompt="t1 t2 t3")]
+    job = compare_job(service, prompts, ["ar", "binary"])
+    done = [u for u in service.stream_job("mine-classic", job, dict(max_new_tokens=4, max_depth=2))
+            if u.state == "done"]
+    result = done[0].result
+    assert result["meta"]["target"] == "my-llama" and result["meta"]["draft"] == "tiny-draft"
+    assert root not in json.dumps(result, default=str)
