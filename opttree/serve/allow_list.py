@@ -17,6 +17,7 @@ from pathlib import Path
 
 from opttree import paths
 from opttree.config import MODEL_DRAFTERS, RANDOM_HEAD, SELF_DRAFT, TRAINING_FREE
+from opttree.drafters.registry import KINDS
 from opttree.errors import BadInput
 from opttree.models.bundled import is_bundled
 
@@ -35,7 +36,7 @@ class ModelEntry:
     label: str
     target: str
     drafter: str                    # a MODEL_DRAFTERS kind, self (the target drafts itself), recycling, lookup, none
-    draft: str = ""                 # file path (resolved) or "random" for an untrained head
+    draft: str = ""                 # file path (resolved; the bundled draft where the list names none) or "random"
     trust_remote_code: bool = False
     retrieval: bool = False         # the app may run this pair with retrieval fusion (model drafters only)
     target_name: str = ""           # a folder target's public name (default: the folder's base name)
@@ -147,6 +148,12 @@ def _entry(raw: dict, base: Path) -> ModelEntry:
     target = raw["target"]   # a folder beside the list is read there; a hub id or the bundled id stays as it is
     if not Path(target).is_absolute() and (base / target).is_dir():
         target = str((base / target).resolve())
+    if not draft and raw["drafter"] in MODEL_DRAFTERS:   # the loader's default: the bundled target's own draft
+        try:
+            draft = KINDS[raw["drafter"]].default_draft(target)
+        except BadInput:
+            raise BadInput(f"model {raw['id']!r}: the {raw['drafter']} drafter needs a \"draft\" for {target!r} "
+                           "(only the bundled target has drafts of its own).") from None
     name = raw.get("target_name") or ""
     if not isinstance(name, str) or (name and not Path(target).is_absolute()):
         raise BadInput(f"model {raw['id']!r}: target_name is text, and names a local folder target only (a hub id "

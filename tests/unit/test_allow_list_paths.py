@@ -2,11 +2,14 @@
 as the draft's: an operator's list beside their own model folder names it by a relative path."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
+from opttree.drafters.registry import KINDS
 from opttree.errors import BadInput
 from opttree.serve.allow_list import load_registry
+from ui.files import model_of
 
 
 def test_a_relative_target_folder_is_read_beside_the_list_and_ids_stay_ids(tmp_path, monkeypatch):
@@ -61,3 +64,18 @@ def test_a_public_name_that_would_mix_up_targets_is_refused(tmp_path, models, ne
     targets shown alike, a folder shown as the bundled target, or one target with two names are refused."""
     with pytest.raises(BadInput, match=needle):
         load_registry(write_list(tmp_path, models))
+
+
+def test_a_model_drafter_without_a_draft_takes_the_bundled_one_and_an_import_finds_its_pair(tmp_path):
+    """Failed before: such an entry's public draft was "", while its runs record the bundled file's name, so an
+    imported run of it (without the page's `model` key) found no pair. A target with no draft of its own is
+    refused when the list is read, not when a visitor first picks it."""
+    reg = load_registry(write_list(tmp_path, [{"id": "head", "target": "smollm2-135m-instruct", "drafter": "eagle"}]))
+    entry = reg.entries["head"]
+    assert entry.draft == str(KINDS["eagle"].bundled_path) and entry.public_draft == KINDS["eagle"].bundled
+    page = SimpleNamespace(model=SimpleNamespace(choices=reg.choices()))
+    meta = {"target": "smollm2-135m-instruct", "drafter": "eagle", "draft": KINDS["eagle"].bundled}
+    assert model_of(page, reg, meta) == "head"
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(BadInput, match="needs a \"draft\""):
+        load_registry(write_list(tmp_path, [{"id": "own", "target": "mine", "drafter": "classic"}]))
