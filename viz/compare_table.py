@@ -68,14 +68,18 @@ def nodes_cell(row: dict) -> str:
 
 
 def same_cell(row: dict, greedy: bool) -> str:
+    """Whether each prompt's output equals AR's. Sampled, every run draws with the same seed, and a tree run
+    commits AR's tokens (each committed token costs one draw: decoding/sampling.TokenPicker), so the check
+    holds there too; the cell says it rests on the shared seed (the guarantee itself is AR's distribution)."""
     if row["budget"] is None:
         return "—"
     match = row.get("exact_match")
-    if not greedy or match is None:
-        return "n/a (sampled: each run draws its own text)"
+    if match is None:
+        return "n/a" if greedy else "n/a (sampled: AR's distribution, not checked draw by draw)"
     n = row.get("prompts") or 0
     same = round(match * n)
-    return f"yes ({same}/{n})" if same == n else f"NO ({same}/{n})"
+    seed = "" if greedy else ", same seed"
+    return f"yes ({same}/{n}{seed})" if same == n else f"NO ({same}/{n}{seed})"
 
 
 def _why(row: dict, ar: dict | None, cost, context: float | None = None) -> str:

@@ -23,7 +23,9 @@ Result JSON (the documented fields):
               mean_verify_ms, draft_share, mean_nodes, mean_depth, mean_expected_accept,
               mean_accepted_draft_tokens, draft_acceptance_rate, acceptance_by_depth,
               drafted_by_depth, mean_prefill_ms, ea_a_pearson_r, ea_a_steps} (acceptance names:
-              trace.acceptance; mean_prefill_ms: the prompts' prefill a run, timed within wall_s)
+              trace.acceptance; mean_prefill_ms: the prompts' prefill a run, timed within wall_s;
+              exact_match: the share of prompts whose output equals AR's, sampled runs too, since every
+              run draws with the same seed; None for transformers' rows when sampled, which draw otherwise)
   by_category {category: {method: aggregate}}
   meta        … and the timing's bookkeeping: `warmup_order` (the methods run before any timing, in order)
               and `run_order` ([prompt id, [methods in the order they ran on it]] per prompt)
@@ -258,11 +260,14 @@ def aggregate(rows: list[dict], ar_rows: dict, ea_a: list, greedy: bool) -> dict
     ratios = [r["tokens_per_s"] / ar_rows[r["prompt_id"]]["tokens_per_s"] for r in rows
               if r["prompt_id"] in ar_rows and ar_rows[r["prompt_id"]]["tokens_per_s"] > 0]
     out["speedup_median"] = round(statistics.median(ratios), 4) if ratios else None
-    if greedy and ar:
+    # Sampled, every engine run draws with the run's seed and each committed token costs one draw, so a tree
+    # run commits AR's tokens too (decoding/sampling.TokenPicker); transformers' own sampling draws otherwise.
+    drawn_alike = greedy or not any(r["method"] in (HF_METHOD, HF_LOOKUP) for r in rows)
+    if drawn_alike and ar:
         same = [r["output_ids"] == ar_rows[r["prompt_id"]]["output_ids"] for r in rows if r["prompt_id"] in ar_rows]
         out["exact_match"] = round(sum(same) / len(same), 4) if same else None
     else:
-        out["exact_match"] = None  # sampled outputs differ run to run by design
+        out["exact_match"] = None
     for key in ("mean_draft_ms", "mean_build_ms", "mean_verify_ms", "mean_nodes", "mean_depth",
                 "mean_expected_accept", "mean_accepted_draft_tokens"):
         have = [r for r in rows if r.get(key) is not None]
