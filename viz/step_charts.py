@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from opttree.calibration import calibrate
-from opttree.trace import committed_draft, counted
+from opttree.trace import committed_draft, counted, sampled_at
 from opttree.trees.length_control import controller_name
 
 from . import style
@@ -255,8 +255,9 @@ def fused_note(auto: dict) -> str:
 
 
 def ea_points(trace: dict) -> dict:
-    """One run's (E(A), A) for each step that drafted a tree, with its method and drafter (the calibration
-    is per both); A = the draft tokens the step committed (a step cut by EOS or the token limit counts
+    """One run's (E(A), A) for each step that drafted a tree, with its method, drafter and how it drew its
+    tokens (`sampled`: trace.sampled_at, "" when greedy; the calibration is per all three); A = the draft
+    tokens the step committed (a step cut by EOS or the token limit counts
     only what it committed). A step without a tree (a run's last single token, a lookup or Token Recycling
     step that found nothing) has E(A) = A = 0 whatever the drafter believes: it is left out and counted
     in `skipped`."""
@@ -267,21 +268,25 @@ def ea_points(trace: dict) -> dict:
     drafted = [s for s in steps if s.get("tokens")]
     return {"label": f"{meta.get('method', '?')} · {budget} · {meta.get('draft') or 'no draft'}",
             "method": str(meta.get("method", "?")), "drafter": drafter_name(meta),
-            "draft_model": has_draft_model(meta), "skipped": len(steps) - len(drafted),
+            "sampled": sampled_at(meta), "draft_model": has_draft_model(meta), "skipped": len(steps) - len(drafted),
             "ea": [s["expected_accept"] for s in drafted],
             "a": [committed_draft(s) for s in drafted]}
 
 
 def group_of(run: dict) -> str:
-    """A run's calibration group: its method and drafter ('opt-tree · EAGLE head'); older entries without
-    a drafter use their method, or their label's first part."""
+    """A run's calibration group: its method and drafter ('opt-tree · EAGLE head'), and for a sampled run its
+    sampling ('opt-tree · EAGLE head · sampled at T = 0.7'); older entries without a drafter use their
+    method, or their label's first part."""
     method = run.get("method") or run["label"].split(" · ")[0]
-    return f"{method} · {run['drafter']}" if run.get("drafter") else method
+    group = f"{method} · {run['drafter']}" if run.get("drafter") else method
+    return f"{group} · {run['sampled']}" if run.get("sampled") else group
 
 
 def by_method(runs: list[dict]) -> dict[str, tuple[list[float], list[float]]]:
-    """Steps pooled per method and drafter (runs from `ea_points`): two drafters' p̂ are two different
-    beliefs, so one method drafted by both is two groups."""
+    """Steps pooled per method, drafter and sampling (runs from `ea_points`): two drafters' p̂ are two
+    different beliefs, so one method drafted by both is two groups; and the target accepts a node when it
+    is its argmax (greedy) or with its probability of the path (sampled, at the run's temperature and
+    filters), so one belief meets a different acceptance under each."""
     out: dict[str, tuple[list[float], list[float]]] = {}
     for run in runs:
         ea, a = out.setdefault(group_of(run), ([], []))
@@ -304,8 +309,10 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
     nrows = max(1, math.ceil(len(groups) / cols))
     # Titles in short lines: three panels share a row, and a phone's chart is 350 px wide.
     no_model = {group_of(r) for r in runs if r.get("draft_model") is False}
-    titles = [f"{m}: binned r {_r(st['binned_r'])}, slope {_r(st['slope'])}<br>per-step r "
-              f"{_r(st['per_step_r'])} · {st['steps']} steps"
+    sampled = {group_of(r): r["sampled"] for r in runs if r.get("sampled")}    # said on a line of its own
+    titles = [f"{m.removesuffix(' · ' + sampled.get(m, ''))}: binned r {_r(st['binned_r'])}, slope "
+              f"{_r(st['slope'])}<br>per-step r {_r(st['per_step_r'])} · {st['steps']} steps"
+              + (f"<br>{sampled[m]}" if m in sampled else "")
               + ("<br>no draft model: p̂ only ranks candidates, E(A) is no belief" if m in no_model else "")
               for m, st in stats.items()]
     fig = make_subplots(rows=nrows, cols=cols, subplot_titles=titles or None, horizontal_spacing=0.08,
@@ -332,7 +339,7 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
                "run more to read the calibration</sup>") if 0 < n < FEW_STEPS else ""
     title = (f"Expected vs actual accepted length<br><sup>{n} steps that drafted a tree, per method and drafter: "
              f"their density and<br>the mean A per E(A) decile{left}</sup>{caution}")
-    top = 120 + BADGE_PX + (24 if caution else 0) + (14 if no_model else 0)
+    top = 120 + BADGE_PX + (24 if caution else 0) + (14 if no_model else 0) + (14 if sampled else 0)
     fig.update_layout(template="plotly_white", height=360 * nrows + 30, margin=dict(l=50, r=10, t=top, b=40),
                       showlegend=False, title=dict(text=title, x=0.01, font=dict(size=14), y=1, yref="container",
                                                    yanchor="top", pad=dict(t=BADGE_PX)))  # below the chip

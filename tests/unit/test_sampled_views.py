@@ -1,9 +1,34 @@
-"""What the views say about a sampled run (temperature > 0): the Compare table's match with AR. Hand-made data."""
+"""What the views say about a sampled run (temperature > 0): the Compare table's match with AR, E(A) vs A's
+groups. Hand-made data."""
 
 from __future__ import annotations
 
 from opttree.bench.harness import aggregate
+from opttree.trace import summarize
 from viz.compare_table import same_cell
+from viz.step_charts import ea_density, ea_points
+
+SAMPLED = {"temperature": 0.7, "top_k": 20, "top_p": 0.9, "seed": 3}
+
+
+def make_step(parents, q, accepted=(), p_target=None):
+    """A hand-made step: p̂ is the product of q along the path; `p_target` the target's p of each node."""
+    n, depth, p_hat = len(parents), [], []
+    for i, p in enumerate(parents):
+        depth.append(1 if p == -1 else depth[p] + 1)
+        p_hat.append(q[i] * (1.0 if p == -1 else p_hat[p]))
+    step = {"tokens": list(range(n)), "texts": [f"w{i}" for i in range(n)], "parents": list(parents),
+            "depth": depth, "q": list(q), "p_hat": p_hat, "rank": [0] * n, "source": ["draft"] * n,
+            "accepted": list(accepted), "accept_length": len(accepted), "bonus_token": 99, "bonus_text": " end",
+            "rejected": None, "committed": [*accepted, 99], "expected_accept": sum(p_hat), "ea_by_depth": [0.0],
+            "stop_reason": "test", "draft_ms": 1.0, "build_ms": 1.0, "verify_ms": 1.0}
+    return {**step, "p_target": list(p_target)} if p_target is not None else step
+
+
+def make_trace(steps, **meta):
+    return {"version": 1, "prompt": "Hi", "output_ids": [], "output_text": "", "steps": steps,
+            "summary": summarize(steps, sum(len(s["committed"]) for s in steps), 1.0),
+            "meta": {"method": "opt-tree", "drafter": "eagle", "draft": "head", "nodes": 10, **meta}}
 
 
 def bench_row(method: str, prompt: str, output: list[int]) -> dict:
@@ -29,3 +54,14 @@ def test_a_sampled_comparison_checks_each_output_against_ar_drawn_with_the_same_
     assert same_cell({**row, "exact_match": 0.5}, greedy=False) == "NO (1/2, same seed)"
     assert same_cell({**row, "exact_match": 1.0}, greedy=True) == "yes (2/2)"
     assert "its own text" not in same_cell({**row, "exact_match": None}, greedy=False)
+
+
+def test_e_a_vs_a_keeps_greedy_and_sampled_runs_of_one_drafter_apart():
+    """Sampled, a node is accepted with the target's probability of its path; greedy, when it is the target's
+    argmax: one drafter's p̂ calibrate differently under the two, so a session mixing them gets a group for each
+    (failed before: both were one "opt-tree · EAGLE head" group)."""
+    step = make_step([-1, 0], [0.8, 0.5], accepted=[0])
+    greedy, sampled = make_trace([step], temperature=0.0), make_trace([step], **SAMPLED)
+    _, stats = ea_density([ea_points(greedy), ea_points(sampled), ea_points(make_trace([step]))])
+    assert set(stats) == {"opt-tree · EAGLE head", "opt-tree · EAGLE head · sampled at T = 0.7, top-k 20, top-p 0.9"}
+    assert stats["opt-tree · EAGLE head"]["steps"] == 2       # a trace without a temperature is a greedy one
