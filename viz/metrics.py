@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from opttree.trace import by_depth_text, committed_bonus, committed_draft, counted, percent
+from opttree.trace import by_depth_text, committed_bonus, committed_draft, counted, percent, sampled_at
 
 from .cost_chart import context_read, usable, verify_ratio
 from .drafters import drafter_name, p_hat_meaning
@@ -56,11 +56,21 @@ def run_summary(trace: dict | None) -> str:
     models = f"Target {html.escape(str(m.get('target', '?')))}"
     if m.get("draft"):
         models += f" · draft {html.escape(str(m['draft']))}"
-    return (f"{models}\n\nRun: **{html.escape(str(m.get('method')))}**, {s['new_tokens']} tokens in "
+    return (f"{models}\n\nRun: **{html.escape(str(m.get('method')))}**{drawn_text(m)}, {s['new_tokens']} tokens in "
             f"{s['steps']} steps · "
             f"τ = **{s['tau']:.2f}** tokens/step · {s['tokens_per_s']:.1f} tokens/s{prefill_text(s)} · "
             f"mean E(A) {s.get('mean_expected_accept', 0):.2f} vs **{s.get('mean_accepted_draft_tokens', 0):.2f}** "
             f"accepted draft tokens a step{calibrated}" + acceptance_text(s) + belief_note(s, m))
+
+
+def drawn_text(meta: dict) -> str:
+    """How a sampled run drew its text, with the seed that redraws it (" (sampled at T = 0.7, top-p 0.9,
+    seed 3)"); "" for a greedy run."""
+    sampled = sampled_at(meta)
+    if not sampled:
+        return ""
+    seed = meta.get("seed")
+    return f" ({sampled}" + (f", seed {seed}" if isinstance(seed, int) and not isinstance(seed, bool) else "") + ")"
 
 
 def prefill_text(summary: dict) -> str:

@@ -1,11 +1,13 @@
 """What the views say about a sampled run (temperature > 0): the Compare table's match with AR, E(A) vs A's
-groups. Hand-made data."""
+groups, the run summary (the app's and the HTML export's). Hand-made data."""
 
 from __future__ import annotations
 
 from opttree.bench.harness import aggregate
 from opttree.trace import summarize
 from viz.compare_table import same_cell
+from viz.html_export import standalone_html
+from viz.metrics import run_summary
 from viz.step_charts import ea_density, ea_points
 
 SAMPLED = {"temperature": 0.7, "top_k": 20, "top_p": 0.9, "seed": 3}
@@ -65,3 +67,14 @@ def test_e_a_vs_a_keeps_greedy_and_sampled_runs_of_one_drafter_apart():
     _, stats = ea_density([ea_points(greedy), ea_points(sampled), ea_points(make_trace([step]))])
     assert set(stats) == {"opt-tree · EAGLE head", "opt-tree · EAGLE head · sampled at T = 0.7, top-k 20, top-p 0.9"}
     assert stats["opt-tree · EAGLE head"]["steps"] == 2       # a trace without a temperature is a greedy one
+
+
+def test_the_run_summary_and_the_html_export_say_a_run_was_sampled_and_its_seed():
+    """A handout of a sampled run (the HTML export) must say the text is one draw and how to redraw it (failed
+    before: neither the app's summary nor the export named the temperature, filters or seed)."""
+    step = make_step([-1], [0.8], accepted=[0])
+    said = "sampled at T = 0.7, top-k 20, top-p 0.9, seed 3"
+    assert said in run_summary(make_trace([step], **SAMPLED))
+    assert said in standalone_html(make_trace([step], **SAMPLED))
+    assert "sampled at T = 1, seed 0" in run_summary(make_trace([step], temperature=1.0, top_k=0, top_p=1.0, seed=0))
+    assert "sampled" not in run_summary(make_trace([step], temperature=0.0, seed=3))
