@@ -20,18 +20,9 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from . import style
-from .metrics import run_summary
+from .metrics import run_summary, step_rows
 from .text_view import text_html
 from .tree_figure import TREE_NAME, label_script, root_context, step_title, tree_figure
-
-
-def _step_rows(step: dict) -> list[tuple[str, str]]:
-    return [("E(A) = Σ p̂", f"{step['expected_accept']:.2f}"),
-            ("accepted draft tokens", f"{step['accept_length']} (+1 bonus)"),
-            ("nodes / depth", f"{len(step['tokens'])} / {max(step['depth'], default=0)}"),
-            ("draft / build / verify ms", f"{step.get('draft_ms', 0):.0f} / {step.get('build_ms', 0):.0f} / "
-                                           f"{step.get('verify_ms', 0):.0f}"),
-            ("why it stopped growing", str(step.get("stop_reason", "")))]
 
 
 def _markdown_bold(text: str) -> str:
@@ -88,17 +79,16 @@ document.getElementById('text').addEventListener('click', (e) => {
 
 def standalone_html(trace: dict, colour: str = "log_p_hat", start: int = 0) -> str:
     """The page; it opens at step `start` (0-based: the step selected when it was exported)."""
-    steps = trace.get("steps", [])
+    steps, meta = trace.get("steps", []), trace.get("meta", {})
     start = max(0, min(int(start), len(steps) - 1)) if steps else 0
     figures = [tree_figure(s, step_title(trace, i), colour=colour, context=root_context(trace, i))
                for i, s in enumerate(steps)]
     figures = [json.loads(pio.to_json(f, validate=False)) for f in figures]
     texts = [text_html(trace, i) for i in range(len(steps))]
-    metrics = ["".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in _step_rows(s))
-               for s in steps]
+    metrics = ["".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in step_rows(meta, s))
+               for s in steps]      # the app's rows (viz/metrics.step_rows)
     data = json.dumps({"figures": figures, "texts": texts, "metrics": metrics}, ensure_ascii=False)
     data = data.replace("</", "<\\/")   # the JSON sits inside a <script> element
-    meta = trace.get("meta", {})
     title = f"OPT-Tree Explorer · {meta.get('method', '')} run"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>

@@ -11,21 +11,25 @@ from .drafters import drafter_name, p_hat_meaning
 
 
 def step_metrics(trace: dict | None, index: int | None) -> str:
-    """Markdown table of one step: E(A), accepted length, nodes, depth, timings, stop reason."""
+    """Markdown table of one step (`step_rows`), then the run's summary."""
     steps = (trace or {}).get("steps", [])
     if not steps or index is None:
         return "_No step yet._"
-    s = steps[index]
-    meaning = p_hat_meaning(trace.get("meta"))
-    what = "no draft model: a ranking score, not a prediction" if meaning else "expected accepted"
-    ea = f"E(A) = Σ p̂ ({what})"
-    rows = [(ea, f"{s['expected_accept']:.2f}"),
+    body = "\n".join(f"| {k} | {html.escape(v)} |" for k, v in step_rows(trace.get("meta"), steps[index]))
+    return f"**Step {index + 1} of {len(steps)}**\n\n| metric | value |\n|---|---|\n{body}\n\n" + run_summary(trace)
+
+
+def step_rows(meta: dict | None, s: dict) -> list[tuple[str, str]]:
+    """One step's metrics as (name, plain-text value) rows, for the app's table and the HTML export's: E(A),
+    accepted length, nodes, depth, timings, stop reason, the auto budget's choice."""
+    what = "no draft model: a ranking score, not a prediction" if p_hat_meaning(meta) else "expected accepted"
+    rows = [(f"E(A) = Σ p̂ ({what})", f"{s['expected_accept']:.2f}"),
             ("accepted draft tokens", accepted_text(s)),
             ("nodes in the tree", str(len(s["tokens"]))),
             ("tree depth", str(max(s["depth"], default=0))),
             ("draft / build / verify ms", f"{s.get('draft_ms', 0):.0f} / {s.get('build_ms', 0):.0f} / "
                                            f"{s.get('verify_ms', 0):.0f}"),
-            ("why it stopped growing", html.escape(str(s.get("stop_reason", ""))))]
+            ("why it stopped growing", str(s.get("stop_reason", "")))]
     auto = s.get("auto")
     if isinstance(auto, dict) and auto.get("chosen_nodes"):
         rows.append(("auto budget: chosen for this machine",
@@ -34,8 +38,7 @@ def step_metrics(trace: dict | None, index: int | None) -> str:
         if auto.get("fused_nodes"):
             rows.append(("with retrieval fused in", f"{counted(auto['fused_nodes'], 'node')}, "
                          f"{auto.get('fused_tokens_per_s', 0):.1f} expected tokens/s (retrieved nodes' p̂ as fused)"))
-    body = "\n".join(f"| {k} | {v} |" for k, v in rows)
-    return f"**Step {index + 1} of {len(steps)}**\n\n| metric | value |\n|---|---|\n{body}\n\n" + run_summary(trace)
+    return rows
 
 
 def accepted_text(step: dict) -> str:

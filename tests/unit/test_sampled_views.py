@@ -1,7 +1,10 @@
 """What the views say about a sampled run (temperature > 0): the Compare table's match with AR, E(A) vs A's
-groups, the run summary (the app's and the HTML export's). Hand-made data."""
+groups, the run summary (the app's and the HTML export's), the export's step metrics. Hand-made data."""
 
 from __future__ import annotations
+
+import json
+import re
 
 from opttree.bench.harness import aggregate
 from opttree.trace import summarize
@@ -78,3 +81,15 @@ def test_the_run_summary_and_the_html_export_say_a_run_was_sampled_and_its_seed(
     assert said in standalone_html(make_trace([step], **SAMPLED))
     assert "sampled at T = 1, seed 0" in run_summary(make_trace([step], temperature=1.0, top_k=0, top_p=1.0, seed=0))
     assert "sampled" not in run_summary(make_trace([step], temperature=0.0, seed=3))
+
+
+def test_the_html_export_shows_the_apps_step_metrics():
+    """The export's per-step table said "(+1 bonus)" on a step EOS ended inside its accepted path and did not
+    say that prompt lookup's E(A) is a ranking score (failed before: it kept a copy of the app's rows)."""
+    step = make_step([-1, 0, 1], [0.9, 0.8, 0.7], accepted=[0, 1, 2])
+    step["committed"], step["accept_length"] = [0, 1], 2          # EOS was the second accepted token
+    page = standalone_html(make_trace([step], drafter="lookup", draft="prompt lookup"))
+    raw = re.search(r'<script id="run-data" type="application/json">(.*?)</script>', page, re.S).group(1)
+    rows = json.loads(raw.replace("<\\/", "</"))["metrics"][0]
+    assert "2 (3 accepted; EOS or the token limit ended the run first)" in rows and "+1 bonus" not in rows
+    assert "ranking score" in rows
