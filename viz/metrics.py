@@ -20,16 +20,23 @@ def step_metrics(trace: dict | None, index: int | None) -> str:
 
 
 def step_rows(meta: dict | None, s: dict) -> list[tuple[str, str]]:
-    """One step's metrics as (name, plain-text value) rows, for the app's table and the HTML export's: E(A),
-    accepted length, nodes, depth, timings, stop reason, the auto budget's choice."""
-    what = "no draft model: a ranking score, not a prediction" if p_hat_meaning(meta) else "expected accepted"
-    rows = [(f"E(A) = Σ p̂ ({what})", f"{s['expected_accept']:.2f}"),
-            ("accepted draft tokens", accepted_text(s)),
-            ("nodes in the tree", str(len(s["tokens"]))),
-            ("tree depth", str(max(s["depth"], default=0))),
-            ("draft / build / verify ms", f"{s.get('draft_ms', 0):.0f} / {s.get('build_ms', 0):.0f} / "
-                                           f"{s.get('verify_ms', 0):.0f}"),
-            ("why it stopped growing", str(s.get("stop_reason", "")))]
+    """One step's metrics as (name, plain-text value) rows, for the app's table and the HTML export's: E(A)
+    (and, sampled, the expectation under the target's p: `target_expected_accept`), accepted length, nodes,
+    depth, timings, stop reason, the auto budget's choice."""
+    meaning = p_hat_meaning(meta)
+    exact = target_expected_accept(s) if sampled_at(meta) else None
+    what = ("no draft model: a ranking score, not a prediction" if meaning
+            else "the draft's expected accepted" if exact is not None else "expected accepted")
+    rows = [(f"E(A) = Σ p̂ ({what})", f"{s['expected_accept']:.2f}")]
+    if exact is not None:
+        rows.append(("expected accepted under the target's p (Σ Π p along each path: exact when sampling)",
+                     f"{exact:.2f}"))
+    rows += [("accepted draft tokens", accepted_text(s)),
+             ("nodes in the tree", str(len(s["tokens"]))),
+             ("tree depth", str(max(s["depth"], default=0))),
+             ("draft / build / verify ms", f"{s.get('draft_ms', 0):.0f} / {s.get('build_ms', 0):.0f} / "
+                                            f"{s.get('verify_ms', 0):.0f}"),
+             ("why it stopped growing", str(s.get("stop_reason", "")))]
     auto = s.get("auto")
     if isinstance(auto, dict) and auto.get("chosen_nodes"):
         rows.append(("auto budget: chosen for this machine",
@@ -39,6 +46,20 @@ def step_rows(meta: dict | None, s: dict) -> list[tuple[str, str]]:
             rows.append(("with retrieval fused in", f"{counted(auto['fused_nodes'], 'node')}, "
                          f"{auto.get('fused_tokens_per_s', 0):.1f} expected tokens/s (retrieved nodes' p̂ as fused)"))
     return rows
+
+
+def target_expected_accept(step: dict) -> float | None:
+    """The step's expected accepted length under the target's p: the sum over nodes of the product of
+    `p_target` along each node's path. Sampled, the target-sample rule accepts a node with exactly that
+    probability (its own draw is the node's token at every step of the path), so this is the step's exact
+    expectation for its tree, which Σ p̂ estimates from the draft's q; None without a recorded target side."""
+    pt = step.get("p_target")
+    if not isinstance(pt, list) or len(pt) != len(step["parents"]):
+        return None
+    path: list[float] = []
+    for p, x in zip(step["parents"], pt):      # parents precede their children
+        path.append(x * (1.0 if p == -1 else path[p]))
+    return sum(path)
 
 
 def accepted_text(step: dict) -> str:

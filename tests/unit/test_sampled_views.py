@@ -1,5 +1,6 @@
 """What the views say about a sampled run (temperature > 0): the Compare table's match with AR, E(A) vs A's
-groups, the run summary (the app's and the HTML export's), the export's step metrics. Hand-made data."""
+groups, the run summary (the app's and the HTML export's), the step metrics and their expectations. Hand-made
+data."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from opttree.bench.harness import aggregate
 from opttree.trace import summarize
 from viz.compare_table import same_cell
 from viz.html_export import standalone_html
-from viz.metrics import run_summary
+from viz.metrics import run_summary, step_metrics
 from viz.step_charts import ea_density, ea_points
 
 SAMPLED = {"temperature": 0.7, "top_k": 20, "top_p": 0.9, "seed": 3}
@@ -93,3 +94,17 @@ def test_the_html_export_shows_the_apps_step_metrics():
     rows = json.loads(raw.replace("<\\/", "</"))["metrics"][0]
     assert "2 (3 accepted; EOS or the token limit ended the run first)" in rows and "+1 bonus" not in rows
     assert "ranking score" in rows
+
+
+def test_sampled_step_metrics_give_the_expectation_under_the_target_too():
+    """Sampled, the target-sample rule accepts a node with the target's probability of its path (the product of
+    p_target along it), so Σ of those is the step's exact expected accepted length; Σ p̂ is the draft's estimate
+    of it (failed before: the metrics showed only Σ p̂, called "expected accepted"). Greedy p_target is a
+    stand-in (the softmax at T = 1), so no such row."""
+    step = make_step([-1, -1, 0], [0.6, 0.3, 0.5], accepted=[0], p_target=[0.5, 0.2, 0.4])
+    md = step_metrics(make_trace([step], **SAMPLED), 0)
+    assert re.search(r"\| expected accepted under the target's p[^|]*\| 0\.90 \|", md)     # 0.5 + 0.2 + 0.5·0.4
+    assert "| E(A) = Σ p̂ (the draft's expected accepted) | 1.20 |" in md
+    assert "under the target's p" not in step_metrics(make_trace([step], temperature=0.0), 0)
+    older = {k: v for k, v in step.items() if k != "p_target"}           # a trace without the target's side
+    assert "under the target's p" not in step_metrics(make_trace([older], **SAMPLED), 0)
