@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from opttree.theory.distributions import toy_distributions, wor_beats_iid_example
 from opttree.theory.rows import row_distributions, row_scheme_table
 from opttree.theory.table import SCHEMES, scheme_table
-from opttree.trace import TOPK, bonus_shown, node_text, row_texts
+from opttree.trace import TOPK, bonus_shown, node_text, row_texts, sampled_at
 
 from . import style
 
@@ -284,12 +284,14 @@ def step_view(trace: dict | None, index: int, node: int):
                      + ("a child in the tree, so it was accepted." if hit else
                         "not among the children, so it became the bonus token and the step ended."))
     elif node != -1:
-        lines.append("This node is off the accepted path: the verifier never sampled here.")
+        lines.append("This node is off the accepted path: the verifier never reached it.")
     if mass is not None:
-        them = "it" if len(kids) == 1 else "them"
+        them, which = ("it", "that one") if len(kids) == 1 else ("them", "one of them")
+        chance = (f"the chance its own token is {which}" if sampled_at(meta) else
+                  f"the chance a sampled run's token would be {which} (this run is greedy: the target takes its "
+                  "most likely token)")
         lines.append(f"This tree gave the node {children_text(len(kids), bold=True)}; the target's mass on {them} is "
-                     f"**{mass:.2f}**, the chance its own token is {'that one' if len(kids) == 1 else 'one of them'} "
-                     "(the star on the chart).")
+                     f"**{mass:.2f}**, {chance} (the star on the chart).")
     elif kids:
         lines.append(f"This tree gave the node {children_text(len(kids))}.")
     else:

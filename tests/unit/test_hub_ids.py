@@ -1,8 +1,9 @@
 """One rule says whether a model or draft argument names a hub model (`paths.is_hub_id`), for the EAGLE head
 loader (`org/name` only), export-tree's check of its draft flags and the draft it names to the engines, and the
-model loader; which arguments a drafter loads from the hub is its own (registry `hub_id`). The special names are each caller's own: `random` (the untrained head) and the bundled ids are
-checked before the rule; a one-part name is an id for the command line and the model loader (`gpt2`), and a
-head file's name for the EAGLE loader."""
+model loader; which arguments a drafter loads from the hub is its own (registry `hub_id`: a one-part name is a
+hub id for the classic draft and the model loader, `gpt2`, a head file's name for the EAGLE loader, and the
+early-exit head loads files only). The special names are each caller's own: `random` (the untrained head) and
+the bundled ids are checked before the rule."""
 
 from __future__ import annotations
 

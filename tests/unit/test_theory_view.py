@@ -23,7 +23,7 @@ def synthetic_trace(rows=True) -> dict:
             "committed": [10, 30], "expected_accept": 1.2, "ea_by_depth": [0.0, 0.9, 1.2]}
     if rows:
         step.update(p_target=[0.6, 0.2, 0.05, 0.1], topk_rows=[copy.deepcopy(ROOT_ROW), copy.deepcopy(NODE_ROW)])
-    meta = {"method": "opt-tree", "tree_temperature": 1.0,
+    meta = {"method": "opt-tree", "tree_temperature": 1.0, "temperature": 0.7,
             "target_distribution": "the target's sampling distribution (temperature 0.7, top-k off, top-p 1)"}
     return {"version": 1, "meta": meta, "prompt": "", "prompt_ids": [1, 2], "output_ids": [10, 30],
             "output_text": " the cat", "steps": [step, copy.deepcopy(step)], "summary": {}}
@@ -82,6 +82,17 @@ def test_node_view_reports_the_bonus_and_escapes_tokens():
     assert "<b>" not in text
     dist, _, _ = views.step_view(trace, 0, -1)
     assert "&lt;b&gt;*x*&lt;/b&gt;" in traces_by_name(dist)["target p"]["x"]
+
+
+def test_the_reading_says_what_the_childrens_mass_means_greedy_and_sampled():
+    """Failed before: a greedy run's reading called the mass "the chance its own token is one of them", where
+    the target takes its most likely token (p is the softmax the sampled run would draw from)."""
+    trace = synthetic_trace()
+    assert "the chance its own token is one of them" in views.step_view(trace, 0, -1)[2]
+    trace["meta"]["temperature"] = 0.0
+    text = views.step_view(trace, 0, -1)[2]
+    assert "the chance its own token" not in text
+    assert "a sampled run's token would be one of them (this run is greedy" in text
 
 
 def test_missing_rows_and_no_run_give_a_message():
