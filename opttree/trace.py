@@ -78,6 +78,7 @@ MAX_STEPS, MAX_NODES, MAX_TRACE_BYTES = 5000, 2000, 64 * 1024 * 1024
 TOPK = 8                  # tokens per side (target, draft) in a recorded row
 ROWS_PER_STEP = 16        # recorded rows per step
 ROWS_PER_RUN = 4096       # recorded rows per run (~3 MB of JSON at most)
+SUMMARY_SHOWN = ("new_tokens", "steps", "tau", "tokens_per_s")   # in every run's summary; views print them
 
 
 @dataclass
@@ -336,6 +337,9 @@ def validate_trace(trace) -> None:
         _need(key in trace, f"missing field {key!r}")
     _need(isinstance(trace["meta"], dict), "meta must be an object")
     _need(isinstance(trace["summary"], dict), "summary must be an object")
+    _need(all(_is_num(trace["summary"].get(k)) for k in SUMMARY_SHOWN)
+          and all(v is None or _is_num(v) or _numbers(v, MAX_NODES) for v in trace["summary"].values()),
+          f"summary must hold numbers ({', '.join(SUMMARY_SHOWN)} among them)")
     _need(isinstance(trace["prompt"], str) and isinstance(trace["output_text"], str),
           "prompt and output_text must be strings")
     _need(isinstance(trace["output_ids"], list) and all(_is_int(t) for t in trace["output_ids"]),
@@ -420,6 +424,7 @@ def _validate_step(i: int, step) -> None:
     acc = step["accepted"]
     _need(isinstance(acc, list) and all(_is_int(a) and 0 <= a < n for a in acc),
           f"{where}: accepted must be node indices")
+    _validate_commit(where, step)
     prev = -1
     for a in acc:
         _need(step["parents"][a] == prev, f"{where}: accepted path does not follow parents")
@@ -441,12 +446,25 @@ def _validate_token_texts(where: str, step: dict, n: int) -> None:
     """The optional bytes labels, committed pieces and pending label ("Token texts" above)."""
     if "labels" in step:
         _need(_strings(step["labels"], n), f"{where}: labels must hold one string per node")
-    for key in ("bonus_label", "pending"):
+    for key in ("bonus_label", "pending", "bonus_text", "committed_text"):
         _need(isinstance(step.get(key, ""), str), f"{where}: {key} must be a string")
     if "pieces" in step:
         committed = step.get("committed")
         _need(_strings(step["pieces"], len(committed) if isinstance(committed, list) else None),
               f"{where}: pieces must hold one string per committed token")
+
+
+def _validate_commit(where: str, step: dict) -> None:
+    """What the step committed and its timings, as the views count and print them (all optional but
+    `accept_length`)."""
+    _need(_is_int(step.get("accept_length")) and 0 <= step["accept_length"] <= MAX_NODES,
+          f"{where}: accept_length must be a count of draft tokens")
+    committed = step.get("committed", [])
+    _need(isinstance(committed, list) and len(committed) <= MAX_NODES + 1 and all(_is_int(t) for t in committed),
+          f"{where}: committed must be a list of token ids")
+    _need(step.get("rejected") is None or _is_int(step["rejected"]), f"{where}: rejected must be a node index or null")
+    for key in ("draft_ms", "build_ms", "verify_ms"):
+        _need(_is_num(step.get(key, 0)), f"{where}: {key} must be a number")
 
 
 def _validate_length(where: str, length) -> None:

@@ -93,6 +93,20 @@ def broken(trace, mutate):
     (lambda t: t["steps"][0].__setitem__("ea_by_depth", "deep"), "ea_by_depth must be numbers"),
     (lambda t: t["steps"][0]["depth"].__setitem__(0, 2), "node 0 has wrong depth 2"),
     (lambda t: t["steps"][0].__setitem__("accepted", [0, 0]), "does not follow parents"),   # node 0 twice
+    # Fields the views print or count: markup in the summary would reach the HTML export's page unescaped, and
+    # a wrong type stopped the import with a bare error.
+    (lambda t: t["summary"].__setitem__("new_tokens", "<img src=x onerror=alert(1)>"), "summary must hold numbers"),
+    (lambda t: t["summary"].__setitem__("tau", float("nan")), "summary must hold numbers"),
+    (lambda t: t["summary"].pop("tokens_per_s"), "summary must hold numbers"),
+    (lambda t: t["summary"].__setitem__("acceptance_by_depth", ["<b>"]), "summary must hold numbers"),
+    (lambda t: t["steps"][0].__setitem__("draft_ms", "12"), "draft_ms must be a number"),
+    (lambda t: t["steps"][0].pop("accept_length"), "accept_length must be"),
+    (lambda t: t["steps"][0].__setitem__("accept_length", "2"), "accept_length must be"),
+    (lambda t: t["steps"][0].__setitem__("accept_length", 10**9), "accept_length must be"),
+    (lambda t: t["steps"][0].__setitem__("committed", 3), "committed must be a list of token ids"),
+    (lambda t: t["steps"][0].__setitem__("committed_text", 3), "committed_text must be a string"),
+    (lambda t: t["steps"][0].__setitem__("bonus_text", None), "bonus_text must be a string"),
+    (lambda t: t["steps"][0].__setitem__("rejected", [0]), "rejected must be a node index"),
 ])
 def test_bad_traces_rejected(trace, mutate, needle):
     with pytest.raises(BadInput, match=needle):

@@ -26,7 +26,8 @@ def synthetic_trace(rows=True) -> dict:
     meta = {"method": "opt-tree", "tree_temperature": 1.0, "temperature": 0.7,
             "target_distribution": "the target's sampling distribution (temperature 0.7, top-k off, top-p 1)"}
     return {"version": 1, "meta": meta, "prompt": "", "prompt_ids": [1, 2], "output_ids": [10, 30],
-            "output_text": " the cat", "steps": [step, copy.deepcopy(step)], "summary": {}}
+            "output_text": " the cat", "steps": [step, copy.deepcopy(step)],
+            "summary": {"new_tokens": 4, "steps": 2, "tau": 2.0, "tokens_per_s": 1.0}}
 
 
 def traces_by_name(fig) -> dict:
