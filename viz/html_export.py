@@ -88,7 +88,9 @@ def standalone_html(trace: dict, colour: str = "log_p_hat", start: int = 0) -> s
     metrics = ["".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in step_rows(meta, s))
                for s in steps]      # the app's rows (viz/metrics.step_rows)
     data = json.dumps({"figures": figures, "texts": texts, "metrics": metrics}, ensure_ascii=False)
-    data = data.replace("</", "<\\/")   # the JSON sits inside a <script> element
+    # The JSON sits inside a <script> element: with no "<" in it, no text ("</script>", "<!--<script>") can end
+    # the element early or make the parser read past its end.
+    data = data.replace("<", "\\u003c")
     title = f"OPT-Tree Explorer · {meta.get('method', '')} run"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
