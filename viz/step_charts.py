@@ -310,9 +310,9 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
     # Titles in short lines: three panels share a row, and a phone's chart is 350 px wide.
     no_model = {group_of(r) for r in runs if r.get("draft_model") is False}
     sampled = {group_of(r): r["sampled"] for r in runs if r.get("sampled")}    # said on a line of its own
-    titles = [f"{m.removesuffix(' · ' + sampled.get(m, ''))}: binned r {_r(st['binned_r'])}, slope "
-              f"{_r(st['slope'])}<br>per-step r {_r(st['per_step_r'])} · {st['steps']} steps"
-              + (f"<br>{sampled[m]}" if m in sampled else "")
+    titles = [f"{style.plotly_text(m.removesuffix(' · ' + sampled.get(m, '')))}: binned r {_r(st['binned_r'])}, "
+              f"slope {_r(st['slope'])}<br>per-step r {_r(st['per_step_r'])} · {st['steps']} steps"
+              + (f"<br>{style.plotly_text(sampled[m])}" if m in sampled else "")
               + ("<br>no draft model: p̂ only ranks candidates, E(A) is no belief" if m in no_model else "")
               for m, st in stats.items()]
     fig = make_subplots(rows=nrows, cols=cols, subplot_titles=titles or None, horizontal_spacing=0.08,

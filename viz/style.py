@@ -109,9 +109,15 @@ def visible(text: str) -> str:
     return (text.replace(" ", "␣").replace("\n", "↵").replace("\t", "⇥").replace("\r", "␍")) or "∅"
 
 
+def plotly_text(text) -> str:
+    """Text a trace holds (a method, a drafter, a token) for a Plotly title or label: Plotly reads its own subset
+    of HTML there (links, styles), so any markup is escaped and shows as itself."""
+    return html.escape(str(text), quote=False)
+
+
 def hover_safe(text: str) -> str:
     """Token text for Plotly hover/labels: visible whitespace and no markup Plotly would interpret."""
-    return html.escape(visible(text), quote=False)
+    return plotly_text(visible(text))
 
 
 # Characters a line of a chart's note or title may hold in a half-width panel (about 420 px): Plotly

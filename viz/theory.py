@@ -304,9 +304,9 @@ def step_view(trace: dict | None, index: int, node: int):
                  f"q {d.rest_q:.2f} there). The sampled schemes treat the bucket as a single token, so they are "
                  "close when it is small and the two optima can only read high (merging tokens never lowers "
                  "them); p(set) of the top-k set is exact._")
-    title = f"Step {index + 1}, {node_label(step, node)}: p and q"
-    return (dists_figure(d, title, children), rates_figure(table, f"Acceptance rate at this node · {where}", mark),
-            "\n\n".join(lines))
+    shown = style.plotly_text(where)      # a token's text in the charts' titles
+    return (dists_figure(d, f"{shown}: p and q", children),
+            rates_figure(table, f"Acceptance rate at this node · {shown}", mark), "\n\n".join(lines))
 
 
 def toy_view(vocab=TOY_DEFAULTS["vocab"], peak_p=TOY_DEFAULTS["peak_p"], peak_q=TOY_DEFAULTS["peak_q"],

@@ -316,11 +316,11 @@ def _figure(traces: list[dict], layout: dict) -> go.Figure:
 
 
 def step_title(trace: dict, index: int) -> str:
-    meta = trace.get("meta", {})
+    method = style.plotly_text(trace.get("meta", {}).get("method", ""))
     steps = trace.get("steps", [])
     if not steps:
-        return f"{meta.get('method', '')}"
+        return method
     s = steps[index]
     # Two short lines: one long line was cut at a phone's width (Plotly never wraps a title).
-    return (f"{meta.get('method', '')} · step {index + 1}/{len(steps)} · {counted(len(s['tokens']), 'node')}<br>"
+    return (f"{method} · step {index + 1}/{len(steps)} · {counted(len(s['tokens']), 'node')}<br>"
             f"accepted {committed_draft(s)} · E(A) = {s['expected_accept']:.2f}")

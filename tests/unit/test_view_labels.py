@@ -216,3 +216,23 @@ def test_the_delta_rule_label_sits_over_the_deep_layers():
     notes = why_shape(step, {"method": "opt-tree", "threshold": 0.2, "max_depth": 10}).layout.annotations
     rule = next(n for n in notes if n.text.startswith("δ = 0.2"))
     assert rule.x == 1 and rule.xanchor == "right" and rule.y == 0.2 and rule.bgcolor
+
+
+def test_a_traces_names_and_tokens_show_as_text_in_chart_titles():
+    """An imported trace's method and drafter are free text and a node's token can be any text, while Plotly reads
+    its own subset of HTML in a title: a method '<a href=...>' was a live link over the tree, a token '<s>' struck
+    through the rest of the Theory chart's title. Each shows as itself (Plotly reads one level of entities)."""
+    from viz.step_charts import ea_density
+    from viz.theory import step_view
+    from viz.tree_figure import step_title
+
+    link = '<a href="https://example.com/">click</a>'
+    step = {**step_of([-1], [0.9], accepted=[0]), "texts": ["<s>"], "accept_length": 1, "expected_accept": 0.9,
+            "topk_rows": [{"node": 0, "ids": [1, 2], "texts": ["x", "y"], "p": [0.6, 0.4], "q": [0.5, 0.5]}]}
+    trace = {"meta": {"method": link}, "steps": [step]}
+    assert step_title(trace, 0).startswith("&lt;a href=\"https://example.com/\"&gt;click&lt;/a&gt; · step 1/1")
+    run = {"label": "x", "method": link, "drafter": "<b>EAGLE</b>", "ea": [1.0], "a": [1]}
+    (title,) = [a.text for a in ea_density([run])[0].layout.annotations]
+    assert title.startswith("&lt;a href=\"https://example.com/\"&gt;click&lt;/a&gt; · &lt;b&gt;EAGLE&lt;/b&gt;: ")
+    dists, rates, _ = step_view(trace, 0, 0)
+    assert "node 0: &lt;s&gt; (depth 1, accepted)" in dists.layout.title.text and "<s>" not in rates.layout.title.text
