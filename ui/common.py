@@ -137,6 +137,14 @@ def bounded(value, lo: int, hi: int, fallback: int) -> int:
         return fallback
 
 
+def whole_number(text) -> int | None:
+    """`text` as a whole number where it is one written in the digits 0-9 ('12'), else None: a visitor's text
+    (a link's step, an API's budget). str.isdigit() alone also passes '²', which int() refuses, as it refuses
+    more than 4,300 digits."""
+    text = str(text)
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 100 else None
+
+
 def clamp(trace, step) -> int:
     """0-based step index from a 1-based slider value (any junk becomes a valid index)."""
     n = steps_of(trace)

@@ -32,6 +32,7 @@ from ui.common import (
     md_safe,
     session_of,
     steps_of,
+    whole_number,
 )
 from ui.controls import STATIC_CHOICES, checked_controls, raw_text, settings_from
 from viz.compare_charts import speed_budget_figure, summary_cost, tau_budget_figure
@@ -134,7 +135,7 @@ def plan_for(page: Page, service, model, prompt, values: list):
     if not statics:     # the verdict weighs OPT-Tree against a static tree: one stands in
         statics = ["binary"]
         notes.append("No static tree was ticked: the binary tree stands in.")
-    fixed = [int(b) for b in (budgets or []) if str(b).isdigit() and int(b) > 0]
+    fixed = [n for n in map(whole_number, budgets or []) if n]     # whole numbers above 0
     settings = {**settings_from(checked_controls(dict(zip(page.settings, settings_values)))), "retrieval": "off",
                 "max_new_tokens": checked_number(TOKENS_LABEL, plan.TOKENS if tokens is None else tokens,
                                                  *TOKEN_RANGE, whole=True)}

@@ -20,7 +20,7 @@ import gradio as gr
 from opttree.config import AUTO_NODES, SETTING_NAMES, app_defaults
 from opttree.errors import BadInput
 from opttree.serve.settings import ServerSettings
-from ui.common import Page
+from ui.common import Page, whole_number
 from ui.controls import checked_controls, checked_settings, control_values, raw_text, settings_from
 from viz import lessons
 from viz.style import COLOUR_MODES
@@ -31,8 +31,9 @@ YES = ("1", "true", "yes", "on")
 
 def preset_index(value: str) -> int | None:
     names = [p["name"].lower() for p in lessons.PRESETS]
-    if value.isdigit() and int(value) < len(lessons.PRESETS):
-        return int(value)
+    index = whole_number(value)
+    if index is not None and index < len(lessons.PRESETS):
+        return index
     return names.index(value.lower()) if value.lower() in names else None
 
 
@@ -62,8 +63,9 @@ def parse_link(query: dict) -> dict:
         out["colour"] = q["colour"]
     if q.get("model"):
         out["model"] = q["model"]
-    if q.get("step", "").isdigit():
-        out["step"] = int(q["step"])
+    step = whole_number(q.get("step", ""))
+    if step is not None:
+        out["step"] = step
         out["run"] = True
     if q.get("run") in YES:
         out["run"] = True

@@ -337,3 +337,7 @@ def test_a_comparison_with_no_static_tree_ticked_says_which_one_stands_in():
     assert "binary@4" in methods and notes == ["No static tree was ticked: the binary tree stands in."]
     _, methods, _, _, notes, _ = plan_with(["sequoia"])
     assert "sequoia@4" in methods and "binary@4" not in methods and notes == []
+    # /compare takes its budgets raw: ones that are no whole number are left out, as '0' and 'x' are ('²' passes
+    # str.isdigit, which int() refuses: the comparison ended in a bare error).
+    methods = plan_for(page, service, "smollm2-eagle", "Hi", [*settings, [], [], plan.ONE, ["²", "x", "0", "10"], 8])[1]
+    assert [m for m in methods if m.startswith("opt-tree@")] == ["opt-tree@10", "opt-tree@auto"]

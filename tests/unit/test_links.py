@@ -51,6 +51,10 @@ def test_bad_values_fall_back_instead_of_breaking_the_page():
                        "preset": "99", "colour": "pink", "step": "-2", "max_depth": "5", "bogus": "1"})
     assert link["settings"] == {"max_depth": 5} and "tab" not in link and "colour" not in link
     assert "step" not in link and "prompt" not in link and not link.get("run") and "lesson" not in link
+    # Digits int() refuses ('²' passes str.isdigit; more than 4,300 digits) broke the page's load with an error.
+    for junk in ("²", "9" * 5000):
+        link = parse_link({"step": junk, "preset": junk})
+        assert "step" not in link and "lesson" not in link and not link.get("run")
 
 
 def test_a_method_the_menu_does_not_offer_leaves_the_menu_alone():
