@@ -154,8 +154,11 @@ def wire(page: Page, parts: dict, registry, tab) -> None:
     # every event that outputs it, and a live run outputs its trace (megabytes) at every redraw.
     page.ran.change(no_files, None, [parts["export_file"], parts["html_file"]], **PRIVATE)
     parts["export"].click(export, page.trace, [parts["export_file"], parts["export_status"]], **PRIVATE)
+    # An HTML export builds every step's figure at once (an imported trace near the upload limit: tens of seconds
+    # and gigabytes), so exports wait for each other, in a queue of their own (never behind a model run).
     parts["export_html"].click(export_html, [page.trace, page.colour, page.step],
-                               [parts["html_file"], parts["export_status"]], **PRIVATE)
+                               [parts["html_file"], parts["export_status"]], api_visibility="private",
+                               concurrency_id="export-html", concurrency_limit=1)
     box = parts["import_file"]
     box.upload(bind(do_import, page, parts, registry), [box, page.colour, page.present, page.history],
                import_outputs(page, parts), **PRIVATE)

@@ -198,3 +198,18 @@ def test_the_export_says_each_new_step_and_names_its_chart(trace, tmp_path):
         assert pg.text_content("#text p.sr-only") == said[1]
         assert pg.get_attribute("#tree", "role") == "figure"
         expect(pg.locator("#tree")).to_have_accessible_name(TREE_NAME)
+
+
+def test_html_exports_run_one_at_a_time_never_behind_a_model_run():
+    """An HTML export builds every step's figure at once: an imported trace near the upload limit takes tens of
+    seconds and gigabytes (200 steps of 2,000 nodes, a 15 MB file: 9 s and 1 GB on a 2-core CPU), and unqueued,
+    a few clicks at once could take a public server's memory. Exports wait for each other, in a queue of their
+    own that no model run is in."""
+    from opttree.serve.allow_list import load_registry
+    from opttree.serve.service import RunService
+    from ui.app import build_app
+
+    demo = build_app(RunService(registry=load_registry()))
+    (export,) = [f for f in demo.fns.values() if f.name == "export_html"]
+    runs = {f.concurrency_id for f in demo.fns.values() if f.name in ("run_explore", "run_compare", "generate")}
+    assert export.queue and export.concurrency_limit == 1 and export.concurrency_id not in runs
