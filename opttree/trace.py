@@ -338,12 +338,16 @@ def validate_trace(trace) -> None:
     _need(isinstance(trace["meta"], dict), "meta must be an object")
     _need(isinstance(trace["summary"], dict), "summary must be an object")
     _need(all(_is_num(trace["summary"].get(k)) for k in SUMMARY_SHOWN)
-          and all(v is None or _is_num(v) or _numbers(v, MAX_NODES) for v in trace["summary"].values()),
+          and all(_is_num(v) or _numbers(v, MAX_NODES) or (v is None and k == "prefill_ms")
+                  for k, v in trace["summary"].items()),
           f"summary must hold numbers ({', '.join(SUMMARY_SHOWN)} among them)")
     _need(isinstance(trace["prompt"], str) and isinstance(trace["output_text"], str),
           "prompt and output_text must be strings")
     _need(isinstance(trace["output_ids"], list) and all(_is_int(t) for t in trace["output_ids"]),
           "output_ids must be a list of integers")
+    for key in ("threshold", "tree_temperature"):     # views read them as numbers
+        _need(trace["meta"].get(key) is None or _is_num(trace["meta"][key]), f"meta.{key} must be a number")
+    _need(isinstance(trace["meta"].get("model", ""), str), "meta.model must be a model id")
     if "cost" in trace["meta"]:
         _validate_cost(trace["meta"]["cost"])
     steps = trace["steps"]
@@ -382,6 +386,7 @@ def _validate_auto(where: str, auto) -> None:
     d, n = auto.get("chosen_depth", 0), auto.get("chosen_nodes", 0)
     _need(_is_int(d) and _is_int(n) and 0 <= d <= len(rows) and (d == 0 or 0 <= n <= len(rows[d - 1])),
           f"{where}: auto.chosen_depth/chosen_nodes must point into the objective")
+    _need(_numbers([auto.get("chosen_tokens_per_s", 0)]), f"{where}: auto.chosen_tokens_per_s must be a number")
     fused, rate = auto.get("fused_nodes"), auto.get("fused_tokens_per_s")
     _need(fused is None or (_is_int(fused) and 0 <= fused <= 1000 and _numbers([rate])),
           f"{where}: auto.fused_nodes must be a node count with its fused_tokens_per_s")

@@ -107,6 +107,10 @@ def broken(trace, mutate):
     (lambda t: t["steps"][0].__setitem__("committed_text", 3), "committed_text must be a string"),
     (lambda t: t["steps"][0].__setitem__("bonus_text", None), "bonus_text must be a string"),
     (lambda t: t["steps"][0].__setitem__("rejected", [0]), "rejected must be a node index"),
+    (lambda t: t["summary"].__setitem__("mean_expected_accept", None), "summary must hold numbers"),
+    (lambda t: t["meta"].__setitem__("tree_temperature", "hot"), "tree_temperature must be a number"),
+    (lambda t: t["meta"].__setitem__("threshold", [0.1]), "threshold must be a number"),
+    (lambda t: t["meta"].__setitem__("model", ["smollm2-eagle"]), "meta.model must be a model id"),
 ])
 def test_bad_traces_rejected(trace, mutate, needle):
     with pytest.raises(BadInput, match=needle):
@@ -174,6 +178,7 @@ def test_traces_without_the_auto_fields_still_load(auto_trace):
 
 @pytest.mark.parametrize("mutate,needle", [
     (lambda t: t["meta"].__setitem__("cost", "fast"), "meta.cost must be an object"),
+    (lambda t: t["steps"][0]["auto"].__setitem__("chosen_tokens_per_s", "fast"), "tokens_per_s must be a number"),
     (lambda t: t["meta"]["cost"].__setitem__("verify_ms", [1.0]), "equal-length"),
     (lambda t: t["meta"]["cost"]["tokens"].__setitem__(0, 0), "positive"),
     (lambda t: t["meta"]["cost"]["longer"].__setitem__("verify_ms", [1.0]), "meta.cost.longer: tokens and"),
