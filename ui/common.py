@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import inspect
 import typing
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ import gradio as gr
 
 from viz.metrics import step_metrics
 from viz.step_charts import accept_bars, ea_density, speed_note, why_shape
+from viz.style import md_text
 from viz.text_view import text_html
 from viz.tree_figure import root_context, step_title, tree_figure
 
@@ -153,9 +153,8 @@ def clamp(trace, step) -> int:
 
 def md_safe(text: str) -> str:
     """Error messages can quote what a visitor sent (a model id, a setting): show it as plain text,
-    never as Markdown or HTML."""
-    escaped = html.escape(str(text), quote=False)
-    return "".join("\\" + c if c in "\\`*_[]()#+!|~<>" else c for c in escaped)
+    never as Markdown or HTML (`viz.style.md_text`)."""
+    return md_text(text)
 
 
 def session_of(request) -> str | None:
@@ -212,6 +211,6 @@ def history_views(history):
              "E(A) deciles (what the paper's Figure 4 shows); **slope**: mean A per unit of E(A) (1 = calibrated); "
              "**per-step r**: over single steps, held down by A being a small integer.", "",
              "| method · drafter | binned r | slope | per-step r | steps |", "|---|---|---|---|---|"]
-    lines += [f"| {html.escape(m)} | **{num(st['binned_r'])}** | {num(st['slope'])} | {num(st['per_step_r'])} | "
+    lines += [f"| {md_safe(m)} | **{num(st['binned_r'])}** | {num(st['slope'])} | {num(st['per_step_r'])} | "
               f"{st['steps']} |" for m, st in stats.items()]
     return fig, "\n".join(lines)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
@@ -26,8 +27,9 @@ from .tree_figure import TREE_NAME, label_script, root_context, step_title, tree
 
 
 def _markdown_bold(text: str) -> str:
-    """run_summary's **bold** as HTML (the text is already escaped by it)."""
-    parts = text.split("**")
+    """run_summary's Markdown as HTML: its **bold**, and the characters it escaped for Markdown in the names it
+    prints (`style.md_text`; they are HTML-escaped already) as themselves."""
+    parts = [re.sub(r"\\(.)", r"\1", p) for p in text.split("**")]
     return "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import html
-
 from opttree.trace import by_depth_text, committed_bonus, committed_draft, counted, percent, sampled_at
 
+from . import style
 from .cost_chart import context_read, usable, verify_ratio
 from .drafters import drafter_name, p_hat_meaning
 
@@ -15,7 +14,7 @@ def step_metrics(trace: dict | None, index: int | None) -> str:
     steps = (trace or {}).get("steps", [])
     if not steps or index is None:
         return "_No step yet._"
-    body = "\n".join(f"| {k} | {html.escape(v)} |" for k, v in step_rows(trace.get("meta"), steps[index]))
+    body = "\n".join(f"| {k} | {style.md_text(v)} |" for k, v in step_rows(trace.get("meta"), steps[index]))
     return f"**Step {index + 1} of {len(steps)}**\n\n| metric | value |\n|---|---|\n{body}\n\n" + run_summary(trace)
 
 
@@ -77,10 +76,10 @@ def run_summary(trace: dict | None) -> str:
     s, m = trace["summary"], trace["meta"]
     temp = float(m.get("tree_temperature", 1.0) or 1.0)
     calibrated = f" · draft probabilities at tree temperature {temp:g}" if temp != 1.0 else ""
-    models = f"Target {html.escape(str(m.get('target', '?')))}"
+    models = f"Target {style.md_text(m.get('target', '?'))}"
     if m.get("draft"):
-        models += f" · draft {html.escape(str(m['draft']))}"
-    return (f"{models}\n\nRun: **{html.escape(str(m.get('method')))}**{drawn_text(m)}, {s['new_tokens']} tokens in "
+        models += f" · draft {style.md_text(m['draft'])}"
+    return (f"{models}\n\nRun: **{style.md_text(m.get('method'))}**{drawn_text(m)}, {s['new_tokens']} tokens in "
             f"{s['steps']} steps · "
             f"τ = **{s['tau']:.2f}** tokens/step · {s['tokens_per_s']:.1f} tokens/s{prefill_text(s)} · "
             f"mean E(A) {s.get('mean_expected_accept', 0):.2f} vs **{s.get('mean_accepted_draft_tokens', 0):.2f}** "

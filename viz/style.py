@@ -115,6 +115,13 @@ def plotly_text(text) -> str:
     return html.escape(str(text), quote=False)
 
 
+def md_text(text) -> str:
+    """Text a visitor or a trace gave (an error quoting a setting, a model's name, a stop reason) for Markdown:
+    shown as itself, never as HTML or Markdown (a link, an image the browser would fetch)."""
+    escaped = html.escape(str(text), quote=False)
+    return "".join("\\" + c if c in "\\`*_[]()#+!|~<>" else c for c in escaped)
+
+
 def hover_safe(text: str) -> str:
     """Token text for Plotly hover/labels: visible whitespace and no markup Plotly would interpret."""
     return plotly_text(visible(text))

@@ -9,7 +9,6 @@ computed over those tokens plus one "rest" bucket that stands for every other to
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,8 +52,7 @@ class Dists:
 
 def _md(text, token: bool = True) -> str:
     """Text for Markdown with no HTML and no Markdown syntax; a token's whitespace drawn visibly."""
-    escaped = html.escape(style.visible(str(text)) if token else str(text), quote=False)
-    return "".join("\\" + c if c in "\\`*_[]()#+!|~<>" else c for c in escaped)
+    return style.md_text(style.visible(str(text)) if token else text)
 
 
 def _unique(labels: list[str]) -> list[str]:

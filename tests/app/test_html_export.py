@@ -213,3 +213,18 @@ def test_html_exports_run_one_at_a_time_never_behind_a_model_run():
     (export,) = [f for f in demo.fns.values() if f.name == "export_html"]
     runs = {f.concurrency_id for f in demo.fns.values() if f.name in ("run_explore", "run_compare", "generate")}
     assert export.queue and export.concurrency_limit == 1 and export.concurrency_id not in runs
+
+
+def test_a_traces_names_show_as_text_in_the_metrics_and_the_export(trace):
+    """The metrics panel is Markdown, and an imported trace's names and stop reasons are free text: a target named
+    '![x](https://…)' made every visitor who imported it fetch that image, a stop reason '[…](…)' was a link. Each
+    shows as itself there, and as itself (no Markdown escapes) in the HTML export's summary."""
+    from viz.metrics import step_metrics
+
+    image, link = "![x](https://example.com/p.png)", "[click](https://example.com/)"
+    steps = [{**s, "stop_reason": link} for s in trace["steps"]]
+    hostile = {**trace, "meta": {**trace["meta"], "target": image, "draft": "my_draft"}, "steps": steps}
+    shown = step_metrics(hostile, 0)
+    assert r"Target \!\[x\]\(https://example.com/p.png\) · draft my\_draft" in shown
+    assert r"| why it stopped growing | \[click\]\(https://example.com/\) |" in shown
+    assert "Target ![x](https://example.com/p.png) · draft my_draft<br>" in standalone_html(hostile)

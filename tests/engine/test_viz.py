@@ -371,7 +371,8 @@ def test_every_lesson_preset_is_a_valid_run_setting():
 def test_run_summary_names_the_target_and_draft_it_ran(trace):
     meta = {**trace["meta"], "target": "HuggingFaceTB/SmolLM2-135M-Instruct (hub stand-in)", "draft": "<b>head</b>"}
     text = run_summary({**trace, "meta": meta})
-    assert "Target HuggingFaceTB/SmolLM2-135M-Instruct (hub stand-in)" in text and "&lt;b&gt;head" in text
+    # as Markdown shows it: the names' Markdown characters escaped (viz.style.md_text)
+    assert r"Target HuggingFaceTB/SmolLM2-135M-Instruct \(hub stand-in\)" in text and "&lt;b&gt;head" in text
     # tokens/s times the whole run: the prefill is named with it; a trace that did not time it says nothing
     ms = trace["summary"]["prefill_ms"]
     assert f"tokens/s (the whole run, the prompt's {ms:.0f} ms prefill included)" in text
