@@ -48,8 +48,8 @@ EXPORT_DEPTH = 10           # the deepest exported tree (the paper's and the CLI
 
 
 def run_vector(trace: dict | None) -> tuple[tuple[float, ...], str]:
-    """The acceptance vector a trace records (its draft card's) and where it came from; the default
-    prior when the trace has none or an unusable one (traces are imported untrusted)."""
+    """The acceptance vector a trace records (its draft card's) and where it came from (for the panel's Markdown:
+    escaped); the default prior when the trace has none or an unusable one (traces are imported untrusted)."""
     meta = (trace or {}).get("meta") or {}
     vector = meta.get("acceptance_by_rank")
     ok = (isinstance(vector, list) and 0 < len(vector) <= 64
@@ -58,7 +58,7 @@ def run_vector(trace: dict | None) -> tuple[tuple[float, ...], str]:
     if not ok:
         why = "no run yet" if not trace else "the run records none measured"
         return DEFAULT_ACCEPTANCE, f"a default prior: {why}"
-    return tuple(float(a) for a in vector), str(meta.get("acceptance_source") or "trace")
+    return tuple(float(a) for a in vector), style.md_text(meta.get("acceptance_source") or "trace")
 
 
 def default_nodes(trace: dict | None) -> int:

@@ -45,6 +45,9 @@ def test_sequoia_reads_the_runs_vector_and_falls_back_to_the_prior():
         got, source = serving.run_vector(trace_of([], acceptance_by_rank=bad))
         assert got == DEFAULT_ACCEPTANCE and source == "a default prior: the run records none measured"
     assert serving.run_vector(None)[1] == "a default prior: no run yet"         # not a run that does not exist
+    # an imported trace's source is free text, shown in the panel's Markdown: never markup there
+    hostile = trace_of([], acceptance_by_rank=vector, acceptance_source='<img src="https://example.com/p.png">')
+    assert "<img" not in serving.export_markdown(hostile, "sequoia", 12)
     assert serving.export_paths(None, "binary", 7)[0] == static_paths("binary", 7, 10)
     assert "**1 node, depth 1.**" in serving.export_markdown(None, "chain", 1)
     chain = serving.export_paths(None, "chain", 25)
