@@ -338,14 +338,14 @@ def validate_trace(trace) -> None:
     _need(isinstance(trace["meta"], dict), "meta must be an object")
     _need(isinstance(trace["summary"], dict), "summary must be an object")
     _need(all(_is_num(trace["summary"].get(k)) for k in SUMMARY_SHOWN)
-          and all(_is_num(v) or _numbers(v, MAX_NODES) or (v is None and k == "prefill_ms")
-                  for k, v in trace["summary"].items()),
+          and all(_is_num(v) or (k.endswith("_by_depth") and _numbers(v, MAX_NODES))
+                  or (v is None and k == "prefill_ms") for k, v in trace["summary"].items()),
           f"summary must hold numbers ({', '.join(SUMMARY_SHOWN)} among them)")
     _need(isinstance(trace["prompt"], str) and isinstance(trace["output_text"], str),
           "prompt and output_text must be strings")
     _need(isinstance(trace["output_ids"], list) and all(_is_int(t) for t in trace["output_ids"]),
           "output_ids must be a list of integers")
-    for key in ("threshold", "tree_temperature"):     # views read them as numbers
+    for key in ("threshold", "tree_temperature", "max_depth"):     # views read them as numbers
         _need(trace["meta"].get(key) is None or _is_num(trace["meta"][key]), f"meta.{key} must be a number")
     _need(isinstance(trace["meta"].get("model", ""), str), "meta.model must be a model id")
     if "cost" in trace["meta"]:

@@ -110,6 +110,8 @@ def broken(trace, mutate):
     (lambda t: t["summary"].__setitem__("mean_expected_accept", None), "summary must hold numbers"),
     (lambda t: t["meta"].__setitem__("tree_temperature", "hot"), "tree_temperature must be a number"),
     (lambda t: t["meta"].__setitem__("threshold", [0.1]), "threshold must be a number"),
+    (lambda t: t["meta"].__setitem__("max_depth", "deep"), "max_depth must be a number"),
+    (lambda t: t["summary"].__setitem__("mean_expected_accept", [1.0]), "summary must hold numbers"),
     (lambda t: t["meta"].__setitem__("model", ["smollm2-eagle"]), "meta.model must be a model id"),
 ])
 def test_bad_traces_rejected(trace, mutate, needle):
