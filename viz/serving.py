@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shlex
 import statistics
 from collections import Counter
@@ -107,7 +108,9 @@ def export_paths(trace: dict | None, choice: str, nodes: int) -> tuple[list[tupl
 
 
 def _code(text: str, lang: str = "") -> str:
-    fence = "````" if "```" in text else "```"
+    """`text` as a fenced code block whose fence is longer than any run of backticks in it (a run's names are
+    free text: none can close the block)."""
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
     return f"{fence}{lang}\n{text}\n{fence}"
 
 

@@ -48,6 +48,10 @@ def test_sequoia_reads_the_runs_vector_and_falls_back_to_the_prior():
     # an imported trace's source is free text, shown in the panel's Markdown: never markup there
     hostile = trace_of([], acceptance_by_rank=vector, acceptance_source='<img src="https://example.com/p.png">')
     assert "<img" not in serving.export_markdown(hostile, "sequoia", 12)
+    # nor can a name close the command line's code block: its fence is longer than any run of backticks in it
+    fenced = trace_of([], acceptance_by_rank=vector, target="my-target", draft="x\n````\n![x](https://example.com/p.png)\n")
+    block = serving.export_markdown(fenced, "sequoia", 12).split("```bash\n")[-1]
+    assert block.startswith("opttree export-tree") and block.index("![x]") < block.find("\n`````")
     assert serving.export_paths(None, "binary", 7)[0] == static_paths("binary", 7, 10)
     assert "**1 node, depth 1.**" in serving.export_markdown(None, "chain", 1)
     chain = serving.export_paths(None, "chain", 25)
