@@ -245,18 +245,6 @@ def percent(x: float, space: str = "") -> str:
     return f"{x * 100:.0f}{space}%"
 
 
-def sampled_at(meta: dict | None) -> str:
-    """How a run drew its tokens, from its meta: "" when greedy (temperature 0, or a trace without one), else
-    "sampled at T = 0.7, top-k 20, top-p 0.9" (the filters only where on)."""
-    meta = meta or {}
-    temperature, top_k, top_p = meta.get("temperature"), meta.get("top_k"), meta.get("top_p")
-    if not _is_num(temperature) or temperature <= 0:      # an imported meta may hold anything
-        return ""
-    filters = (f", top-k {top_k}" if _is_int(top_k) and top_k > 0 else "") + \
-        (f", top-p {top_p:g}" if _is_num(top_p) and top_p < 1 else "")
-    return f"sampled at T = {temperature:g}{filters}"
-
-
 def counted(n: int, noun: str) -> str:
     """'1 node', '3 nodes', '0 nodes': a count with its noun (plural by adding s)."""
     return f"{n} {noun}{'' if n == 1 else 's'}"

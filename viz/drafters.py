@@ -1,8 +1,11 @@
-"""What drafted a run, read from its trace's meta: the drafter's name for a reader, and what its p̂
-mean. A draft model's p̂ is its belief that a path is accepted; prompt lookup and Token Recycling have
-no draft model (config.TRAINING_FREE), and their p̂ only rank candidates."""
+"""What drafted a run and how it drew, read from its trace's meta: the drafter's name for a reader, what its
+p̂ mean, and the sampling settings of a sampled run. A draft model's p̂ is its belief that a path is accepted;
+prompt lookup and Token Recycling have no draft model (config.TRAINING_FREE), and their p̂ only rank
+candidates."""
 
 from __future__ import annotations
+
+import math
 
 from opttree.config import TRAINING_FREE
 
@@ -39,3 +42,19 @@ def has_draft_model(meta: dict | None) -> bool:
 def p_hat_meaning(meta: dict | None) -> str:
     """What the run's p̂ (and so E(A)) are: a sentence for a drafter without a draft model, '' otherwise."""
     return NO_MODEL_P_HAT.get(drafter_kind(meta), "")
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def sampled_at(meta: dict | None) -> str:
+    """How a run drew its tokens, from its meta: "" when greedy (temperature 0, or a trace without one), else
+    "sampled at T = 0.7, top-k 20, top-p 0.9" (the filters only where on)."""
+    meta = meta or {}
+    temperature, top_k, top_p = meta.get("temperature"), meta.get("top_k"), meta.get("top_p")
+    if not _number(temperature) or temperature <= 0:      # an imported meta may hold anything
+        return ""
+    filters = (f", top-k {top_k}" if _number(top_k) and top_k > 0 and top_k == int(top_k) else "") + \
+        (f", top-p {top_p:g}" if _number(top_p) and top_p < 1 else "")
+    return f"sampled at T = {temperature:g}{filters}"

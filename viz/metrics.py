@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from opttree.trace import by_depth_text, committed_bonus, committed_draft, counted, percent, sampled_at
+from opttree.trace import by_depth_text, committed_bonus, committed_draft, counted, percent
 
 from . import style
 from .cost_chart import context_read, usable, verify_ratio
-from .drafters import drafter_name, p_hat_meaning
+from .drafters import drafter_name, p_hat_meaning, sampled_at
 
 
 def step_metrics(trace: dict | None, index: int | None) -> str:

@@ -12,11 +12,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from opttree.calibration import calibrate
-from opttree.trace import committed_draft, counted, sampled_at
+from opttree.trace import committed_draft, counted
 from opttree.trees.length_control import controller_name
 
 from . import style
-from .drafters import drafter_name, has_draft_model
+from .drafters import drafter_name, has_draft_model, sampled_at
 
 BADGE_PX = 44           # the panel's label (Gradio's) covers this much of the figure's top-left corner
 TITLE_CHARS = 64        # a 13-14 px title's line in a half-width panel
@@ -256,7 +256,7 @@ def fused_note(auto: dict) -> str:
 
 def ea_points(trace: dict) -> dict:
     """One run's (E(A), A) for each step that drafted a tree, with its method, drafter and how it drew its
-    tokens (`sampled`: trace.sampled_at, "" when greedy; the calibration is per all three); A = the draft
+    tokens (`sampled`: drafters.sampled_at, "" when greedy; the calibration is per all three); A = the draft
     tokens the step committed (a step cut by EOS or the token limit counts
     only what it committed). A step without a tree (a run's last single token, a lookup or Token Recycling
     step that found nothing) has E(A) = A = 0 whatever the drafter believes: it is left out and counted

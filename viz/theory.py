@@ -17,9 +17,10 @@ import plotly.graph_objects as go
 from opttree.theory.distributions import toy_distributions, wor_beats_iid_example
 from opttree.theory.rows import row_distributions, row_scheme_table
 from opttree.theory.table import SCHEMES, scheme_table
-from opttree.trace import TOPK, bonus_shown, node_text, row_texts, sampled_at
+from opttree.trace import TOPK, bonus_shown, node_text, row_texts
 
 from . import style
+from .drafters import sampled_at
 
 KS = tuple(range(1, 9))
 SHOWN = 16                 # bars per distribution chart (the rest are summed into one bar)

@@ -343,10 +343,11 @@ def test_step_metrics_say_when_the_run_ended_inside_the_accepted_path():
     step = make_step([-1, 0, 1], [0.9, 0.8, 0.7], accepted=[0, 1, 2])
     step["committed"], step["accept_length"] = [0, 1], 2          # EOS was the second accepted token
     md = step_metrics({"steps": [step], "summary": summarize([step], 2, 1.0), "meta": {}}, 0)
-    assert "| accepted draft tokens | 2 (3 accepted; EOS or the token limit ended the run first) |" in md
+    # The values are Markdown-escaped text (style.md_text): "\(" reads "(" on the page.
+    assert r"| accepted draft tokens | 2 \(3 accepted; EOS or the token limit ended the run first\) |" in md
     full = make_step([-1, 0], [0.9, 0.8], accepted=[0, 1])
     md = step_metrics({"steps": [full], "summary": summarize([full], 3, 1.0), "meta": {}}, 0)
-    assert "| accepted draft tokens | 2 (+1 bonus) |" in md
+    assert r"| accepted draft tokens | 2 \(\+1 bonus\) |" in md
 
 
 def test_exported_trace_replays_views(trace):
