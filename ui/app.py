@@ -179,8 +179,8 @@ def main() -> None:
     threading.Thread(target=_preload, args=(service,), daemon=True).start()
     demo.queue(max_size=settings.queue_size)
     demo.launch(server_name=settings.server_name, server_port=settings.server_port, share=False,
-                show_error=False, css=PAGE_CSS, js=page_js(), theme=gr.themes.Soft(), max_file_size="64mb",
-                footer_links=["api"])
+                show_error=False, css=PAGE_CSS, js=page_js(), theme=gr.themes.Soft(),
+                max_file_size=settings.max_upload_bytes, footer_links=["api"])
 
 
 def _preload(service: RunService) -> None:

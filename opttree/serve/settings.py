@@ -12,12 +12,13 @@ import os
 from dataclasses import dataclass, field, fields
 
 from opttree.errors import BadInput
+from opttree.trace import MAX_TRACE_BYTES
 
 
-def setting(default, env: str, meaning: str, lo=None):
+def setting(default, env: str, meaning: str, lo=None, hi=None):
     """A server setting: its default, the environment variable that overrides it, what it means and,
-    for a number, the least value allowed."""
-    return field(default=default, metadata={"env": env, "help": meaning, "lo": lo})
+    for a number, the least value allowed (and the most, where there is one)."""
+    return field(default=default, metadata={"env": env, "help": meaning, "lo": lo, "hi": hi})
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,14 @@ class ServerSettings:
     run_time_limit_s: float = setting(180.0, "OPTTREE_RUN_TIME_LIMIT",
                                       "seconds a run may take, loading and prefill included", lo=1.0)
     device: str = setting("auto", "OPTTREE_DEVICE", "where models run: auto, cpu, cuda, cuda:N")
+    max_upload_mb: int = setting(MAX_TRACE_BYTES >> 20, "OPTTREE_MAX_UPLOAD_MB",
+                                 "the largest file a visitor may upload (a trace to import), in MiB: a loaded trace "
+                                 "holds about 3.5× its size in memory while its session lasts", lo=1,
+                                 hi=MAX_TRACE_BYTES >> 20)
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return self.max_upload_mb << 20
 
     @classmethod
     def from_env(cls, environ=None) -> ServerSettings:
@@ -54,6 +63,8 @@ def _parse(f, raw: str):
         raise BadInput(f"{var} must be a {kind.__name__}, got {raw!r}.") from None
     if lo is not None and not value >= lo:
         raise BadInput(f"{var} must be at least {lo}, got {raw!r}.")
+    if f.metadata["hi"] is not None and not value <= f.metadata["hi"]:
+        raise BadInput(f"{var} must be at most {f.metadata['hi']}, got {raw!r}.")
     return value
 
 

@@ -127,7 +127,9 @@ def test_server_settings_are_declared_once():
     from opttree.serve import settings as server
     from opttree.serve.service import RunService
     from opttree.serve.settings import ServerSettings
+    from opttree.trace import MAX_TRACE_BYTES
     from ui.app import build_app
+    from ui.app import main as app_main
 
     assert ServerSettings.from_env({}) == ServerSettings()
     for f in fields(ServerSettings):
@@ -139,10 +141,17 @@ def test_server_settings_are_declared_once():
         assert getattr(ServerSettings.from_env({env: str(lo + 3)}), f.name) == lo + 3
         with pytest.raises(BadInput, match=f"{env} must be at least"):
             ServerSettings.from_env({env: str(lo - 1)})
+        if f.metadata["hi"] is not None:
+            with pytest.raises(BadInput, match=f"{env} must be at most"):
+                ServerSettings.from_env({env: str(f.metadata["hi"] + 1)})
     svc = RunService(registry=None)
     assert (svc.lane_slots, svc.time_limit_s, svc.device) == (ServerSettings.lane_slots,
                                                               ServerSettings.run_time_limit_s, ServerSettings.device)
     assert inspect.signature(build_app).parameters["waiting_runs"].default == ServerSettings.max_waiting
+    # An upload is at most what the trace reader takes, and the page's limit is the setting's (no copy of it).
+    assert ServerSettings().max_upload_bytes == MAX_TRACE_BYTES
+    assert ServerSettings.from_env({"OPTTREE_MAX_UPLOAD_MB": "8"}).max_upload_bytes == 8 * 2**20
+    assert "max_file_size=settings.max_upload_bytes" in inspect.getsource(app_main)
 
 
 def test_defaults_are_not_repeated_in_the_page_or_the_service():
