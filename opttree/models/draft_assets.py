@@ -54,9 +54,10 @@ def card_acceptance(draft: str | None) -> tuple[float, ...] | None:
 
 
 def check_card_target(draft: str, target: str, kind: str = "draft",
-                      advice: str = "pass a draft for this target") -> None:
+                      advice: str = "pass a draft for this target", shown: str | None = None) -> None:
     """A draft whose card names the target it was trained for loads only with that target (the
-    bundled target's hub stand-in counts as the same: same tokenizer and weights family)."""
+    bundled target's hub stand-in counts as the same: same tokenizer and weights family). `shown`: the
+    target as the refusal names it (a served pair's public name, `ModelPair.recorded_names`), else `target`."""
     card = Path(str(draft)).with_suffix(".json")
     try:
         trained_for = json.loads(card.read_text()).get("target")
@@ -65,8 +66,8 @@ def check_card_target(draft: str, target: str, kind: str = "draft",
     bundled_card = trained_for in bundled.BUNDLED_ALIASES    # the stand-in counts by its id or its pair's label
     if trained_for and target != trained_for and not (
             bundled_card and (bundled.is_bundled(target) or target == bundled.HUB_FALLBACK)):
-        raise BadInput(f"{kind} {Path(str(draft)).name} was trained for the target {trained_for!r}, not {target!r} "
-                       f"(its card says so): {advice}.")
+        raise BadInput(f"{kind} {Path(str(draft)).name} was trained for the target {trained_for!r}, "
+                       f"not {shown or target!r} (its card says so): {advice}.")
 
 
 # What each kind of draft file holds (`_read` names it when a file is none of them).
@@ -191,5 +192,5 @@ def length_predictor_for(pair) -> length_predictor.LengthPredictor:
     """The bundled learned length predictor (AdaEAGLE), for a target its card names."""
     path = length_predictor.DEFAULT_PREDICTOR   # read at call time: tests point it at a tiny predictor
     check_card_target(str(path), pair.target_name, kind="length predictor",
-                      advice="use --length-control delta or thompson with this target")
+                      advice="use --length-control delta or thompson with this target", shown=pair.recorded_names()[0])
     return length_predictor.load_length_predictor(path, pair.target.config.hidden_size)

@@ -125,3 +125,12 @@ def test_a_comparison_of_a_served_folder_pair_records_no_server_path(served):
     result = done[0].result
     assert result["meta"]["target"] == "my-llama" and result["meta"]["draft"] == "tiny-draft"
     assert root not in json.dumps(result, default=str)
+
+
+def test_an_error_in_a_run_names_the_folder_target_by_its_public_name(served):
+    """The learned length predictor's card names the bundled target, so a run of another target with it is
+    refused, and the visitor reads why (failed before: the message named the server's folder)."""
+    service, _, root = served
+    with pytest.raises(RunError) as err:
+        service.run("mine-self", "t1 t2 t3", dict(SETTINGS, length_control="predictor"))
+    assert "not 'my-llama'" in err.value.message and root not in err.value.message
