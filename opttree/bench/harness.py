@@ -262,7 +262,7 @@ def aggregate(rows: list[dict], ar_rows: dict, ea_a: list, greedy: bool) -> dict
     out["speedup_median"] = round(statistics.median(ratios), 4) if ratios else None
     # Sampled, every engine run draws with the run's seed and each committed token costs one draw, so a tree
     # run commits AR's tokens too (decoding/sampling.TokenPicker); transformers' own sampling draws otherwise.
-    drawn_alike = greedy or not any(r["method"] in (HF_METHOD, HF_LOOKUP) for r in rows)
+    drawn_alike = greedy or not any(r["method"] in HF_METHODS for r in rows)
     if drawn_alike and ar:
         same = [r["output_ids"] == ar_rows[r["prompt_id"]]["output_ids"] for r in rows if r["prompt_id"] in ar_rows]
         out["exact_match"] = round(sum(same) / len(same), 4) if same else None
