@@ -46,21 +46,21 @@ COMPARE_PROMPTS = PROMPTS / "compare.jsonl"   # the Compare tab's built-in set: 
 TRAIN_PROMPTS = PROMPTS / "train.jsonl"
 PAGE_ASSETS = PACKAGE.parent / "assets"   # the page's app.css, app.js, keys.js, fit_labels.js, lessons.json, learn.md
 
-# A hub id's part: letters, digits, `_`, `-` and `.`, starting and ending with a letter, digit or `_`.
-_HUB_PART = r"\w(?:[\w.-]*\w)?"
+# A hub id's part: at most 96 letters, digits, `_`, `-` and `.`, starting and ending with a letter, digit or `_`.
+_HUB_PART = r"\w(?:[\w.-]{0,94}\w)?"
 HUB_ID = re.compile(rf"(?:{_HUB_PART}/)?{_HUB_PART}")   # "name" or "org/name"
 
 
 def is_hub_id(spec: str) -> bool:
     """Whether a model or draft argument names a model on the Hugging Face hub: no local file or folder has that
-    name, it is written as the hub writes ids ("name" or "org/name", each part as `HUB_ID` says, no `--` or `..`:
-    huggingface_hub's validate_repo_id), and it does not end .safetensors (a draft file of this project's that
-    is not there). A relative path (`./x`, `../x`) is no id. The special names config.RANDOM_HEAD and the bundled
-    target's ids read as one-part ids too: the callers that take them check them first (config.SELF_DRAFT names
-    the app's pair, never a draft argument)."""
+    name, it is written as the hub writes ids ("name" or "org/name", each part as `HUB_ID` says, no `--` or `..`,
+    not ending .git: huggingface_hub's validate_repo_id), and it does not end .safetensors (a draft file of this
+    project's that is not there). A relative path (`./x`, `../x`) is no id. The special names config.RANDOM_HEAD
+    and the bundled target's ids read as one-part ids too: the callers that take them check them first
+    (config.SELF_DRAFT names the app's pair, never a draft argument)."""
     text = str(spec)
     return (bool(HUB_ID.fullmatch(text)) and "--" not in text and ".." not in text
-            and not text.endswith(".safetensors") and not Path(text).exists())
+            and not text.endswith((".safetensors", ".git")) and not Path(text).exists())
 
 
 def checkout() -> Path:

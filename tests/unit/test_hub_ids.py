@@ -44,6 +44,8 @@ CASES = {
     "x.": (False, None, False, False),                         # *
     "a--b": (False, None, False, False),                       # * the hub forbids -- and ..
     ".hidden": (False, None, False, False),                    # *
+    "org/repo.git": (False, None, False, False),               # the hub refuses a name ending .git, and a part
+    "org/" + "n" * 97: (False, None, False, False),            # longer than 96 characters
 }
 
 
