@@ -210,7 +210,7 @@ def history_views(history):
              "and mean A over "
              "E(A) deciles (what the paper's Figure 4 shows); **slope**: mean A per unit of E(A) (1 = calibrated); "
              "**per-step r**: over single steps, held down by A being a small integer.", "",
-             "| method · drafter | binned r | slope | per-step r | steps |", "|---|---|---|---|---|"]
+             "| method · drafter (· sampling) | binned r | slope | per-step r | steps |", "|---|---|---|---|---|"]
     lines += [f"| {md_safe(m)} | **{num(st['binned_r'])}** | {num(st['slope'])} | {num(st['per_step_r'])} | "
               f"{st['steps']} |" for m, st in stats.items()]
     return fig, "\n".join(lines)
