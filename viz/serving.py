@@ -152,8 +152,8 @@ def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -
     meta = (trace or {}).get("meta") or {}
     method = str(meta.get("method") or "") if choice == "run" else choice
     if method not in EXPORT_METHODS:
-        return [f"`opttree export-tree` has no --method {html.escape(method)} (it takes {', '.join(EXPORT_METHODS)}): "
-                "Download saves this shape's rank paths."]
+        return [f"`opttree export-tree` has no --method {style.md_text(method)} (it takes "
+                f"{', '.join(EXPORT_METHODS)}): Download saves this shape's rank paths."]
     drafter = export_drafter(trace)
     if not formats:
         return [f"No engine takes the {drafter} drafter, and `opttree export-tree` refuses it too."]

@@ -155,6 +155,15 @@ def test_the_command_line_exports_the_runs_own_method_and_drafter():
     assert cli_line(serving.export_markdown(ar, "binary", 6)).endswith("--method binary --nodes 6 --drafter eagle")
 
 
+def test_a_method_the_command_line_lacks_is_named_as_text():
+    """An imported trace's method is free text: the panel's Markdown names it, never renders it (an image there
+    would be fetched by the browser of whoever opened the Serving tab)."""
+    method = "![x](https://example.com/p.png) *y*"
+    text = serving.export_markdown(trace_of([step_of([(0,), (0, 0)])], method=method), "run", 2)
+    assert "![x](" not in text and "*y*" not in text
+    assert "has no --method \\!\\[x\\]\\(https://example.com/p.png\\) \\*y\\*" in text
+
+
 def test_best_sizes_on_one_point_nest_in_batch_order():
     """Each later batch's star 4 px smaller, on top (style.nested_star_sizes, as Compare's auto stars)."""
     table = [{"batch": b, "nodes": 0, "speedup": 1.0, "tokens_per_s": 10.0} for b in (1, 4, 16, 64)]
