@@ -5,7 +5,6 @@ Pure functions of traces."""
 
 from __future__ import annotations
 
-import html
 import math
 
 import plotly.graph_objects as go
@@ -81,7 +80,7 @@ def why_shape(step: dict | None, meta: dict | None) -> go.Figure:
     reason = str((step or {}).get("stop_reason") or "") if meta.get("method") == "opt-tree" else ""
     # The rule's own words go in the band between the title and the plot (where no other label is);
     # a fused tree adds a retrieval note after " · ".
-    stopped, lines = style.wrap_lines("stopped: " + html.escape(reason.replace("E(A) grew by", "gain"))
+    stopped, lines = style.wrap_lines("stopped: " + style.plotly_text(reason.replace("E(A) grew by", "gain"))
                                       .replace(" · ", "<br>")) if reason else ("", 0)
     title, top = top_title("Why this shape: E(A) by depth", lines, size=14)
     layout = dict(template=style.TEMPLATE, height=256 + top, margin=dict(l=50, r=10, t=top, b=40), showlegend=False,
@@ -231,7 +230,7 @@ def why_auto(step: dict, meta: dict | None = None) -> go.Figure:
                           align="left", font=dict(size=11), text=text))
     reason = str(step.get("stop_reason") or "")
     if reason:      # below the x axis's title
-        text, stop_lines = style.wrap_lines("stopped: " + html.escape(reason))
+        text, stop_lines = style.wrap_lines("stopped: " + style.plotly_text(reason))
         notes.append(dict(xref="paper", x=0, yref="paper", y=0, yanchor="top", yshift=-AXIS_TITLE_PX,
                           xanchor="left", align="left", showarrow=False, font=dict(size=11, color=style.ACCEPTED),
                           text=text))

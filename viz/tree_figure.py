@@ -15,8 +15,6 @@ Traces, in a fixed order so the browser can find them by name:
 
 from __future__ import annotations
 
-import html
-
 import plotly.graph_objects as go
 
 from opttree import paths
@@ -302,7 +300,7 @@ def _root_side(step: dict, at: _Positions) -> str:
 
 
 def _root(root_y: float, context: str = "", side: str = "bottom") -> dict:
-    shown = html.escape(context)
+    shown = style.plotly_text(context)
     return dict(type="scatter", x=[0.0], y=[root_y], mode="markers+text", name="root", showlegend=False,
                 text=[shown], textposition=f"{side} right", textfont=dict(size=11, color=style.ROOT),
                 hovertext=[f"root: the last committed token{f' of «{shown}»' if shown else ''}"], hoverinfo="text",

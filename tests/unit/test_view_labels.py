@@ -236,3 +236,22 @@ def test_a_traces_names_and_tokens_show_as_text_in_chart_titles():
     assert title.startswith("&lt;a href=\"https://example.com/\"&gt;click&lt;/a&gt; · &lt;b&gt;EAGLE&lt;/b&gt;: ")
     dists, rates, _ = step_view(trace, 0, 0)
     assert "node 0: &lt;s&gt; (depth 1, accepted)" in dists.layout.title.text and "<s>" not in rates.layout.title.text
+
+
+def test_quotes_in_a_runs_text_show_as_quotes_in_the_charts():
+    """Plotly decodes &amp; &lt; &gt; and numeric entities but not &quot;: the root's text (a prompt that quotes
+    something) and a stop reason are escaped for Plotly (style.plotly_text), never with '"' as &quot;."""
+    from viz.step_charts import why_shape
+    from viz.style import plotly_text
+
+    context = 'Say "hi" & <go>'
+    root = by_name(tree_figure(step_of([-1, 0], [0.6, 0.3]), context=context), "root")
+    assert list(root.text) == [plotly_text(context)] == ['Say "hi" &amp; &lt;go&gt;']
+    assert "&quot;" not in root.hovertext[0] and plotly_text(context) in root.hovertext[0]
+    reason = 'reached the "max depth" 1'
+    delta = why_shape({"ea_by_depth": [0.0, 1.1], "stop_reason": reason}, {"method": "opt-tree", "max_depth": 1})
+    auto = why_shape({"ea_by_depth": [0.0, 0.9], "stop_reason": reason,
+                      "auto": {"objective": [[5.0]], "chosen_depth": 1, "chosen_nodes": 1}}, {"method": "opt-tree"})
+    for fig in (delta, auto):
+        texts = [a.text for a in fig.layout.annotations] + [fig.layout.title.text]
+        assert any('"max depth"' in t for t in texts) and not any("&quot;" in t for t in texts)
