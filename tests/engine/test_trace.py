@@ -178,6 +178,20 @@ def test_traces_without_the_auto_fields_still_load(auto_trace):
     assert loads(dumps(old))["steps"]
 
 
+def test_an_auto_step_that_found_no_candidate_still_loads():
+    """Prompt lookup finds nothing to draft in a prompt without repeats: the auto budget's step has an empty
+    objective and no best rate (chosen_tokens_per_s -inf, written as JSON's -Infinity), and the trace loads and
+    shows as the engine wrote it."""
+    from viz.metrics import step_metrics
+    from viz.step_charts import why_shape
+
+    cfg = DecodeConfig(method="opt-tree", nodes=0, max_new_tokens=4)
+    trace = loads(dumps(run(tiny_pair("lookup"), "", cfg, prompt_ids=[5, 6, 7])))
+    empty = trace["steps"][0]
+    assert empty["tokens"] == [] and empty["auto"]["chosen_nodes"] == 0
+    assert step_metrics(trace, 0) and why_shape(empty, trace["meta"])
+
+
 @pytest.mark.parametrize("mutate,needle", [
     (lambda t: t["meta"].__setitem__("cost", "fast"), "meta.cost must be an object"),
     (lambda t: t["steps"][0]["auto"].__setitem__("chosen_tokens_per_s", "fast"), "tokens_per_s must be a number"),
