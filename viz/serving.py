@@ -49,8 +49,8 @@ EXPORT_DEPTH = 10           # the deepest exported tree (the paper's and the CLI
 
 
 def run_vector(trace: dict | None) -> tuple[tuple[float, ...], str]:
-    """The acceptance vector a trace records (its draft card's) and where it came from (for the panel's Markdown:
-    escaped); the default prior when the trace has none or an unusable one (traces are imported untrusted)."""
+    """The acceptance vector a trace records (its draft card's) and where it came from; the default
+    prior when the trace has none or an unusable one (traces are imported untrusted)."""
     meta = (trace or {}).get("meta") or {}
     vector = meta.get("acceptance_by_rank")
     ok = (isinstance(vector, list) and 0 < len(vector) <= 64
@@ -59,7 +59,7 @@ def run_vector(trace: dict | None) -> tuple[tuple[float, ...], str]:
     if not ok:
         why = "no run yet" if not trace else "the run records none measured"
         return DEFAULT_ACCEPTANCE, f"a default prior: {why}"
-    return tuple(float(a) for a in vector), style.md_text(meta.get("acceptance_source") or "trace")
+    return tuple(float(a) for a in vector), str(meta.get("acceptance_source") or "trace")
 
 
 def default_nodes(trace: dict | None) -> int:
@@ -181,6 +181,7 @@ def export_markdown(trace: dict | None, choice: str, nodes: int) -> str:
     """The panel: the tree's size and depth, then for each format (current vLLM's chain, vLLM ≤ 0.20's
     tree, SGLang's flags) what it takes or why it cannot, with what it loses, and the CLI line."""
     paths, notes = export_paths(trace, choice, nodes)
+    notes = [style.md_text(n) for n in notes]     # plain text (an imported run's acceptance source among it)
     if not paths:
         return "\n\n".join(notes)
     drafter = export_drafter(trace)

@@ -164,6 +164,14 @@ def test_a_method_the_command_line_lacks_is_named_as_text():
     assert "has no --method \\!\\[x\\]\\(https://example.com/p.png\\) \\*y\\*" in text
 
 
+def test_the_downloaded_notes_name_the_acceptance_source_as_it_is():
+    """Download saves the notes as JSON, not Markdown: an imported run's acceptance source reads there as the
+    trace wrote it, and the panel's Markdown escapes it."""
+    trace = trace_of([], acceptance_by_rank=[0.6, 0.15, 0.05], acceptance_source="my_card (v2)")
+    assert "(my_card (v2))" in json.loads(serving.export_json(trace, "sequoia", 12))["notes"][0]
+    assert "\\(my\\_card \\(v2\\)\\)" in serving.export_markdown(trace, "sequoia", 12)
+
+
 def test_best_sizes_on_one_point_nest_in_batch_order():
     """Each later batch's star 4 px smaller, on top (style.nested_star_sizes, as Compare's auto stars)."""
     table = [{"batch": b, "nodes": 0, "speedup": 1.0, "tokens_per_s": 10.0} for b in (1, 4, 16, 64)]
