@@ -310,7 +310,7 @@ def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _is_num(x) -> bool:
+def is_number(x) -> bool:     # a finite int or float, not a bool
     return (isinstance(x, (int, float)) and not isinstance(x, bool)) and math.isfinite(x)
 
 
@@ -325,8 +325,8 @@ def validate_trace(trace) -> None:
         _need(key in trace, f"missing field {key!r}")
     _need(isinstance(trace["meta"], dict), "meta must be an object")
     _need(isinstance(trace["summary"], dict), "summary must be an object")
-    _need(all(_is_num(trace["summary"].get(k)) for k in SUMMARY_SHOWN)
-          and all(_is_num(v) or (k.endswith("_by_depth") and _numbers(v, MAX_NODES))
+    _need(all(is_number(trace["summary"].get(k)) for k in SUMMARY_SHOWN)
+          and all(is_number(v) or (k.endswith("_by_depth") and _numbers(v, MAX_NODES))
                   or (v is None and k == "prefill_ms") for k, v in trace["summary"].items()),
           f"summary must hold numbers ({', '.join(SUMMARY_SHOWN)} among them)")
     _need(isinstance(trace["prompt"], str) and isinstance(trace["output_text"], str),
@@ -334,7 +334,7 @@ def validate_trace(trace) -> None:
     _need(isinstance(trace["output_ids"], list) and all(_is_int(t) for t in trace["output_ids"]),
           "output_ids must be a list of integers")
     for key in ("threshold", "tree_temperature", "max_depth"):     # views read them as numbers
-        _need(trace["meta"].get(key) is None or _is_num(trace["meta"][key]), f"meta.{key} must be a number")
+        _need(trace["meta"].get(key) is None or is_number(trace["meta"][key]), f"meta.{key} must be a number")
     _need(isinstance(trace["meta"].get("model", ""), str), "meta.model must be a model id")
     if "cost" in trace["meta"]:
         _validate_cost(trace["meta"]["cost"])
@@ -347,7 +347,7 @@ def validate_trace(trace) -> None:
 
 
 def _numbers(x, most: int = 1000) -> bool:
-    return isinstance(x, list) and len(x) <= most and all(_is_num(v) for v in x)
+    return isinstance(x, list) and len(x) <= most and all(is_number(v) for v in x)
 
 
 def _validate_cost(cost, where: str = "meta.cost") -> None:
@@ -400,11 +400,11 @@ def _validate_step(i: int, step) -> None:
     for key in ("tokens", "parents", "depth", "rank"):
         _need(all(_is_int(x) for x in step[key]), f"{where}: {key} must be integers")
     for key in ("q", "p_hat"):
-        _need(all(_is_num(x) and 0.0 <= x <= 1.0 for x in step[key]), f"{where}: {key} must be in [0, 1]")
+        _need(all(is_number(x) and 0.0 <= x <= 1.0 for x in step[key]), f"{where}: {key} must be in [0, 1]")
     _need(_is_int(step["bonus_token"]), f"{where}: bonus_token must be an integer")
-    _need(_is_num(step["expected_accept"]), f"{where}: expected_accept must be a number")
+    _need(is_number(step["expected_accept"]), f"{where}: expected_accept must be a number")
     _need(isinstance(step["ea_by_depth"], list) and len(step["ea_by_depth"]) <= 1000
-          and all(_is_num(x) for x in step["ea_by_depth"]), f"{where}: ea_by_depth must be numbers")
+          and all(is_number(x) for x in step["ea_by_depth"]), f"{where}: ea_by_depth must be numbers")
     for j, (p, d) in enumerate(zip(step["parents"], step["depth"])):
         _need(-1 <= p < j, f"{where}: node {j} has parent {p} (parents must precede children)")
         _need(d == (1 if p == -1 else step["depth"][p] + 1), f"{where}: node {j} has wrong depth {d}")
@@ -425,7 +425,7 @@ def _validate_step(i: int, step) -> None:
         prev = a
     if "p_target" in step:
         pt = step["p_target"]
-        _need(isinstance(pt, list) and len(pt) == n and all(_is_num(x) and 0.0 <= x <= 1.0 for x in pt),
+        _need(isinstance(pt, list) and len(pt) == n and all(is_number(x) and 0.0 <= x <= 1.0 for x in pt),
               f"{where}: p_target must be {n} numbers in [0, 1]")
     if "topk_rows" in step:
         _validate_rows(where, step["topk_rows"], n)
@@ -458,19 +458,19 @@ def _validate_commit(where: str, step: dict) -> None:
           f"{where}: committed must be a list of token ids")
     _need(step.get("rejected") is None or _is_int(step["rejected"]), f"{where}: rejected must be a node index or null")
     for key in ("draft_ms", "build_ms", "verify_ms"):
-        _need(_is_num(step.get(key, 0)), f"{where}: {key} must be a number")
+        _need(is_number(step.get(key, 0)), f"{where}: {key} must be a number")
 
 
 def _validate_length(where: str, length) -> None:
     _need(isinstance(length, dict) and length.get("control") in ("thompson", "predictor"),
           f"{where}: length must be a Thompson or predictor decision")
     if length["control"] == "thompson":
-        _need(all(_is_num(length.get(k)) for k in ("alpha", "beta", "theta", "price")) and length["alpha"] > 0
+        _need(all(is_number(length.get(k)) for k in ("alpha", "beta", "theta", "price")) and length["alpha"] > 0
               and length["beta"] > 0 and 0.0 <= length["theta"] <= 1.0, f"{where}: length needs alpha, beta > 0, "
               "theta in [0, 1] and a price")
     else:
         pred = length.get("predicted")
-        _need(pred is None or (_is_num(pred) and pred >= 0), f"{where}: length's predicted must be a number ≥ 0")
+        _need(pred is None or (is_number(pred) and pred >= 0), f"{where}: length's predicted must be a number ≥ 0")
     _need(_is_int(length.get("depth")) and 1 <= length["depth"] <= MAX_NODES,
           f"{where}: length depth must be an integer from 1 to {MAX_NODES}")
 
@@ -496,5 +496,5 @@ def _validate_rows(where: str, rows, n: int) -> None:
         _need("labels" not in r or _strings(r["labels"], m), f"{where}: topk_rows labels must have {m} strings")
         for key in ("p", "q"):
             vals = r[key]
-            _need(all(_is_num(x) and 0.0 <= x <= 1.0 for x in vals) and sum(vals) <= 1.0 + 1e-3,
+            _need(all(is_number(x) and 0.0 <= x <= 1.0 for x in vals) and sum(vals) <= 1.0 + 1e-3,
                   f"{where}: topk_rows {key} must be probabilities (each in [0, 1], at most 1 in all)")

@@ -5,9 +5,8 @@ candidates."""
 
 from __future__ import annotations
 
-import math
-
 from opttree.config import TRAINING_FREE
+from opttree.trace import is_number
 
 NAMES = {"eagle": "EAGLE head", "classic": "draft model", "early-exit": "early exit",
          "lookup": "prompt lookup", "recycling": "Token Recycling"}
@@ -44,17 +43,13 @@ def p_hat_meaning(meta: dict | None) -> str:
     return NO_MODEL_P_HAT.get(drafter_kind(meta), "")
 
 
-def _number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def sampled_at(meta: dict | None) -> str:
     """How a run drew its tokens, from its meta: "" when greedy (temperature 0, or a trace without one), else
     "sampled at T = 0.7, top-k 20, top-p 0.9" (the filters only where on)."""
     meta = meta or {}
     temperature, top_k, top_p = meta.get("temperature"), meta.get("top_k"), meta.get("top_p")
-    if not _number(temperature) or temperature <= 0:      # an imported meta may hold anything
+    if not is_number(temperature) or temperature <= 0:      # an imported meta may hold anything
         return ""
-    filters = (f", top-k {top_k}" if _number(top_k) and top_k > 0 and top_k == int(top_k) else "") + \
-        (f", top-p {top_p:g}" if _number(top_p) and top_p < 1 else "")
+    filters = (f", top-k {int(top_k)}" if is_number(top_k) and top_k > 0 and top_k == int(top_k) else "") + \
+        (f", top-p {top_p:g}" if is_number(top_p) and top_p < 1 else "")
     return f"sampled at T = {temperature:g}{filters}"

@@ -10,6 +10,7 @@ import re
 from opttree.bench.harness import aggregate
 from opttree.trace import summarize
 from viz.compare_table import same_cell
+from viz.drafters import sampled_at
 from viz.html_export import standalone_html
 from viz.metrics import run_summary, step_metrics
 from viz.step_charts import ea_density, ea_points
@@ -108,3 +109,11 @@ def test_sampled_step_metrics_give_the_expectation_under_the_target_too():
     assert "under the target's p" not in step_metrics(make_trace([step], temperature=0.0), 0)
     older = {k: v for k, v in step.items() if k != "p_target"}           # a trace without the target's side
     assert "under the target's p" not in step_metrics(make_trace([older], **SAMPLED), 0)
+
+
+def test_the_sampling_settings_read_as_written_whatever_an_imported_meta_holds():
+    """An imported meta may hold a whole float top-k, a bool or a string: a top-k reads as a count ("top-k 20",
+    not "top-k 20.0"), and what is not a finite number is left out."""
+    assert sampled_at({"temperature": 0.7, "top_k": 20.0, "top_p": 0.9}) == "sampled at T = 0.7, top-k 20, top-p 0.9"
+    assert sampled_at({"temperature": 1, "top_k": True, "top_p": "0.5"}) == "sampled at T = 1"
+    assert sampled_at({"temperature": float("nan")}) == sampled_at({"temperature": 0}) == sampled_at(None) == ""
