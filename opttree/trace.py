@@ -374,7 +374,7 @@ def _validate_auto(where: str, auto) -> None:
     d, n = auto.get("chosen_depth", 0), auto.get("chosen_nodes", 0)
     _need(_is_int(d) and _is_int(n) and 0 <= d <= len(rows) and (d == 0 or 0 <= n <= len(rows[d - 1])),
           f"{where}: auto.chosen_depth/chosen_nodes must point into the objective")
-    _need(type(auto.get("chosen_tokens_per_s", 0)) in (int, float),     # -inf where no candidate was found
+    _need(type(auto.get("chosen_tokens_per_s", 0)) in (int, float),     # older files: -inf where none was found
           f"{where}: auto.chosen_tokens_per_s must be a number")
     fused, rate = auto.get("fused_nodes"), auto.get("fused_tokens_per_s")
     _need(fused is None or (_is_int(fused) and 0 <= fused <= 1000 and _numbers([rate])),

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from dataclasses import dataclass, field, replace
 
 
@@ -228,12 +229,13 @@ class Objective:
         return self.best[1], self.best[2]
 
     def record(self, widths: list[int], rule: str) -> dict:
-        """What the step trace keeps for "Why this shape" (tokens/s rounded for size)."""
+        """What the step trace keeps for "Why this shape" (tokens/s rounded for size; 0 where no candidate was
+        found, so the file stays standard JSON, which has no -Infinity)."""
         depth, nodes = self.chosen
         return {"rule": rule, "objective": [[round(j, 3) for j in row] for row in self.rows],
                 "draft_model_ms": [round(x, 3) for x in self.draft_ms], "widths": list(widths),
                 "chosen_depth": depth, "chosen_nodes": nodes,
-                "chosen_tokens_per_s": round(self.best[0], 3) if self.rows else 0.0}
+                "chosen_tokens_per_s": round(self.best[0], 3) if math.isfinite(self.best[0]) else 0.0}
 
 
 def kept_share(tree, layer: list[int]) -> float:

@@ -180,16 +180,23 @@ def test_traces_without_the_auto_fields_still_load(auto_trace):
 
 def test_an_auto_step_that_found_no_candidate_still_loads():
     """Prompt lookup finds nothing to draft in a prompt without repeats: the auto budget's step has an empty
-    objective and no best rate (chosen_tokens_per_s -inf, written as JSON's -Infinity), and the trace loads and
-    shows as the engine wrote it."""
+    objective and no best rate, and the trace loads and shows as the engine wrote it. The file is standard JSON
+    (failed before: the missing rate was written as -Infinity, which JSON.parse and other strict readers refuse);
+    a file that holds -Infinity there, as older ones do, still loads."""
     from viz.metrics import step_metrics
     from viz.step_charts import why_shape
 
+    def strict(constant):
+        raise ValueError(f"{constant} is not standard JSON")
+
     cfg = DecodeConfig(method="opt-tree", nodes=0, max_new_tokens=4)
-    trace = loads(dumps(run(tiny_pair("lookup"), "", cfg, prompt_ids=[5, 6, 7])))
+    text = dumps(run(tiny_pair("lookup"), "", cfg, prompt_ids=[5, 6, 7]))
+    trace = json.loads(text, parse_constant=strict)
     empty = trace["steps"][0]
     assert empty["tokens"] == [] and empty["auto"]["chosen_nodes"] == 0
     assert step_metrics(trace, 0) and why_shape(empty, trace["meta"])
+    empty["auto"]["chosen_tokens_per_s"] = float("-inf")
+    assert loads(dumps(trace))["steps"][0]["auto"]["chosen_tokens_per_s"] == float("-inf")
 
 
 @pytest.mark.parametrize("mutate,needle", [
