@@ -4,6 +4,8 @@ never print on each other."""
 
 from __future__ import annotations
 
+from viz.metrics import step_metrics
+from viz.style import md_text
 from viz.tree_figure import FRAME_PX, LABELLED, root_context, tree_figure
 
 
@@ -255,3 +257,14 @@ def test_quotes_in_a_runs_text_show_as_quotes_in_the_charts():
     for fig in (delta, auto):
         texts = [a.text for a in fig.layout.annotations] + [fig.layout.title.text]
         assert any('"max depth"' in t for t in texts) and not any("&quot;" in t for t in texts)
+
+
+def test_text_shown_in_markdown_keeps_to_one_line():
+    """Failed before: a line break in a trace's name or stop reason ended the metrics table's row, and
+    "x\\n===" made a heading of the line above it."""
+    assert md_text("x\n===\r\ny") == "x === y"
+    step = {"tokens": [], "texts": [], "parents": [], "depth": [], "q": [], "p_hat": [], "rank": [],
+            "accepted": [], "accept_length": 0, "expected_accept": 0.0, "stop_reason": "first\n| injected | row |"}
+    table = step_metrics({"steps": [step], "summary": {"new_tokens": 1, "steps": 1, "tau": 1.0, "tokens_per_s": 1.0},
+                          "meta": {}}, 0)
+    assert "| why it stopped growing | first \\| injected \\| row \\| |" in table
