@@ -283,21 +283,20 @@ def dumps(trace: dict) -> str:
 
 def loads(text: str | bytes) -> dict:
     """Parse and validate an untrusted trace (file upload, API); raises BadInput with the reason."""
-    if isinstance(text, bytes):
-        if len(text) > MAX_TRACE_BYTES:
-            raise BadInput("trace file is too large (limit 64 MB).")
-        text = text.decode("utf-8", errors="replace")
-    if len(text) > MAX_TRACE_BYTES:
+    if len(text) > MAX_TRACE_BYTES:       # bytes, or characters (decoding never makes more of them)
         raise BadInput("trace file is too large (limit 64 MB).")
     try:
-        trace = json.loads(text)
+        trace = json.loads(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise BadInput(f"not a JSON trace: {str(exc)[:200]}") from None
     validate_trace(trace)
-    # The acceptance figures are recomputed from the steps: traces that name them otherwise (an
-    # older `mean_accept_length`) read like new ones.
+    # The acceptance figures are recomputed from the steps, and an auto step without a best rate reads 0: traces
+    # written otherwise (an older `mean_accept_length`, -Infinity where no candidate was found) read like new ones.
     trace["summary"].pop("mean_accept_length", None)
     trace["summary"].update(acceptance(trace["steps"]))
+    for auto in (s["auto"] for s in trace["steps"] if isinstance(s.get("auto"), dict)):
+        if not is_number(auto.get("chosen_tokens_per_s", 0)):
+            auto["chosen_tokens_per_s"] = 0.0
     return trace
 
 
