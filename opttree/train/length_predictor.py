@@ -80,7 +80,9 @@ def fit(x: torch.Tensor, y: torch.Tensor, epochs: int = 400, lr: float = 1e-2, w
 @torch.no_grad()
 def evaluate(model: LengthPredictor, x: torch.Tensor, y: torch.Tensor, baseline: float) -> dict:
     """Mean absolute error against the constant `baseline` (the training mean), and how often the
-    depth the controller would draft (round(Â) + 1) reaches the accepted length."""
+    depth the controller would draft (round(Â) + 1) reaches the accepted length; None for each with no rows."""
+    if not len(y):
+        return {"rows": 0, **dict.fromkeys(("mae", "mae_constant", "depth_reaches_A", "mean_depth", "mean_A"))}
     pred = model(x)
     depth = pred.round() + 1
     return {"rows": int(len(y)), "mae": round(float((pred - y).abs().mean()), 4),

@@ -182,6 +182,25 @@ def test_the_predictor_learns_a_length_from_features_and_beats_a_constant():
     assert got["mae"] < 0.5 * got["mae_constant"]
 
 
+def test_a_held_out_set_without_rows_scores_as_none_in_standard_json():
+    """`--heldout 0` leaves no held-out rows: the card says so with null figures (failed before: the means
+    of no rows were NaN, written as NaN, which JSON.parse and other strict readers refuse)."""
+    import json
+
+    import torch
+
+    from opttree.nets.length_predictor import LengthPredictor
+    from opttree.train.length_predictor import evaluate
+
+    def strict(constant):
+        raise ValueError(f"{constant} is not standard JSON")
+
+    got = json.loads(json.dumps(evaluate(LengthPredictor(8, 2).eval(), torch.zeros(0, 8), torch.zeros(0), 1.5)),
+                     parse_constant=strict)
+    assert got == {"rows": 0, "mae": None, "mae_constant": None, "depth_reaches_A": None, "mean_depth": None,
+                   "mean_A": None}
+
+
 def test_the_predictor_drafts_one_layer_past_its_prediction():
     import torch
 
