@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -119,3 +121,12 @@ def tiny_pair(drafter: str = "classic", seed: int = 0, draft_seed: int = 1, voca
         pair.draft_model.to(device)
         use_grouped_attention(pair.draft_model)
     return pair
+
+
+def strict_json(text: str):
+    """`text` parsed as standard JSON: NaN, Infinity and -Infinity, which Python's json writes by default and
+    JSON.parse, jq and Spec-Bench's tools refuse, raise ValueError."""
+    def refuse(constant):
+        raise ValueError(f"{constant} is not standard JSON")
+
+    return json.loads(text, parse_constant=refuse)

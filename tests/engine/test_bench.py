@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tiny import tiny_pair
+from tiny import strict_json, tiny_pair
 
 from opttree.bench.cli import bench_to_files, sweep_to_files
 from opttree.bench.harness import BENCH_METHODS, parse_methods, pearson
@@ -161,7 +161,7 @@ def test_bench_writes_documented_json(tmp_path, pair):
     assistant = copy.deepcopy(pair.target)  # a separate module: the forward hook counts target calls only
     bench_to_files(pair, prompts, methods, cfg, assistant=assistant, out=out, plot=png, chat=False,
                    log=lambda m: None)
-    r = json.loads(out.read_text())
+    r = strict_json(out.read_text())
     assert png.stat().st_size > 1000
     assert set(r) == {"meta", "methods", "by_category", "runs", "ea_a"}
     assert set(r["methods"]) == set(methods)
@@ -228,7 +228,7 @@ def test_sweep_writes_curves(tmp_path, pair):
     r = sweep_to_files(pair, prompts, cfg, ["opt-tree", "eagle-static"], [4, 30], thresholds=[0.5, 2.0],
                        threshold_nodes=4, cost_sizes=[1, 4, 16], cost_reps=1, out=out, plot_dir=plots,
                        warmup=1, chat=False, log=lambda m: None)
-    saved = json.loads(out.read_text())
+    saved = strict_json(out.read_text())
     assert saved["nodes"]["curves"].keys() == {"opt-tree", "eagle-static"}
     for pts in saved["nodes"]["curves"].values():
         assert [p["nodes"] for p in pts] == [4, 30]
@@ -260,7 +260,7 @@ def test_eval_writes_one_answer_per_question(tmp_path, pair):
     cfg = DecodeConfig(method="opt-tree", nodes=6, max_depth=3, max_new_tokens=6)
     ans = tmp_path / "out" / "answers.jsonl"
     assert run_eval(pair, questions, cfg, ans, "tiny", source=file_source(qf)) == 3
-    lines = [json.loads(x) for x in ans.read_text().splitlines()]
+    lines = [strict_json(x) for x in ans.read_text().splitlines()]
     # each answer names the file it answers, by its bytes' sha256 (Spec-Bench's own is pinned)
     assert lines[0]["config"]["question_file"]["sha256"] == hashlib.sha256(qf.read_bytes()).hexdigest()
     assert [x["question_id"] for x in lines] == [1, 2, 3]

@@ -8,7 +8,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from settings_fuzz import all_settings
-from tiny import tiny_pair
+from tiny import strict_json, tiny_pair
 
 import opttree.cli as cli
 import opttree.engine.speculative as speculative
@@ -272,7 +272,7 @@ def test_cost_command_measures_caches_and_refreshes(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(cost, "measure", lambda pair, **kw: measured.append(1) or real(pair, **kw))
     out = tmp_path / "c.json"
     assert main(["cost", "--out", str(out), "--plot", str(tmp_path / "c.png")]) == 0
-    first = json.loads(out.read_text())
+    first = strict_json(out.read_text())
     assert [p["tokens"] for p in first["points"]][:2] == [1, 2] and first["draft"]["points"][0]["width"] == 1
     assert first["key"]["target"] == "tiny-target" and first["key"]["drafter"] == "eagle"
     assert first["key"]["isa"] == cost.cpu_isa() and first["key"]["cores"] == os.cpu_count()

@@ -188,15 +188,12 @@ def test_a_held_out_set_without_rows_scores_as_none_in_standard_json():
     import json
 
     import torch
+    from tiny import strict_json
 
     from opttree.nets.length_predictor import LengthPredictor
     from opttree.train.length_predictor import evaluate
 
-    def strict(constant):
-        raise ValueError(f"{constant} is not standard JSON")
-
-    got = json.loads(json.dumps(evaluate(LengthPredictor(8, 2).eval(), torch.zeros(0, 8), torch.zeros(0), 1.5)),
-                     parse_constant=strict)
+    got = strict_json(json.dumps(evaluate(LengthPredictor(8, 2).eval(), torch.zeros(0, 8), torch.zeros(0), 1.5)))
     assert got == {"rows": 0, "mae": None, "mae_constant": None, "depth_reaches_A": None, "mean_depth": None,
                    "mean_A": None}
 

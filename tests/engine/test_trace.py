@@ -4,7 +4,7 @@ import copy
 import json
 
 import pytest
-from tiny import tiny_pair
+from tiny import strict_json, tiny_pair
 
 from opttree.config import DecodeConfig
 from opttree.engine.speculative import run
@@ -28,7 +28,7 @@ def trace():
 
 def test_trace_fields_and_invariants(trace):
     assert META_FIELDS <= set(trace["meta"]) and SUMMARY_FIELDS <= set(trace["summary"])
-    json.loads(dumps(trace))  # plain JSON
+    strict_json(dumps(trace))  # standard JSON
     validate_trace(trace)
     assert sum(len(s["committed"]) for s in trace["steps"]) == len(trace["output_ids"])
     assert trace["summary"]["tau"] == pytest.approx(len(trace["output_ids"]) / len(trace["steps"]), abs=1e-3)
@@ -187,17 +187,14 @@ def test_an_auto_step_that_found_no_candidate_still_loads():
     from viz.metrics import step_metrics
     from viz.step_charts import why_shape
 
-    def strict(constant):
-        raise ValueError(f"{constant} is not standard JSON")
-
     cfg = DecodeConfig(method="opt-tree", nodes=0, max_new_tokens=4)
     text = dumps(run(tiny_pair("lookup"), "", cfg, prompt_ids=[5, 6, 7]))
-    trace = json.loads(text, parse_constant=strict)
+    trace = strict_json(text)
     empty = trace["steps"][0]
     assert empty["tokens"] == [] and empty["auto"]["chosen_nodes"] == 0
     assert step_metrics(trace, 0) and why_shape(empty, trace["meta"])
     empty["auto"]["chosen_tokens_per_s"] = float("-inf")
-    again = json.loads(dumps(loads(dumps(trace))), parse_constant=strict)
+    again = strict_json(dumps(loads(dumps(trace))))
     assert again["steps"][0]["auto"]["chosen_tokens_per_s"] == 0
 
 
