@@ -286,11 +286,11 @@ def step_view(trace: dict | None, index: int, node: int):
         lines.append("This node is off the accepted path: the verifier never reached it.")
     if mass is not None:
         them, which = ("it", "that one") if len(kids) == 1 else ("them", "one of them")
-        chance = (f"the chance its own token is {which}" if sampled_at(meta) else
-                  f"the chance a sampled run's token would be {which} (this run is greedy: the target takes its "
-                  "most likely token)")
+        chance = (f"the chance its own token is {which}." if sampled_at(meta) else
+                  f"the chance a sampled run's token would be {which}. This run is greedy: the target takes its "
+                  "most likely token.")
         lines.append(f"This tree gave the node {children_text(len(kids), bold=True)}; the target's mass on {them} is "
-                     f"**{mass:.2f}**, {chance} (the star on the chart).")
+                     f"**{mass:.2f}** (the star on the chart): {chance}")
     elif kids:
         lines.append(f"This tree gave the node {children_text(len(kids))}.")
     else:

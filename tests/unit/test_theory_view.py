@@ -89,11 +89,16 @@ def test_the_reading_says_what_the_childrens_mass_means_greedy_and_sampled():
     """Failed before: a greedy run's reading called the mass "the chance its own token is one of them", where
     the target takes its most likely token (p is the softmax the sampled run would draw from)."""
     trace = synthetic_trace()
-    assert "the chance its own token is one of them" in views.step_view(trace, 0, -1)[2]
+    sampled = views.step_view(trace, 0, -1)[2]
+    assert "(the star on the chart): the chance its own token is one of them." in sampled
     trace["meta"]["temperature"] = 0.0
     text = views.step_view(trace, 0, -1)[2]
     assert "the chance its own token" not in text
-    assert "a sampled run's token would be one of them (this run is greedy" in text
+    # The star's note follows the mass it marks, and the greedy aside is a sentence of its own, not a second
+    # parenthesis after the first ("... (this run is greedy: ...) (the star on the chart)").
+    assert ("(the star on the chart): the chance a sampled run's token would be one of them. This run is greedy: "
+            "the target takes its most likely token.") in text
+    assert ") (" not in text
 
 
 def test_missing_rows_and_no_run_give_a_message():
