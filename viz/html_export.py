@@ -28,9 +28,18 @@ from .tree_figure import TREE_NAME, label_script, root_context, step_title, tree
 
 def _markdown_bold(text: str) -> str:
     """run_summary's Markdown as HTML: its **bold**, and the characters it escaped for Markdown in the names it
-    prints (`style.md_text`; they are HTML-escaped already) as themselves."""
-    parts = [re.sub(r"\\(.)", r"\1", p) for p in text.split("**")]
-    return "".join(f"<b>{p}</b>" if i % 2 else p for i, p in enumerate(parts))
+    prints (`style.md_text`; they are HTML-escaped already) as themselves. An escaped character is read before
+    any '**', so a name's escaped star ('x\\*') never closes the bold."""
+    out, bold = [], False
+    for m in re.finditer(r"\\(.)|\*\*|[^\\*]+|.", text, re.S):
+        if m.group(1) is not None:
+            out.append(m.group(1))
+        elif m.group(0) == "**":
+            out.append("</b>" if bold else "<b>")
+            bold = not bold
+        else:
+            out.append(m.group(0))
+    return "".join(out)
 
 
 # The export's own script: each step's tree, metrics and text shown by the scrubber, the step buttons and a

@@ -228,3 +228,12 @@ def test_a_traces_names_show_as_text_in_the_metrics_and_the_export(trace):
     assert r"Target \!\[x\]\(https://example.com/p.png\) · draft my\_draft" in shown
     assert r"| why it stopped growing | \[click\]\(https://example.com/\) |" in shown
     assert "Target ![x](https://example.com/p.png) · draft my_draft<br>" in standalone_html(hostile)
+
+
+@pytest.mark.parametrize("method", ["x*", "a\\", "**x**"])
+def test_a_bold_name_ending_in_an_escaped_character_shows_as_itself_in_the_export(trace, method):
+    """The export's summary turns run_summary's Markdown into HTML: its bold method is '**' + the escaped name +
+    '**', and a name ending in '*' ('x*', escaped 'x\\*') closed the bold at the escaped star, so the page read
+    'x\\*' (a backslash and a star outside the bold). An escaped character is read before any '**'."""
+    page = standalone_html({**trace, "meta": {**trace["meta"], "method": method}})
+    assert f"Run: <b>{html.escape(method)}</b>" in page
