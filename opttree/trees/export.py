@@ -39,6 +39,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from opttree.errors import BadInput
+from opttree.trace import counted
 from opttree.trees.sequoia import optimal_tree
 from opttree.trees.static import shape_paths
 
@@ -276,7 +277,7 @@ def _vllm_notes(paths, text: str, method: str, tree: bool, filled: bool) -> list
     flag = "--speculative-config " + (quoted if quoted != f"'{text}'" else "'<this JSON>'")
     if not tree:
         return [f"vLLM ≥ 0.21 verifies a chain (PR #42121 removed its tree attention): "
-                f"{depth} draft tokens a step, the tree's depth. The tree's shape is carried by SGLang "
+                f"{counted(depth, 'draft token')} a step, the tree's depth. The tree's shape is carried by SGLang "
                 f"(--format sglang); vLLM ≤ 0.20 took a tree (--format vllm-tree).",
                 f"{model}Pass it as: vllm serve <target> {flag}"]
     return ["For vLLM ≤ 0.20 only (0.21 removed speculative_token_tree and refuses the key). Its rejection "

@@ -66,6 +66,9 @@ def test_current_vllm_gets_a_chain_as_deep_as_the_tree():
     assert '"model"' in out.notes[1]                           # an EAGLE head is a draft vLLM must load
     lookup = engine_export(EAGLE_25, "vllm", "lookup")
     assert json.loads(lookup.text)["method"] == "ngram" and not any('"model"' in n for n in lookup.notes)
+    assert "5 draft tokens a step, the tree's depth" in out.notes[0]
+    # A one-level tree, one draft token a step in the singular (failed before: "1 draft tokens a step").
+    assert "): 1 draft token a step, the tree's depth" in engine_export([(0,), (1,)], "vllm", "eagle").notes[0]
 
 
 def test_the_vllm_020_tree_is_refused_where_that_vllm_cannot_draft_it():
