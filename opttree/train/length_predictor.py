@@ -170,7 +170,12 @@ def parse(argv=None) -> argparse.Namespace:
     ap.add_argument("--epochs", type=int, default=300)
     ap.add_argument("--validation", type=float, default=0.15,
                     help="the last share of the training rows kept out to pick the epoch")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    counts = ("prompts", "heldout", "sharegpt", "sharegpt_heldout")
+    if any(getattr(args, name) < 0 for name in counts) or args.prompts + args.sharegpt < 1:
+        ap.error("--prompts, --heldout, --sharegpt and --sharegpt-heldout count prompts (0 or more), and "
+                 "--prompts + --sharegpt must be at least 1: a fit needs training rows.")
+    return args
 
 
 def draw_prompts(args) -> tuple[list, list, list]:

@@ -198,6 +198,18 @@ def test_a_held_out_set_without_rows_scores_as_none_in_standard_json():
                    "mean_A": None}
 
 
+@pytest.mark.parametrize("argv", [["--prompts", "0", "--sharegpt", "0"], ["--heldout", "-1"]])
+def test_a_fit_without_training_prompts_is_refused_before_any_decoding(argv, capsys):
+    """Failed before: `--prompts 0 --sharegpt 0` decoded the held-out prompts, fitted on no rows and wrote a
+    card of NaN figures; a negative count failed inside random.sample."""
+    from opttree.train.length_predictor import parse
+
+    with pytest.raises(SystemExit):
+        parse(argv)
+    assert "a fit needs training rows" in capsys.readouterr().err
+    assert parse(["--prompts", "0"]).sharegpt > 0          # real users' turns alone can train it
+
+
 def test_the_predictor_drafts_one_layer_past_its_prediction():
     import torch
 
