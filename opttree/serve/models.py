@@ -16,7 +16,7 @@ from opttree.drafters.registry import load_pair, with_drafter
 from opttree.engine import batch_cost, cost
 from opttree.engine.speculative import run_acceptance, warm_up
 from opttree.errors import OptTreeError
-from opttree.serve.allow_list import ModelEntry, Registry, public_name
+from opttree.serve.allow_list import ModelEntry, Registry
 from opttree.serve.lane import Lane
 from opttree.serve.settings import ServerSettings
 
@@ -65,7 +65,7 @@ class ModelCache:
             return pair
         pair = with_drafter(base, entry.drafter, entry.draft or None, trust_remote_code=entry.trust_remote_code)
         if pair.draft_model is not None:
-            pair.public_draft = public_name(pair.draft_name)
+            pair.public_draft = entry.public_draft
         return pair
 
     def _in_lane(self, model_id, measure):
