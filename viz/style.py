@@ -121,7 +121,7 @@ def md_text(text) -> str:
     break would end a table row or start a heading). `$$` is left as it is: Gradio's KaTeX renders it as maths,
     with its commands that reach outside the page (links, images) off."""
     escaped = html.escape(" ".join(str(text).splitlines()), quote=False)
-    return "".join("\\" + c if c in "\\`*_[]()#+!|~<>" else c for c in escaped)
+    return "".join("\\" + c if c in "\\`*_[]()#+!|~" else c for c in escaped)   # < and > are entities by now
 
 
 def hover_safe(text: str) -> str:
