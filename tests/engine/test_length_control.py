@@ -292,6 +292,26 @@ def test_predictor_runs_are_lossless_and_read_the_states_training_reads(drafter,
     assert [round(float(model(x)), 4) for x in states] == pytest.approx(recorded, abs=1e-3)
 
 
+@pytest.mark.parametrize("drafter", ["classic", "early-exit"])
+def test_predictor_keeps_the_ar_runs_sample(drafter, tiny_predictor):
+    """Sampled, a run whose depth the learned predictor picks commits the AR run's tokens (same seed)."""
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.engine.speculative import run
+
+    pair = tiny_pair(drafter, vocab=32, scale=2.0, eos=7)
+    depths = set()
+    for seed in range(3):
+        common = dict(max_new_tokens=24, seed=seed, temperature=0.8)
+        ar = run(pair, "", DecodeConfig(method="ar", **common), prompt_ids=PROMPT)
+        tree = run(pair, "", DecodeConfig(method="opt-tree", nodes=10, max_depth=4, length_control="predictor",
+                                          **common), prompt_ids=PROMPT)
+        assert tree["output_ids"] == ar["output_ids"]
+        depths |= {s["length"]["depth"] for s in tree["steps"] if s["tokens"]}
+    assert depths, "no step drafted: the check would not involve the predictor"
+
+
 def test_a_predictor_for_another_target_is_refused_clearly():
     from tiny import tiny_pair
 
