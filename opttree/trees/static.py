@@ -14,12 +14,13 @@ from opttree.trees.auto_size import Objective, StepCost
 from opttree.trees.delta_rule import expected_acceptance
 from opttree.trees.draft_tree import ROOT, DraftTree
 
-# The EAGLE-1-style 25-node tree: widths 4/8/8/3/2 by depth, most of it on the top-ranked chain.
+# EAGLE-1's default tree (`mc_sim_7b_63` in SafeAILab/EAGLE's model/choices.py, 25 nodes despite the name),
+# the "EAGLE tree" OPT-Tree is compared with: widths 4/8/8/3/2 by depth, most of it under rank 0.
 EAGLE_25 = [
     (0,), (1,), (2,), (3,),
-    (0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (2, 0), (3, 0),
-    (0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 0), (0, 1, 1), (0, 2, 0), (1, 0, 0), (1, 0, 1),
-    (0, 0, 0, 0), (0, 0, 0, 1), (0, 1, 0, 0),
+    (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0),
+    (0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 0), (0, 1, 1), (0, 2, 0), (0, 2, 1), (1, 0, 0),
+    (0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 0, 2),
     (0, 0, 0, 0, 0), (0, 0, 0, 0, 1),
 ]
 

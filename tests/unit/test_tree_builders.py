@@ -103,6 +103,18 @@ def widths(tree):
     return [out[d] for d in sorted(out)]
 
 
+def test_eagle_static_is_eagles_published_25_node_tree():
+    """EAGLE-25 is EAGLE-1's default tree, `mc_sim_7b_63` in SafeAILab/EAGLE's model/choices.py (the
+    "EAGLE tree" OPT-Tree is compared with at 25 nodes), in its own level order."""
+    assert EAGLE_25 == [
+        (0,), (1,), (2,), (3,),
+        (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0),
+        (0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 0), (0, 1, 1), (0, 2, 0), (0, 2, 1), (1, 0, 0),
+        (0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 0, 2),
+        (0, 0, 0, 0, 0), (0, 0, 0, 0, 1),
+    ]
+
+
 def test_static_shapes():
     chain, _ = build_static(make_expand(1.0), shape_paths("chain", 60, 6), 60)
     assert widths(chain) == [1] * 6 and set(chain.rank) == {0}
