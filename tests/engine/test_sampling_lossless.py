@@ -174,19 +174,20 @@ def test_same_seed_gives_the_ar_runs_sample_on_the_bundled_model(smollm, method)
         assert sum(s["accept_length"] for s in tree["steps"]) > 0
 
 
-@pytest.mark.parametrize("drafter", ["recycling", "lookup"])
+@pytest.mark.parametrize("drafter,retrieval", [("recycling", "off"), ("lookup", "off"), ("classic", "on")],
+                         ids=["recycling", "lookup", "classic+retrieval"])
 @pytest.mark.parametrize("method", [m for m in METHODS if m != "ar"])
-def test_same_seed_gives_the_ar_runs_sample_without_a_trained_draft(method, drafter):
-    """Token Recycling and prompt lookup under every tree method (Token Recycling's own static tree and
-    Sequoia's included), sampled: the same seed commits the AR run's tokens."""
+def test_same_seed_gives_the_ar_runs_sample_without_a_trained_draft(method, drafter, retrieval):
+    """Token Recycling, prompt lookup and retrieval fusion under every tree method (the Token Recycling
+    template and Sequoia's tree included), sampled: the same seed commits the AR run's tokens."""
     pair = tiny_pair(drafter, vocab=32, scale=2.0, eos=7)
     accepted = 0
     for sampling in SAMPLED:
         for seed in range(3):
             common = dict(max_new_tokens=24, seed=seed, **sampling)
             ar = run(pair, "", DecodeConfig(method="ar", **common), prompt_ids=REPEATING)
-            tree = run(pair, "", DecodeConfig(method=method, nodes=10, max_depth=4, threshold=0.0, **common),
-                       prompt_ids=REPEATING)
+            tree = run(pair, "", DecodeConfig(method=method, nodes=10, max_depth=4, threshold=0.0, retrieval=retrieval,
+                                              **common), prompt_ids=REPEATING)
             assert tree["output_ids"] == ar["output_ids"], (sampling, seed)
             accepted += sum(s["accept_length"] for s in tree["steps"])
     assert accepted > 0, "no draft token was ever accepted: the check would not involve the tree"
