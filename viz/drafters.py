@@ -14,8 +14,9 @@ NAMES = {"eagle": "EAGLE head", "classic": "draft model", "early-exit": "early e
 NO_MODEL_P_HAT = {
     "lookup": "p̂ is match evidence (the share of the prompt's matches that continue this way), so a chain every "
               "match agrees on has p̂ = 1 at each node and E(A) is its length",
-    "recycling": "p̂ is the target's probability of each token after the same token when the target last scored "
-                 "it, in another context, so it ranks candidates but is no chance of acceptance"}
+    "recycling": "each node's q is the target's probability of its token after the same token when the target "
+                 "last scored it, in another context, so p̂ (the product of q along the path) ranks candidates but "
+                 "is no chance of acceptance"}
 
 
 def drafter_kind(meta: dict | None) -> str:

@@ -100,7 +100,8 @@ def register(sub) -> None:
     s.set_defaults(func=cmd_sweep)
 
     t = sub.add_parser("theory-table", help="mean acceptance of every multi-draft scheme over recorded nodes, "
-                                            "k = 1..4 (Hu et al.'s Table 1 layout), OPT-Tree at temperature 0.7")
+                                            "k = 1..4 (schemes as rows, as in Hu et al.'s Table 1, which reads "
+                                            "k = 3), OPT-Tree at temperature 0.7")
     _common(t, 4)
     t.add_argument("--ks", default="1,2,3,4", help="numbers of drafts k (columns), each 1..8")
     t.add_argument("--md", default=None, help="write the markdown page (machine, settings, command, table) here")

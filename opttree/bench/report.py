@@ -200,8 +200,8 @@ def ea_section(ea: dict) -> list[str]:
            "small integer per step, so the per-step Pearson r is held down by that rounding; the paper's view is "
            "the density over steps, and calibration is read from the **mean A per E(A) decile**: the binned r is "
            "the Pearson r between those means, the slope their least-squares slope (1 = calibrated, below 1 = "
-           f"E(A) over-predicts). Pooled: **binned r = {_r(ea.get('binned_r'))}**, slope {_r(ea.get('slope'))}, "
-           f"per-step r {_r(ea['pearson_r'])} (paper: > 0.95).", "",
+           f"E(A) over-predicts). Pooled: **binned r = {_r(ea.get('binned_r'))}** (the paper reads r > 0.95 over "
+           f"1,000 steps), slope {_r(ea.get('slope'))}, per-step r {_r(ea['pearson_r'])}.", "",
            "| method | binned r (E(A) deciles) | slope | per-step r | steps |", "|---|---|---|---|---|"]
     for m, v in ea["by_method"].items():
         out.append(f"| {m} | {_r(v.get('binned_r'))} | {_r(v.get('slope'))} | {_r(v['pearson_r'])} | {v['steps']} |")
@@ -308,8 +308,9 @@ def targets_section(b: dict | None, s: dict | None, also: list[dict] = ()) -> li
 def theory_section(t: dict) -> list[str]:
     meta, cfg, m = t["meta"], t["meta"]["config"], t["meta"]["machine"]
     return ["## Optimal multi-draft acceptance (`theory-table`)", "",
-            f"Hu et al.'s Table 1 layout on our models: target `{meta['target']}`, {meta['drafter']} draft "
-            f"`{Path(str(meta['draft'])).name}`, OPT-Tree at n = {cfg['nodes']}, temperature {cfg['temperature']}, "
+            f"Hu et al.'s Table 1 schemes (the paper reads k = 3) on our models: target `{meta['target']}`, "
+            f"{meta['drafter']} draft `{Path(str(meta['draft'])).name}`, OPT-Tree at n = {cfg['nodes']}, "
+            f"temperature {cfg['temperature']}, "
             f"{meta['prompts']} prompts × {cfg['max_new_tokens']} new tokens max ({m['date_utc']}, {m['device']}). "
             "Each cell is the mean over recorded nodes of a scheme's chance that one of k drafts is accepted; the "
             "two optima bound every verifier of drafts sampled that way.", "", markdown_table(t), ""]

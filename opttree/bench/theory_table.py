@@ -1,4 +1,5 @@
-"""Optimal multi-draft acceptance on our models: the layout of Hu et al.'s Table 1 (ICLR 2025).
+"""Optimal multi-draft acceptance on our models, schemes as rows as in Hu et al.'s Table 1 (ICLR 2025), which
+reads k = 3 drafts; here k = 1..4 are the columns.
 
 `opttree theory-table` runs OPT-Tree with a model pair on benchmark prompts at temperature 0.7 (the
 paper's default) and, for every row the traces record (`topk_rows`: the root, the accepted nodes and
@@ -116,7 +117,7 @@ def run_theory_table(pair, prompts, base: DecodeConfig, ks=DEFAULT_KS, chat: boo
 
 
 def markdown_table(result: dict) -> str:
-    """Schemes as rows, k as columns (the paper's Table 1 layout), with the rows' rest masses below."""
+    """Schemes as rows (as in the paper's Table 1), k as columns, with the rows' rest masses below."""
     ks = result["ks"]
     lines = ["| scheme | " + " | ".join(f"k = {k}" for k in ks) + " |", "|---|" + "---|" * len(ks)]
     for name in SCHEMES:
@@ -142,7 +143,7 @@ def theory_markdown(result: dict, command: str = "") -> str:
     m = meta["machine"]
     device = f"`{m['device']}`" + (f" ({m['gpu']})" if m.get("gpu") else
                                    f" — CPU {m['cpu']}, {m['cpu_count']} cores, torch threads {m['torch_threads']}")
-    out = ["# Optimal multi-draft acceptance on our models (Hu et al., Table 1 layout)", "",
+    out = ["# Optimal multi-draft acceptance on our models (schemes as in Hu et al.'s Table 1)", "",
            f"- **Date**: {m['date_utc']}", f"- **Device**: {device}",
            f"- **Software**: torch {m['torch']}, transformers {m['transformers']}, Python {m['python']}",
            f"- **Models**: target `{meta['target']}`, {meta['drafter']} draft `{Path(str(meta['draft'])).name}`",

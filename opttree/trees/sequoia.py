@@ -173,8 +173,8 @@ class Choice:
 @functools.lru_cache(maxsize=64)
 def hardware_aware(acceptance: tuple[float, ...], cost: StepCost, max_nodes: int, max_depth: int) -> Choice:
     """The Sequoia tree of the size and depth with the largest expected tokens per second,
-    J(d, n) = (T[d][n] + 1) / (drafting of that tree + verify(n + 1)) (ties: fewer nodes, then fewer
-    layers). The record has the auto budget's layout (auto_size.Objective.record): one row of J per
+    J(d, n) = (T[d][n] + 1) / (drafting of that tree + verify(n + 1)) (ties: fewer layers, then fewer
+    nodes). The record has the auto budget's layout (auto_size.Objective.record): one row of J per
     depth, and the chosen size's drafting at each depth."""
     tables = solve(check_acceptance(acceptance), max_nodes, max_depth)
     verify = cost.verify_table(max_nodes + 1)

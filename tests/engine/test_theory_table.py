@@ -1,4 +1,4 @@
-"""The theory table (Hu et al.'s Table 1 layout) on tiny random models: rates in [0, 1], each
+"""The theory table (schemes as in Hu et al.'s Table 1) on tiny random models: rates in [0, 1], each
 verifier at or below its optimum, the markdown and the report section, and bad input refused."""
 
 import json
