@@ -1,6 +1,6 @@
 """OPT-Tree Explorer's page: the tabs composed, the events that cross tabs, the `/generate` API, launch.
 
-Model work goes through `opttree.serve.RunService` (allow-listed models, one bounded lane, limits,
+Model work goes through `opttree.serve.service.RunService` (allow-listed models, one bounded lane, limits,
 cancellation, clean errors); figures come from `viz/` (never a model). View updates (scrubbing,
 playing, clicking a token, importing a trace) run with `queue=False`: they never wait behind a run.
 The page's stylesheet and script are files in the top-level `assets/` folder
