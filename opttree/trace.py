@@ -17,16 +17,15 @@ the models as the run's pair records them (`ModelPair.recorded_names`): an app's
 (a server's folder by its base name, serve/allow_list.py), a command-line run as they were given. A drafted
 run's meta records the draft's acceptance by rank (`acceptance_by_rank`, Sequoia's vector, and
 `acceptance_source`: its card or the default prior) and a run given a static shape its rank paths
-(`static_paths`). `meta["retrieval"]` is what the run did ("on"/"off"); where the setting was "auto" and
-resolved by the prompt's length, `retrieval_asked` keeps "auto" (a link or an import restores that), and where
-`tree_temperature` is not the setting (0: the draft's fitted value; sampling and the training-free drafters: 1),
-`tree_temperature_asked` keeps the setting. A step whose depth a length controller chose records the decision
-(`length`: for Thompson sampling the posterior's alpha and beta,
-the sampled theta and the price δ; for the predictor its predicted accepted length; and the chosen
-depth; trees/length_control.py). All of these are optional: traces
-written before them load unchanged (a trace without `source` came from a draft model). Views, replay,
-export and tests read only this record; `validate_trace` guards every trace that comes from outside
-(imports are untrusted).
+(`static_paths`). `meta["retrieval"]` is what the run did ("on"/"off"); where the setting was "auto" (on
+wherever a draft model drafts, drafters/registry.resolve_retrieval), `retrieval_asked` keeps "auto" (a link or
+an import restores that), and where `tree_temperature` is not the setting (0: the draft's fitted value;
+sampling and the training-free drafters: 1), `tree_temperature_asked` keeps the setting. A step whose depth
+a length controller chose records the decision (`length`: for Thompson sampling the posterior's alpha and
+beta, the sampled theta and the price δ; for the predictor its predicted accepted length; and the chosen
+depth; trees/length_control.py). All of these are optional: traces written before them load unchanged (a
+trace without `source` came from a draft model). Views, replay, export and tests read only this record;
+`validate_trace` guards every trace that comes from outside (imports are untrusted).
 
 The target's side of a step (optional: traces written before it existed lack both fields):
 - `p_target`: per node, the target's probability of the node's token at its parent's row, i.e. the
@@ -58,7 +57,7 @@ that still reads U+FFFD (in those traces, or where the vocabulary did not give t
 
 p is the target's sampling distribution when temperature > 0 and its softmax at T = 1 when the run is
 greedy (`meta.target_distribution` says which); q is the draft distribution the tree was built from
-(at the tree temperature in `meta.tree_temperature`). Probabilities are rounded to 6 decimals.
+(at the tree temperature in `meta.tree_temperature`). p, q and p_target are rounded to 6 decimals, p_hat to 8.
 """
 
 from __future__ import annotations
