@@ -13,7 +13,8 @@ process, a cold cache) only ever adds time, so the fastest of a few repetitions 
 estimate — a median is pulled off by two slow repetitions of three, and one such point (a 1-token
 forward timed at 48 ms beside 2- and 4-token ones at 32 ms, 2026-11-23) made the auto budget think small trees
 cost as much as large ones. A measurement takes about fifteen seconds on a 2-core CPU (2026-11-27) and is cached as JSON
-under `opttree.paths.costs_dir()`, keyed by device, dtype, torch threads, kernel, target and draft; the
+under `opttree.paths.costs_dir()`, keyed by device (on a CPU also its vector instruction set and core count),
+dtype, torch threads, kernel, target and draft (`cache_key`); the
 target's half (the verify forwards, most of the time) is also cached under the target alone, so another
 draft of the same target times only its own layers;
 `load_or_measure(pair, refresh=True)` (the `opttree cost --refresh` command, the app's button)

@@ -64,8 +64,9 @@ class TokenTexts:
     """A run's token texts, cached per token (decoding 500 nodes a step adds up): each token's text
     (`text_of(token)`, as it reads after other text), its bytes label where that text reads U+FFFD (`label`), and the
     committed tokens' pieces, read in order through an incremental UTF-8 decoder (`commit`). Only a
-    token whose text reads U+FFFD, or that follows bytes still waiting for the rest of their character,
-    is decoded from its bytes, so each step costs its committed tokens, not the output so far."""
+    token whose text reads U+FFFD is decoded from its bytes (a token that follows bytes still waiting for
+    the rest of their character ends them as U+FFFD and adds its own text), so each step costs its
+    committed tokens, not the output so far."""
 
     def __init__(self, tokenizer):
         self.tokenizer, self.cache, self.labels, self.raw = tokenizer, {}, {}, {}
