@@ -144,8 +144,9 @@ CODE_NAME = re.compile(r"[A-Za-z_][\w.]*(?:\(.*\))?")
 
 
 def is_code_name(name: str) -> bool:
-    """snake_case with an underscore (5 characters or more: `x_i` is maths) or CamelCase: a name in the code."""
-    return (len(name) >= 5 and "_" in name.strip("_") and name.lower() == name
+    """snake_case or UPPER_CASE with an underscore (5 characters or more: `x_i` is maths) or CamelCase: a name
+    in the code."""
+    return (len(name) >= 5 and "_" in name.strip("_") and name in (name.lower(), name.upper())
             or bool(re.fullmatch(r"_?[A-Z][a-z]+[A-Z]\w*", name)) and not hasattr(builtins, name))
 
 
@@ -245,6 +246,7 @@ def test_the_check_sees_each_kind_of_broken_reference():
     broken = ["opttree/trees/no_such_module.py", "make no-such-target", "python -m opttree.no_such",
               "opttree no-such-command", "opttree generate --no-such-flag", "--no-such-flag", "OPTTREE_NO_SUCH",
               "trees/auto_size.NoSuchCost", "viz.serving.serving_figure", "serving_figure", "ServerSettings.nope",
+              "NO_SUCH_CONSTANT",
               "engine/speculative.no_such_function", "../benchmarks/no_such.md"]
     for span in broken:
         assert problems(span, docs), span
