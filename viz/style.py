@@ -1,7 +1,8 @@
 """Shared visual conventions, so every panel and every step reads the same way.
 
-The p̂ colour scale is fixed to [0, 1] (never rescaled per step): a class comparing two steps or two
-panels must be able to trust that the same colour means the same probability.
+Each node colour scale is fixed (`coloraxis`: log p̂, the default, from 10^LOG_FLOOR to 1; p̂ and q from 0
+to 1) and never rescaled per step: a class comparing two steps or two panels must be able to trust that the
+same colour means the same probability.
 """
 
 from __future__ import annotations
