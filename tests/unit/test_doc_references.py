@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 while not (ROOT / "pyproject.toml").exists():   # the repository root, wherever this file sits under tests/
     ROOT = ROOT.parent
-SKIP = {".venv", ".git", "node_modules", "build", "dist", "__pycache__", "tmp", "data"}
+SKIP = {"node_modules", "build", "dist", "__pycache__", "tmp", "data", "checkpoints", "artifacts", "logs"}
 PACKAGES = ("opttree", "ui", "viz")
 TOP = ("opttree/", "docs/", "tests/", "ui/", "viz/", "assets/", "benchmarks/", "tools/")
 FILE_EXTS = ("py", "md", "json", "jsonl", "js", "css", "sh", "txt", "toml")
@@ -39,7 +39,7 @@ def files() -> list[Path]:
     """The repository's files and folders, without the virtual environment, caches and generated data."""
     out = []
     for folder, dirs, names in os.walk(ROOT):
-        dirs[:] = [d for d in dirs if d not in SKIP]
+        dirs[:] = [d for d in dirs if d not in SKIP and not d.startswith(".")]   # .git, .hypothesis, caches
         out += [Path(folder) / n for n in dirs + names]
     return out
 
