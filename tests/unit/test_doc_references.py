@@ -24,12 +24,13 @@ TOP = ("opttree/", "docs/", "tests/", "ui/", "viz/", "assets/", "benchmarks/", "
 FILE_EXTS = ("py", "md", "json", "jsonl", "js", "css", "sh", "txt", "toml")
 DATA_EXTS = ("log", "pt", "bin", "safetensors", "gguf", "png", "csv")   # a name ending so is a file, not code
 # Paths that name files outside the repository or ones a run writes (data, scratch, other projects' trees).
-OUTSIDE = ("data/", "tmp/", ".gpu/", "answers/", "vllm/", "python/", "evaluation/", "~", "$", "/")
+OUTSIDE = ("data/", "tmp/", ".gpu/", "answers/", "vllm/", "python/", "evaluation/", "opt_classic/", "~", "$", "/")
 EXTERNAL_NAMES = frozenset({
     "LlamaAttention", "DynamicCache", "masking_utils", "causal_mask_mapping", "pack_gqa",
     "save_pretrained", "from_pretrained", "SpeculativeConfig", "_handle_ngram",
     "get_mean_speedup", "get_single_speedup", "cblas_sgemm_pack", "cblas_sgemm_compute",
     "timeout_s",   # the device tool's parameter (docs/drafts.md)
+    "mc_sim_7b_63",   # EAGLE's default tree in SafeAILab/EAGLE (trees/static.py EAGLE_25)
 })
 EXTERNAL_FLAGS = frozenset({"--speculative-config", "--attention-backend", "--mean-report"})
 
