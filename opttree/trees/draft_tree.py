@@ -63,6 +63,11 @@ class DraftTree:
         ids = range(len(self)) if max_depth is None else (i for i in range(len(self)) if self.depth[i] <= max_depth)
         return sorted(ids, key=lambda i: (-self.p_hat[i], self.depth[i], i))
 
+    def ea_by_depth(self, n: int, depths: int) -> list[float]:
+        """E(A) of the best n nodes down to each depth 0..`depths`: the record of an auto-sized tree's
+        layers, read at the size the objective chose."""
+        return [0.0] + [sum(self.p_hat[i] for i in self.ranked(d)[:n]) for d in range(1, depths + 1)]
+
     def best_subtree(self, n: int, max_depth: int | None = None) -> DraftTree:
         """The n nodes with the largest p̂ (down to `max_depth`), re-indexed in breadth-first order."""
         return self.subset(self.ranked(max_depth)[: max(n, 0)])

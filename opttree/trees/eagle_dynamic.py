@@ -38,5 +38,5 @@ def build_eagle_dynamic(expand, nodes: int, max_depth: int, top_k: int = 10, cos
     if objective is None:
         return grown.best_subtree(nodes), BuildInfo(ea, reason)
     n = objective.choose_in_last_row()
-    ea = [0.0] + [sum(grown.p_hat[i] for i in grown.ranked(d)[:n]) for d in range(1, len(ea))]
+    ea = grown.ea_by_depth(n, len(ea) - 1)
     return grown.best_subtree(n), BuildInfo(ea, reason, auto=objective.record(widths, "eagle-dynamic"))

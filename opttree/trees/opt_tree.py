@@ -88,5 +88,5 @@ def build_opt_tree_auto(expand, cost: StepCost, max_nodes: int, max_depth: int):
             reason = f"the next layer could not beat {objective.best[0]:.1f} tokens/s"
             break
     depth, n = objective.chosen
-    ea = [0.0] + [sum(grown.p_hat[i] for i in grown.ranked(d)[:n]) for d in range(1, len(objective.rows) + 1)]
+    ea = grown.ea_by_depth(n, len(objective.rows))
     return grown.best_subtree(n, depth), BuildInfo(ea, reason, auto=objective.record(widths, "opt-tree"))
