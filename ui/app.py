@@ -94,7 +94,18 @@ def build_app(service: RunService, waiting_runs: int = ServerSettings.max_waitin
         demo.unload(bind(on_unload, service))
         gr.api(bind(generate, service), api_name="generate", concurrency_id=lane["concurrency_id"],
                concurrency_limit=lane["concurrency_limit"])
+    no_maths(demo)
     return demo
+
+
+def no_maths(demo: gr.Blocks) -> None:
+    """Every Markdown block renders no LaTeX. Gradio's default draws `$$…$$` with KaTeX, so a model's name
+    or a trace's text holding it would show as maths; the page writes no maths of its own, so the one
+    setting for all its blocks is none: the page's config reads the attribute, and a session's copy of a block
+    that an event updates is built from the constructor's arguments."""
+    for block in demo.blocks.values():
+        if isinstance(block, gr.Markdown):
+            block.latex_delimiters = block.constructor_args["latex_delimiters"] = []
 
 
 def wire_links(demo, page: Page, parts: dict, tabs) -> None:

@@ -119,8 +119,8 @@ def plotly_text(text) -> str:
 def md_text(text) -> str:
     """Text a visitor or a trace gave (an error quoting a setting, a model's name, a stop reason) for Markdown:
     shown as itself on one line, never as HTML or Markdown (a link, an image the browser would fetch; a line
-    break would end a table row or start a heading). `$$` is left as it is: Gradio's KaTeX renders it as maths,
-    with its commands that reach outside the page (links, images) off."""
+    break would end a table row or start a heading). `$$` is left as it is: the page's Markdown blocks draw no
+    maths (ui/app.py no_maths)."""
     escaped = html.escape(" ".join(str(text).splitlines()), quote=False)
     return "".join("\\" + c if c in "\\`*_[]()#+!|~" else c for c in escaped)   # < and > are entities by now
 

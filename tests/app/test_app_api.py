@@ -145,6 +145,9 @@ def test_the_page_serves_its_stylesheet_and_keys_from_assets(launched):
     for name in ("keys.js", "app.js", "fit_labels.js"):
         assert (paths.PAGE_ASSETS / name).read_text(encoding="utf-8").strip() in config["js"], name
     assert "ArrowRight" in config["js"] and "fitLabels" in config["js"]
+    # No Markdown block draws $$…$$ as KaTeX maths (ui/app.py no_maths): names from traces show as written.
+    markdown = [c["props"] for c in config["components"] if c.get("type") == "markdown"]
+    assert len(markdown) > 20 and all(props.get("latex_delimiters") == [] for props in markdown)
 
 
 def test_status_messages_show_visitor_text_as_text():
