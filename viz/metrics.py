@@ -132,7 +132,8 @@ def acceptance_text(summary: dict) -> str:
 def why_slower(trace: dict, ar: dict | None, cost: dict | None, context: float | None = None) -> str:
     """One sentence, from the measured cost curve, on why a method ran slower than AR ('' otherwise);
     the verify cost is read after `context` tokens (the runs' mean KV prefix) where the curve was
-    measured after a longer prefix too."""
+    measured after a longer prefix too. Where the curve prices a step below the tokens it commits (it
+    should have beaten AR), the sentence says so and where the run's time went instead (`unexplained`)."""
     if not ar or trace is ar or not usable(cost):
         return ""
     s, a = trace["summary"], ar["summary"]
@@ -148,5 +149,22 @@ def why_slower(trace: dict, ar: dict | None, cost: dict | None, context: float |
     head = f"verifying {tokens} tokens{after} costs {ratio:.1f}× one token on this machine"
     if ratio >= tau:
         return f"{head}, more than the {tau:.2f} tokens a step commits."
+    if ratio + draft / ar_step < tau:
+        return unexplained(s, ar_step, f"{head} and drafting adds {draft:.0f} ms a step ({draft / ar_step:.1f} "
+                                       f"AR steps): {ratio + draft / ar_step:.1f} AR steps")
     return (f"{head} and drafting adds {draft:.0f} ms a step ({draft / ar_step:.1f} AR steps): together "
             f"more than the {tau:.2f} tokens a step commits.")
+
+
+def unexplained(summary: dict, ar_step: float, modelled: str) -> str:
+    """why_slower's sentence for a method the cost curve says should beat AR (`modelled`: the curve's price
+    of a step, in AR steps, below τ): what its steps measured, and so whether they ran slower than the
+    curve (a busier machine) or the time went outside the steps (the prompt's prefill)."""
+    tau = summary.get("tau", 0)
+    step = sum(summary.get(k, 0) or 0 for k in ("mean_draft_ms", "mean_build_ms", "mean_verify_ms"))
+    head = (f"the cost curve prices a step below its {tau:.2f} tokens ({modelled}), so it should beat AR; "
+            f"its steps measured {step:.0f} ms ({step / ar_step:.1f} AR steps)")
+    if step / ar_step >= tau:
+        return f"{head}: the machine ran them slower than when the curve was measured (it is shared)."
+    return (f"{head}, faster per token than AR: the time went outside the steps' draft, build and verify "
+            "(the prompt's prefill is one part).")

@@ -330,6 +330,14 @@ def test_cost_chart_and_the_sentence_for_a_slower_method(trace):
         "verifying 61 tokens costs 2.5×")          # a "longer" prefix that is not longer: one prefix
     slow["summary"].update(tau=3.0)
     assert "drafting adds 45 ms a step (0.9 AR steps)" in why_slower(slow, ar, COST)
+    # Where the curve prices a step (2.5 + 0.9 AR steps) below the tokens it commits, the sentence does not
+    # claim the step costs more: it says the method should have beaten AR and where its time went.
+    slow["summary"].update(tau=4.0, mean_verify_ms=300.0)
+    busy = why_slower(slow, ar, COST)
+    assert "together more than" not in busy and "3.4 AR steps" in busy and "should beat AR" in busy
+    assert "measured 345 ms (6.9 AR steps)" in busy and "slower than when the curve was measured" in busy
+    slow["summary"].update(mean_verify_ms=100.0)
+    assert "outside the steps" in why_slower(slow, ar, COST) and "2.9 AR steps" in why_slower(slow, ar, COST)
     assert why_slower(fast, ar, COST) == "" and why_slower(slow, None, COST) == ""
 
 
