@@ -43,6 +43,7 @@ from opttree.trees.delta_rule import depth_reached
 from opttree.trees.draft_tree import DraftTree
 from opttree.trees.methods import build_tree
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE
+from opttree.trees.static import STATIC_SHAPE
 
 __all__ = ["Cancelled", "new_trace", "run", "run_acceptance", "stream_run", "warm_up"]
 
@@ -218,10 +219,12 @@ def grow_tree(plan: StepPlan, drafter, state: TargetState, expand, step_cost, ti
         with timer.phase("draft"):
             state.begin_step()
     tree, info = build_tree(expand, plan.cfg, step_cost, shape_depth=plan.full_depth, **(shape or {}))
-    if plan.decision and info.stop_reason == depth_reached(plan.decision["depth"]):
-        # the builder's max depth was the controller's choice this step, not the setting
-        depth = plan.decision["depth"]
-        info.stop_reason = (f"reached the {counted(depth, 'layer')} "
+    depth = plan.decision["depth"] if plan.decision else None
+    if depth and (info.stop_reason == depth_reached(depth)
+                  or info.stop_reason == STATIC_SHAPE and max(tree.depth, default=0) == depth):
+        # the builder's max depth (a static shape's cut) was the controller's choice this step, not the setting
+        shape = "static shape, cut at" if info.stop_reason == STATIC_SHAPE else "reached"
+        info.stop_reason = (f"{shape} the {counted(depth, 'layer')} "
                             f"{length_control.controller_name(plan.decision)} allowed")
     if drafter:     # after the builder's own reason: retrieval fusion appends its note to it
         tree, info = drafter.finish_tree(tree, info, plan.cfg, step_cost)   # node sources; fusion when on

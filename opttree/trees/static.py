@@ -24,6 +24,8 @@ EAGLE_25 = [
     (0, 0, 0, 0, 0), (0, 0, 0, 0, 1),
 ]
 
+STATIC_SHAPE = "static shape"     # the stop reason of a static tree grown whole (the engine reads it)
+
 
 # Token Recycling's template (our own, in the spirit of the paper's fixed ~80-node tree): the 80 rank
 # paths with the largest prior weight, where a path's weight is the product over its ranks of
@@ -89,7 +91,7 @@ def build_static(expand, paths: list[tuple[int, ...]], nodes: int, cost: StepCos
     ea = [0.0]
     objective = Objective(cost, nodes) if cost is not None else None
     draft, widths = (cost.base_ms if cost is not None else 0.0), []
-    reason = "static shape"
+    reason = STATIC_SHAPE
     for depth in range(1, max((len(p) for p in paths), default=0) + 1):
         layer = [p for p in paths if len(p) == depth and p[:-1] in node_of]
         if not layer:

@@ -394,3 +394,21 @@ def test_a_fused_tree_still_names_the_controllers_depth():
     reasons = [s["stop_reason"] for s in drafted]
     assert any("retrieval" in r for r in reasons) and any("Thompson sampling allowed" in r for r in reasons)
     assert all("reached max depth" not in r or "depth capped" in r for r in reasons), reasons
+
+
+def test_a_static_chain_cut_by_the_controller_says_so():
+    """A static shape cut at the controller's depth (the early-exit lesson's chain) names the controller in
+    its stop reason, as *Why this shape* does, not "static shape" alone."""
+    from tiny import tiny_pair
+
+    from opttree.config import DecodeConfig
+    from opttree.engine.speculative import run
+
+    cfg = DecodeConfig(method="chain", nodes=10, threshold=0.3, max_depth=8, max_new_tokens=30,
+                       length_control="thompson", seed=4)
+    drafted = [s for s in run(tiny_pair("early-exit", eos=9), "", cfg, prompt_ids=PROMPT)["steps"] if s["tokens"]]
+    cut = [s for s in drafted if max(s["depth"]) == s["length"]["depth"] < 8 and "depth capped" not in s["stop_reason"]]
+    assert cut, [(max(s["depth"]), s["length"]["depth"]) for s in drafted]
+    assert all(s["stop_reason"] == f"static shape, cut at the {s['length']['depth']} layer"
+               f"{'' if s['length']['depth'] == 1 else 's'} Thompson sampling allowed" for s in cut), \
+        [s["stop_reason"] for s in cut]
