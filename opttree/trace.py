@@ -244,9 +244,9 @@ def percent(x: float, space: str = "") -> str:
     return f"{x * 100:.0f}{space}%"
 
 
-def counted(n: int, noun: str) -> str:
-    """'1 node', '3 nodes', '0 nodes': a count with its noun (plural by adding s)."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 node', '3 nodes', '0 nodes': a count with its noun (plural by adding s, or `plural`: 'matches')."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def by_depth_text(rates, shown: int = 6) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
+from opttree.trace import counted
 from viz.metrics import step_metrics
 from viz.step_charts import accept_bars, ea_density, speed_note, why_shape
 from viz.style import md_text
@@ -206,8 +207,8 @@ def history_views(history):
     def num(x):
         return f"{x:.3f}" if isinstance(x, (int, float)) else "n/a"
 
-    lines = [f"{n} steps that drafted a tree, of {len(history)} run(s). **Binned r**: Pearson r between mean E(A) "
-             "and mean A over "
+    lines = [f"{counted(n, 'step')} that drafted a tree, of {counted(len(history), 'run')}. **Binned r**: Pearson r "
+             "between mean E(A) and mean A over "
              "E(A) deciles (what the paper's Figure 4 shows); **slope**: mean A per unit of E(A) (1 = calibrated); "
              "**per-step r**: over single steps, held down by A being a small integer.", "",
              "| method · drafter (· sampling) | binned r | slope | per-step r | steps |", "|---|---|---|---|---|"]

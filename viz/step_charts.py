@@ -149,7 +149,7 @@ def why_thompson(step: dict, meta: dict) -> go.Figure:
                   text=f"at most {counted(chosen, 'layer')} (drafted {drafted})",
                   font=dict(size=11, color=style.ACCEPTED), xanchor="left")]
     title = (f"Why this shape (Thompson sampling): θ̃ = {theta:.2f} drawn from Beta({a:g}, {b:g}) "
-             f"(mean {mean:.2f}, {a + b - 2:g} depths seen)")
+             f"(mean {mean:.2f}, {counted(round(a + b - 2), 'depth')} seen)")
     title, top = top_title(title)
     layout = dict(template=style.TEMPLATE, height=260 + top, margin=dict(l=50, r=10, t=top, b=40), showlegend=True,
                   title=title, shapes=shapes, annotations=notes,

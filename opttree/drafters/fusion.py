@@ -22,7 +22,7 @@ import torch
 from opttree.config import AUTO_MAX_NODES
 from opttree.drafters.base import Drafter, Odds, odds
 from opttree.drafters.retrieval import Retrieved, retrieve
-from opttree.trace import BuildInfo
+from opttree.trace import BuildInfo, counted
 from opttree.trees.auto_size import best_size
 from opttree.trees.draft_tree import ROOT, DraftTree
 from opttree.trees.fusion import cut, fuse
@@ -87,9 +87,9 @@ class RetrievalFusion(Drafter):
             if rate is not None:        # "Why this shape" and the step metrics show the fused choice too
                 info.auto.update(fused_nodes=len(fused), fused_tokens_per_s=round(rate, 3))
         if self.found.n:
-            note = (f"retrieval: {self.found.matches} match(es) of the last {self.found.n} token(s), "
-                    f"{notes['pruned']} pruned by the draft, {notes['retrieved']} node(s) added, "
-                    f"{notes['both']} shared")
+            note = (f"retrieval: {counted(self.found.matches, 'match', 'matches')} of the last "
+                    f"{counted(self.found.n, 'token')}, {notes['pruned']} pruned by the draft, "
+                    f"{counted(notes['retrieved'], 'node')} added, {notes['both']} shared")
         else:
             note = "retrieval: no earlier occurrence of the last token"
         info.note(note, sep=" · ")

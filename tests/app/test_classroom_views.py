@@ -89,7 +89,7 @@ def test_an_import_restores_the_prompt_and_settings_and_reaches_ea_vs_a():
     assert out[page.prompt] == "An imported prompt."
     assert out[page.settings["method"]] == "binary" and out[page.settings["nodes"]] == 6
     assert out[page.settings[NODES_MODE]] == "fixed" and out[page.settings["threshold"]] == 0.4
-    assert len(out[page.history]) == 1 and "1 run(s)" in out[page.ea_text]
+    assert len(out[page.history]) == 1 and "of 1 run." in out[page.ea_text]
     assert out[page.ran]["prompt"] == "An imported prompt." and out[page.ran]["settings"]["nodes"] == 6
     assert page.model not in out                          # no allow-listed pair has the tiny target
     auto = tiny_trace(nodes=0)

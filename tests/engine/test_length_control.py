@@ -160,7 +160,9 @@ def test_why_this_shape_shows_the_thompson_decision():
     assert list(bars.x) == list(range(1, 9)) and bars.y[4] == pytest.approx(0.8 ** 5)
     assert bars.marker.color[4] == ACCEPTED and ACCEPTED not in bars.marker.color[:4]
     title = fig.layout.title.text.replace("<br>", " ")         # wrapped to the panel's width
-    assert "Beta(9, 3)" in title and "θ̃ = 0.80" in title
+    assert "Beta(9, 3)" in title and "θ̃ = 0.80" in title and "10 depths seen" in title
+    first = {**step["length"], "alpha": 1.0, "beta": 2.0}       # one refusal seen: one depth, said so
+    assert "1 depth seen" in why_shape({**step, "length": first}, {"max_depth": 8}).layout.title.text
     assert fig.layout.shapes[0].y0 == 0.3                       # the price δ
     # An imported trace's odd meta never widens (or breaks) the chart.
     for meta in ({"max_depth": "deep"}, {"max_depth": 10**9}, {}):

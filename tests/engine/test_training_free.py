@@ -260,6 +260,7 @@ def test_fusion_marks_sources_and_respects_the_budget():
         step = run(pair, "", cfg, prompt_ids=prompt)["steps"][0]
         assert len(step["tokens"]) <= nodes
         assert "retrieval:" in step["stop_reason"]
+    assert "retrieval: 1 match of the last 2 tokens" in step["stop_reason"], step["stop_reason"]
     assert {"retrieved", "both"} & set(step["source"])
     plain = run(pair, "", DecodeConfig(method="opt-tree", nodes=12, max_depth=6, max_new_tokens=7),
                 prompt_ids=prompt)["steps"][0]

@@ -213,9 +213,9 @@ def test_accept_bars_and_why_shape(trace):
     assert any(s.y0 == trace["meta"]["threshold"] for s in shapes)          # the δ line
     assert any(s.x0 == trace["meta"]["max_depth"] for s in shapes)          # the max-depth line
     assert why_shape(None, None).data == ()
-    fused = dict(trace["steps"][0], stop_reason="E(A) grew by 0.1 <= δ=0.3 at depth 3 · retrieval: 2 match(es)")
+    fused = dict(trace["steps"][0], stop_reason="E(A) grew by 0.1 <= δ=0.3 at depth 3 · retrieval: 2 matches")
     note = next(a for a in why_shape(fused, trace["meta"]).layout.annotations if a.text.startswith("stopped"))
-    assert note.text == "stopped: gain 0.1 &lt;= δ=0.3 at depth 3<br>retrieval: 2 match(es)"   # one line each
+    assert note.text == "stopped: gain 0.1 &lt;= δ=0.3 at depth 3<br>retrieval: 2 matches"   # one line each
 
 
 def test_pearson_and_calibration():
