@@ -132,6 +132,9 @@ def test_the_gap_without_replacement_is_not_claimed_when_the_rest_bucket_holds_m
     assert "clearly helps" in views.reading(table, 2) and "clearly helps" in views.reading(table, 2, 0.05)
     flagged = views.reading(table, 2, 0.6)
     assert "clearly helps" not in flagged and "the bucket of all other tokens holds 0.60" in flagged
+    # nor are the sampled figures read as the real distributions' own: the optima are upper bounds there
+    assert "the best any verifier could do is at most **" in flagged and "Every figure but p(set) is rough" in flagged
+    assert "at most" not in views.reading(table, 2, 0.05) and "rough" not in views.reading(table, 2, 0.05)
     trace = synthetic_trace()
     row = trace["steps"][0]["topk_rows"][0]
     scale = 0.3 / sum(row["p"])                             # the recorded tokens keep 0.3 of p: 0.7 in the bucket
