@@ -30,6 +30,8 @@ class Drafter:
     # Whether `observe` reads the prompt's rows at prefill. Only then does the prefill compute the
     # target's logits for every prompt token; otherwise it computes none it would throw away.
     reads_prompt_rows = False
+    # The stop reason of a step this drafter proposed nothing for (an empty tree); "": the builder's own.
+    proposed_nothing = ""
 
     def __init__(self, vocab_size: int, temperature: float = 1.0):
         self.vocab_size = vocab_size  # the target's: draft logits are cut or padded to it
@@ -63,6 +65,8 @@ class Drafter:
         """The tree to verify, built from this drafter's proposals under the step's settings `cfg`
         (and, under the auto budget, the step's costs `cost`): here each node gets its source."""
         tree.source = [self.source] * len(tree)
+        if not len(tree) and self.proposed_nothing:
+            info.stop_reason = self.proposed_nothing
         return tree, info
 
     def attach(self, cache) -> None:

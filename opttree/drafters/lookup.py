@@ -23,6 +23,7 @@ LOOKUP_MATCHES = 4   # matches used per step (a small tree at most)
 
 class LookupDrafter(SparseDrafter):
     source = "retrieved"
+    proposed_nothing = "no earlier occurrence of the last tokens: nothing to propose, the target adds one token"
 
     def __init__(self, vocab_size: int, length: int, corpus: np.ndarray | None = None,
                  matches: int = LOOKUP_MATCHES):

@@ -88,6 +88,8 @@ class RecyclingTable:
 
 class RecyclingDrafter(SparseDrafter):
     source = "recycled"
+    proposed_nothing = ("the table holds no candidates after the last token yet: nothing to propose, the target "
+                        "adds one token")
     reads_prompt_rows = True    # the prompt's rows are the table's first entries
 
     def __init__(self, vocab_size: int, table: RecyclingTable | None = None):

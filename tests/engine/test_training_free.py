@@ -180,6 +180,8 @@ def test_run_scope_starts_empty_and_session_scope_carries_the_table():
     assert b["output_ids"] == a["output_ids"]               # the output never changes ...
     assert [s["tokens"] for s in b["steps"]] != [s["tokens"] for s in a["steps"]]   # ... the trees do
     assert filled > 0 and table.rows_filled() >= filled
+    empty = [s for s in first["steps"] if not s["tokens"] and "left to generate" not in s["stop_reason"]]
+    assert empty and all(s["stop_reason"].startswith("the table holds no candidates") for s in empty)
 
 
 def _same_run(x, y):
@@ -226,7 +228,9 @@ def test_lookup_proposes_what_followed_and_nothing_without_a_match():
     step = run(pair, "", cfg, prompt_ids=[20, 21, 30, 20, 22, 20])["steps"][0]
     assert sorted(step["tokens"][:2]) == [21, 22] and step["parents"][:2] == [-1, -1]   # two matches: a tree
     step = run(pair, "", cfg, prompt_ids=[1, 2, 3])["steps"][0]
-    assert step["tokens"] == [] and step["stop_reason"]        # no match: a plain target step
+    assert step["tokens"] == [] and step["stop_reason"].startswith("no earlier occurrence")  # a plain target step
+    binary = run(pair, "", replace(cfg, method="binary"), prompt_ids=[1, 2, 3])["steps"][0]
+    assert binary["tokens"] == [] and "nothing to propose" in binary["stop_reason"]   # not "static shape"
 
 
 def test_corpus_file_is_read_and_checked(tmp_path):
