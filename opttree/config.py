@@ -94,7 +94,8 @@ class DecodeConfig:
                         ui=dict(kind="number"),  # 2**53: seeds a browser can send exactly (JavaScript numbers)
                         help="seed of the run's own random generator (sampling only)")
     tree_temperature: float = setting(
-        0.0, lo=0.0, hi=TREE_TEMPERATURE_RANGE[1], label="Tree temperature at T = 0 (0 = the draft's fitted value)",
+        0.0, lo=0.0, hi=TREE_TEMPERATURE_RANGE[1],
+        label="Tree temperature at T = 0 (0 = the draft's fitted value; 1 under auto)",
         ui=dict(min=0, max=2, step=0.05),
         help="divides draft logits before the tree is built at T = 0: below 1 sharpens q, so trees grow "
              "deeper and narrower; the output never changes. 0 = the draft card's fitted value at a fixed "

@@ -216,6 +216,7 @@ def build_sequoia(expand, acceptance, nodes: int, max_depth: int, cost: StepCost
     tree, info = build_static(expand, paths, len(paths))
     depth = max((len(p) for p in paths), default=0)
     info.stop_reason = (f"Sequoia's tree for this draft's acceptance vector: {counted(len(paths), 'node')} over "
-                        f"{counted(depth, 'layer')}, {tree_value(a, paths):.2f} draft tokens expected to be accepted")
+                        f"{counted(depth, 'layer')}, {tree_value(a, paths):.2f} draft tokens expected to be accepted "
+                        "under that vector (E(A) reads the draft's p̂ instead)")
     info.auto = record
     return tree, info

@@ -92,6 +92,10 @@ def test_a_runs_own_tree_temperature_overrides_the_drafts_at_t0_only():
         c = DecodeConfig(**{**cfg.to_dict(), "nodes": 0, "tree_temperature": setting})
         tr = run(pair, "", c, prompt_ids=PROMPTS[0])
         assert tr["meta"]["tree_temperature"] == used and tr["output_ids"] == reference(pair.target, PROMPTS[0], 16)
+    # The control's label says so, not only its folded help: 0 is 1 under the auto budget.
+    from opttree.config import SETTINGS  # the declared settings, here only
+
+    assert "1 under auto" in SETTINGS["tree_temperature"].metadata["label"]
 
 
 @pytest.mark.parametrize("bad,needle", [(0.01, "0 (the draft's fitted value) or between 0.05 and 5"),

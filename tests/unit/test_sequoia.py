@@ -164,6 +164,9 @@ def test_the_builder_grows_exactly_the_optimal_tree():
     tree, info = build_sequoia(expand, a, 9, 4)
     assert rank_paths(tree) == optimal_tree(a, 9, 4)
     assert "Sequoia" in info.stop_reason and info.auto is None
+    # Its expected accepted length is under the acceptance vector, not E(A)'s p̂: the reason says which.
+    assert f"{tree_value(a, optimal_tree(a, 9, 4)):.2f} draft tokens expected to be accepted under that vector" \
+        in info.stop_reason and "p̂" in info.stop_reason
     cfg = DecodeConfig(method="sequoia", nodes=9, max_depth=4)
     tree2, _ = build_tree(expand, cfg, acceptance=a)
     assert rank_paths(tree2) == rank_paths(tree)
