@@ -13,15 +13,27 @@ from __future__ import annotations
 
 import math
 
+SAME = 1e-9    # values this close, relative to their size, are one value (float rounding, not spread)
+
+
+def _spread(values: list[float]) -> bool:
+    """Whether the values differ by more than rounding: the mean of seven 0.1s is 0.10000000000000002, so
+    a constant series has a centred sum of squares of about 1e-33, not 0, and an r or slope over it would
+    be rounding noise (a slope of 9.14 over seven equal E(A))."""
+    lo, hi = min(values), max(values)
+    return hi - lo > SAME * max(abs(lo), abs(hi), 1.0)
+
 
 def _moments(xs: list[float], ys: list[float]) -> tuple[float, float, float] | None:
-    """(Sxx, Syy, Sxy): the centred sums of squares and products; None below two points."""
+    """(Sxx, Syy, Sxy): the centred sums of squares and products, Sxx (Syy) 0 where the xs (ys) do not
+    spread beyond rounding; None below two points."""
     n = len(xs)
     if n < 2:
         return None
     mx, my = sum(xs) / n, sum(ys) / n
-    return (sum((x - mx) ** 2 for x in xs), sum((y - my) ** 2 for y in ys),
-            sum((x - mx) * (y - my) for x, y in zip(xs, ys)))
+    sxx = sum((x - mx) ** 2 for x in xs) if _spread(xs) else 0.0
+    syy = sum((y - my) ** 2 for y in ys) if _spread(ys) else 0.0
+    return sxx, syy, sum((x - mx) * (y - my) for x, y in zip(xs, ys))
 
 
 def pearson(xs: list[float], ys: list[float]) -> float | None:
