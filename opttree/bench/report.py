@@ -47,8 +47,16 @@ def choice_text(choice: dict | None) -> str:
     return "; ".join(parts) + "; oneDNN elsewhere"
 
 
-def _met(value: float, goal: float) -> str:
+def _met(value: float | None, goal: float) -> str:
+    """Whether a measured ratio reaches its goal; "not measured" where there is none (AR timed at 0 s)."""
+    if not isinstance(value, (int, float)):
+        return "not measured"
     return "yes" if value >= goal else f"no (short by {goal - value:.2f}×)"
+
+
+def _times(x) -> str:
+    """A ratio as '1.45×', or a dash where none was measured."""
+    return f"{fmt(x)}×" if isinstance(x, (int, float)) else "–"
 
 
 def machine_lines(meta: dict) -> list[str]:
@@ -269,16 +277,17 @@ def targets_section(b: dict | None, s: dict | None, also: list[dict] = ()) -> li
         ot, hf = ms.get(best) if best else None, ms.get("hf-assisted")
         auto = ms.get("opt-tree@auto") or (ms.get("opt-tree") if b["meta"]["config"].get("nodes") == 0 else None)
         if auto:
-            out.append(f"| OPT-Tree auto ≥ 1.8× over AR (bench) | {fmt(auto['speedup'])}× | "
-                       f"{_met(auto['speedup'] or 0, 1.8)} |")
+            out.append(f"| OPT-Tree auto ≥ 1.8× over AR (bench) | {_times(auto['speedup'])} | "
+                       f"{_met(auto['speedup'], 1.8)} |")
             if hf and hf.get("tokens_per_s"):
                 ratio = auto["tokens_per_s"] / hf["tokens_per_s"]
                 out.append(f"| OPT-Tree auto ≥ 1.3× transformers assisted generation (same run) | {fmt(ratio)}× | "
                            f"{_met(ratio, 1.3)} |")
         if ot:
             n = best.split("@")[1] if "@" in best else b["meta"]["config"]["nodes"]
-            out.append(f"| fastest OPT-Tree variant (`{best}`, n={n}) over AR | {fmt(ot['speedup'])}× | "
-                       f"{'faster' if (ot['speedup'] or 0) > 1 else 'slower'} than AR |")
+            said = ("not measured" if ot["speedup"] is None
+                    else f"{'faster' if ot['speedup'] > 1 else 'slower'} than AR")
+            out.append(f"| fastest OPT-Tree variant (`{best}`, n={n}) over AR | {_times(ot['speedup'])} | {said} |")
         for m, a in ms.items():
             if m != "ar" and a.get("draft_share") is not None:
                 out.append(f"| draft + build ≤ 30 % of step time (`{m}`) | {pct(a['draft_share'])} | "

@@ -28,3 +28,31 @@ def test_a_real_spread_is_still_measured():
     a = [i % 3 for i in range(10)]
     assert pearson(ea, a) == pytest.approx(pearson(list(range(10)), a))
     assert slope(ea, ea) == pytest.approx(1.0)
+
+
+def _aggregate(speedup, tokens_per_s=40.0):
+    return {"tau": 2.0, "tokens_per_s": tokens_per_s, "speedup": speedup, "draft_share": None, "exact_match": 1.0}
+
+
+def test_goals_without_a_measured_speedup_claim_nothing():
+    """Where AR's runs timed at 0 s (or the speedup is otherwise missing) no speedup was measured: the goals
+    table says so, and claims neither "short by 1.80×" nor "slower than AR". Failed before: the missing
+    speedup counted as 0, so the table read "–× | no (short by 1.80×)" and "–× | slower than AR"."""
+    from opttree.bench.report import targets_section
+
+    bench = {"methods": {"ar": _aggregate(None), "opt-tree": _aggregate(None), "opt-tree@auto": _aggregate(None)},
+             "meta": {"config": {"nodes": 25}}, "runs": []}
+    text = "\n".join(targets_section(bench, None))
+    assert "| OPT-Tree auto ≥ 1.8× over AR (bench) | – | not measured |" in text
+    assert "over AR | – | not measured |" in text
+    assert "short by" not in text and "slower than AR" not in text
+
+
+def test_goals_with_a_measured_speedup_say_met_or_short():
+    from opttree.bench.report import targets_section
+
+    bench = {"methods": {"ar": _aggregate(1.0), "opt-tree": _aggregate(1.09), "opt-tree@auto": _aggregate(1.45)},
+             "meta": {"config": {"nodes": 25}}, "runs": []}
+    text = "\n".join(targets_section(bench, None))
+    assert "| OPT-Tree auto ≥ 1.8× over AR (bench) | 1.45× | no (short by 0.35×) |" in text
+    assert "| fastest OPT-Tree variant (`opt-tree@auto`, n=auto) over AR | 1.45× | faster than AR |" in text
