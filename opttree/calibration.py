@@ -6,12 +6,24 @@ view is a density over steps; its calibration is read from the mean A per E(A) b
 bins the steps into E(A) deciles (equal-count bins) and returns each bin's mean E(A), mean A and
 standard error, the Pearson r between the bin means (the binned r), the least-squares slope of mean
 A on mean E(A) (1 = calibrated, below 1 = E(A) over-predicts), and the per-step r alongside.
-Pure Python: the app's views and the benchmark report both use it.
+`ea_a_pairs` picks a run's calibration points, so the app's views and the benchmark report both
+calibrate over the same steps. Pure Python.
 """
 
 from __future__ import annotations
 
 import math
+
+from opttree.trace import committed_draft
+
+
+def ea_a_pairs(steps: list[dict]) -> list[list[float]]:
+    """[E(A), A] of each step that drafted a tree, A the draft tokens it committed (a step cut by EOS or
+    the token limit counts only those). A step without a tree (a run's last single token, a lookup or Token
+    Recycling step that found nothing) has E(A) = A = 0 whatever the drafter believes: no calibration
+    point, so it is left out."""
+    return [[s["expected_accept"], committed_draft(s)] for s in steps if s.get("tokens")]
+
 
 SAME = 1e-9    # values this close, relative to their size, are one value (float rounding, not spread)
 

@@ -10,7 +10,7 @@ import math
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from opttree.calibration import calibrate
+from opttree.calibration import calibrate, ea_a_pairs
 from opttree.trace import committed_draft, counted
 from opttree.trees.length_control import controller_name
 
@@ -254,22 +254,18 @@ def fused_note(auto: dict) -> str:
 
 
 def ea_points(trace: dict) -> dict:
-    """One run's (E(A), A) for each step that drafted a tree, with its method, drafter and how it drew its
-    tokens (`sampled`: drafters.sampled_at, "" when greedy; the calibration is per all three); A = the draft
-    tokens the step committed (a step cut by EOS or the token limit counts
-    only what it committed). A step without a tree (a run's last single token, a lookup or Token Recycling
-    step that found nothing) has E(A) = A = 0 whatever the drafter believes: it is left out and counted
-    in `skipped`."""
+    """One run's (E(A), A) for each step that drafted a tree (opttree.calibration.ea_a_pairs, which the bench
+    reads too), with its method, drafter and how it drew its tokens (`sampled`: drafters.sampled_at, "" when
+    greedy; the calibration is per all three); the steps without a tree are counted in `skipped`."""
     meta = trace.get("meta", {})
     nodes = meta.get("nodes", "?")
     budget = "auto" if nodes == 0 else f"n={nodes}"
     steps = trace.get("steps", [])
-    drafted = [s for s in steps if s.get("tokens")]
+    pairs = ea_a_pairs(steps)
     return {"label": f"{meta.get('method', '?')} · {budget} · {meta.get('draft') or 'no draft'}",
             "method": str(meta.get("method", "?")), "drafter": drafter_name(meta),
-            "sampled": sampled_at(meta), "draft_model": has_draft_model(meta), "skipped": len(steps) - len(drafted),
-            "ea": [s["expected_accept"] for s in drafted],
-            "a": [committed_draft(s) for s in drafted]}
+            "sampled": sampled_at(meta), "draft_model": has_draft_model(meta), "skipped": len(steps) - len(pairs),
+            "ea": [e for e, _ in pairs], "a": [a for _, a in pairs]}
 
 
 def group_of(run: dict) -> str:

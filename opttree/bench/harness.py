@@ -30,7 +30,7 @@ Result JSON (the documented fields):
   meta        … and the timing's bookkeeping: `warmup_order` (the methods run before any timing, in order)
               and `run_order` ([prompt id, [methods in the order they ran on it]] per prompt)
   runs        one row per (prompt, method): the trace summary plus wall_s, exact, output_ids
-  ea_a        {method: [[E(A), A], ...]} per verification step (tree methods)
+  ea_a        {method: [[E(A), A], ...]} per step that drafted a tree (tree methods; calibration.ea_a_pairs)
   traces      {prompt id: {method: trace}}, only for the prompts `keep_traces` names (the app's tree panels)
 
 `iter_bench` runs the same benchmark one run at a time: it yields a progress message before each run
@@ -225,7 +225,7 @@ class MethodRunner:
                    output_ids=trace["output_ids"])
         if spec.method != "ar":   # what the run did ("auto" resolves per drafter: registry.resolve_retrieval)
             row["retrieval"] = trace["meta"]["retrieval"]
-        steps = [[s["expected_accept"], s["accept_length"]] for s in trace["steps"]] if spec.method != "ar" else []
+        steps = calibration.ea_a_pairs(trace["steps"]) if spec.method != "ar" else []
         return row, steps
 
 

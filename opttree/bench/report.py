@@ -204,7 +204,8 @@ def ea_section(ea: dict) -> list[str]:
     """E(A) vs A as the paper's Figure 4 reads: binned calibration per method, per-step r beside it."""
     out = ["## E(A) vs A", "",
            f"The tree's expected acceptance E(A) = Σ p̂ against the measured accepted length A over "
-           f"**{ea['steps']} verification steps** (sources: {', '.join(ea.get('sources', ['sweep']))}). A is a "
+           f"**{ea['steps']} verification steps that drafted a tree** "
+           f"(sources: {', '.join(ea.get('sources', ['sweep']))}). A is a "
            "small integer per step, so the per-step Pearson r is held down by that rounding; the paper's view is "
            "the density over steps, and calibration is read from the **mean A per E(A) decile**: the binned r is "
            "the Pearson r between those means, the slope their least-squares slope (1 = calibrated, below 1 = "
