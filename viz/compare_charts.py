@@ -39,8 +39,9 @@ def shapes(summary: dict | None) -> dict[str, list[dict]]:
 
 def _hover(row: dict, key: str, what: str) -> str:
     budget = "auto" if row["budget"] == 0 else f"n = {row['budget']}"
-    text = (f"{row['shape']} · {budget}<br>{what} {_pm(row[key], row.get(key + '_se'))} "
-            f"(mean ± SE over {row.get('prompts') or 0} prompts)")
+    n = row.get("prompts") or 0
+    over = "(one prompt: no standard error)" if n == 1 else f"(mean ± SE over {n} prompts)"
+    text = f"{row['shape']} · {budget}<br>{what} {_pm(row[key], row.get(key + '_se'))} {over}"
     if row.get("capacity"):
         text += f"<br>the shape holds {row['capacity']} nodes: it drafts {row['capacity']} of {row['budget']}"
     if isinstance(row.get("mean_nodes"), (int, float)):
@@ -91,8 +92,8 @@ def _layout(summary: dict | None, title: str, ytitle: str, empty: str) -> dict:
     n = (summary or {}).get("prompts") or 0
     # The ticked budgets, or (the auto stars alone, at a few nodes) the powers of two: ticks where stars sit.
     ticks = [1, 2, *budgets] if budgets else [2 ** k for k in range(10)]
-    sub = (f"mean ± one standard error over {n} prompt{'' if n == 1 else 's'} · ★ auto budget, at the mean size "
-           "it chose" if rows else "")
+    over = "over 1 prompt (no standard error)" if n == 1 else f"mean ± one standard error over {n} prompts"
+    sub = f"{over} · ★ auto budget, at the mean size it chose" if rows else ""
     if any(r.get("capacity") for r in rows):
         sub += "<br>open marker: the shape holds fewer nodes than n"
     layout = dict(template=style.TEMPLATE, height=380, margin=dict(l=55, r=10, t=78, b=48),

@@ -56,3 +56,22 @@ def test_goals_with_a_measured_speedup_say_met_or_short():
     text = "\n".join(targets_section(bench, None))
     assert "| OPT-Tree auto ≥ 1.8× over AR (bench) | 1.45× | no (short by 0.35×) |" in text
     assert "| fastest OPT-Tree variant (`opt-tree@auto`, n=auto) over AR | 1.45× | faster than AR |" in text
+
+
+def test_compare_charts_over_one_prompt_claim_no_standard_error():
+    """Over one prompt there is no standard error: the charts' subtitle and hovers say so (Compare's table
+    label does too). Failed before: the subtitle read "mean ± one standard error over 1 prompt" and each
+    hover "(mean ± SE over 1 prompts)"."""
+    from viz.compare_charts import speed_budget_figure, tau_budget_figure
+
+    one = {"method": "opt-tree@4", "shape": "opt-tree", "budget": 4, "capacity": None, "tau": 2.4, "tau_se": None,
+           "speedup": 0.85, "speedup_se": None, "prompts": 1, "mean_nodes": 3.2}
+    many = {**one, "tau_se": 0.2, "speedup_se": 0.07, "prompts": 3}
+    for figure in (tau_budget_figure, speed_budget_figure):
+        fig = figure({"rows": [one], "prompts": 1})
+        assert "over 1 prompt (no standard error)" in fig.layout.title.text and "±" not in fig.layout.title.text
+        hover = fig.data[0].hovertemplate[0]
+        assert "(one prompt: no standard error)" in hover and "±" not in hover
+        fig = figure({"rows": [many], "prompts": 3})
+        assert "mean ± one standard error over 3 prompts" in fig.layout.title.text
+        assert "± 0." in fig.data[0].hovertemplate[0] and "(mean ± SE over 3 prompts)" in fig.data[0].hovertemplate[0]
