@@ -271,7 +271,7 @@ def summarize(steps: list[dict], new_tokens: int, wall_s: float, prefill_ms: flo
         "mean_depth": round(sum(max(s["depth"], default=0) for s in steps) / n, 2) if n else 0.0,
         "mean_expected_accept": round(sum(s["expected_accept"] for s in steps) / n, 4) if n else 0.0,
         **acceptance(steps),
-        **{f"mean_{k}": round(sum(s[k] for s in steps) / n, 3) if n else 0.0
+        **{f"mean_{k}": round(sum(s.get(k, 0) for s in steps) / n, 3) if n else 0.0
            for k in ("draft_ms", "build_ms", "verify_ms")},
     }
 
@@ -289,10 +289,12 @@ def loads(text: str | bytes) -> dict:
     except (json.JSONDecodeError, RecursionError) as exc:
         raise BadInput(f"not a JSON trace: {str(exc)[:200]}") from None
     validate_trace(trace)
-    # The acceptance figures are recomputed from the steps, and an auto step without a best rate reads 0: traces
-    # written otherwise (an older `mean_accept_length`, -Infinity where no candidate was found) read like new ones.
-    trace["summary"].pop("mean_accept_length", None)
-    trace["summary"].update(acceptance(trace["steps"]))
+    # The figures its steps give are recomputed (the file keeps its timings, and step means its steps lack), and an
+    # auto step without a best rate reads 0: a false summary, -Infinity where nothing was found, read as a new run's.
+    kept = ("wall_s", "tokens_per_s", "prefill_ms", *(f"mean_{k}" for k in ("draft_ms", "build_ms", "verify_ms")
+                                                      if any(k not in s for s in trace["steps"])))
+    trace["summary"] = {**summarize(trace["steps"], len(trace["output_ids"]), 0.0),
+                        **{k: trace["summary"][k] for k in kept if k in trace["summary"]}}
     for auto in (s["auto"] for s in trace["steps"] if isinstance(s.get("auto"), dict)):
         if not is_number(auto.get("chosen_tokens_per_s", 0)):
             auto["chosen_tokens_per_s"] = 0.0

@@ -39,3 +39,27 @@ def test_bench_e_a_pairs_are_the_steps_that_drafted_a_tree():
         skipped = sum(p["skipped"] for p in points)
         assert len(want) + skipped == result["methods"][method]["steps"]
     assert sum(p["skipped"] for q in prompts for p in [ea_points(result["traces"][q.id]["lookup:chain"])]) > 0
+
+
+def test_an_imported_trace_shows_the_figures_its_steps_give():
+    """A trace file's summary is recomputed from its steps on import (only the measured timings, wall_s,
+    tokens_per_s and prefill_ms, are the file's), so the run summary cannot state a τ, step count or mean E(A)
+    its steps do not give. Failed before: only the acceptance figures were recomputed, and a file saying
+    τ = 9.00 over 3 steps showed '999 tokens in 3 steps · τ = **9.00**' for a 40-token, 5-step run."""
+    from opttree.engine.speculative import run
+    from opttree.trace import dumps, loads
+    from viz.metrics import run_summary
+
+    pair = tiny_pair("classic", scale=30.0, draft_is_target=True)
+    trace = run(pair, "", DecodeConfig(method="opt-tree", nodes=15, threshold=0.01, max_new_tokens=40),
+                prompt_ids=[5, 6, 7, 8])
+    honest = dict(trace["summary"])
+    trace["summary"].update(tau=9.0, steps=3, new_tokens=999, mean_nodes=1.0, mean_depth=9.0,
+                            mean_expected_accept=8.5, mean_verify_ms=0.001)
+    loaded = loads(dumps(trace))
+    assert loaded["summary"] == honest
+    text = run_summary(loaded)
+    assert f"{honest['new_tokens']} tokens in {honest['steps']} steps" in text
+    assert f"τ = **{honest['tau']:.2f}**" in text
+    timed = loads(dumps({**trace, "summary": {**honest, "tokens_per_s": 12.5, "wall_s": 3.2, "prefill_ms": 7.0}}))
+    assert [timed["summary"][k] for k in ("tokens_per_s", "wall_s", "prefill_ms")] == [12.5, 3.2, 7.0]
