@@ -98,8 +98,10 @@ def bench_section(b: dict) -> list[str]:
         out += ["", f"**Verdict** (from the per-prompt spread: a difference counts beyond two standard errors of "
                 f"its paired mean; `opttree/bench/verdict.py`, the same words the app's Compare tab prints): {said}"]
     out += ["", "τ = committed tokens per target forward, bonus token included (Spec-Bench/EAGLE convention, "
-            "AR = 1). For hf-assisted every target forward is counted with a forward hook. Speedup = tokens/s "
-            "over AR's tokens/s in the same run. `@auto` = the auto node budget: each step's depth and size "
+            "AR = 1). For hf-assisted every target forward is counted with a forward hook. Tokens/s = all "
+            "of a method's new tokens over all its runs' time, each run timed whole, the prompt's prefill included "
+            "(drafting shortens the steps, not the prefill); speedup = that over AR's tokens/s on the same "
+            "prompts in the same run. `@auto` = the auto node budget: each step's depth and size "
             "chosen from the machine's cost curve (below). Draft + build share = the part of a step's time "
             "spent drafting and building the tree. E(A) = expected accepted draft tokens per step (from p̂); "
             "accepted draft tokens = what the target committed per step (τ − 1); draft acceptance rate = "

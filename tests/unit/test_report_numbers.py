@@ -75,3 +75,21 @@ def test_compare_charts_over_one_prompt_claim_no_standard_error():
         fig = figure({"rows": [many], "prompts": 3})
         assert "mean ± one standard error over 3 prompts" in fig.layout.title.text
         assert "± 0." in fig.data[0].hovertemplate[0] and "(mean ± SE over 3 prompts)" in fig.data[0].hovertemplate[0]
+
+
+def test_the_bench_table_says_its_tokens_per_s_time_whole_runs():
+    """The bench table's tokens/s and speedup are pooled over whole runs, prefill included (harness.aggregate:
+    Σ tokens / Σ wall_s, AR's over the same prompts); the text under the table says so. Failed before: it said
+    only "Speedup = tokens/s over AR's tokens/s in the same run", leaving a reader to assume decode-only speed."""
+    from opttree.bench.report import bench_section
+
+    agg = {k: None for k in ("speedup_median", "exact_match", "mean_draft_ms", "mean_build_ms", "mean_verify_ms",
+                             "mean_nodes", "mean_depth", "mean_expected_accept", "mean_accepted_draft_tokens")}
+    bench = {"meta": {"target": "t", "dtype": "float32", "drafter": "eagle", "draft": "d", "prompts": 2,
+                      "warmup_runs": 1, "order": "interleaved",
+                      "config": {"temperature": 0, "max_new_tokens": 8, "nodes": 4, "threshold": 0.5,
+                                 "max_depth": 4}},
+             "methods": {"ar": {**agg, "tau": 1.0, "tokens_per_s": 20.0, "speedup": 1.0}}, "by_category": {}}
+    text = " ".join(bench_section(bench))
+    assert "each run timed whole, the prompt's prefill included" in text
+    assert "speedup = that over AR's tokens/s on the same prompts in the same run" in text
