@@ -205,7 +205,7 @@ def test_an_import_restores_its_prompt_and_settings_and_feeds_ea_vs_a(app, tmp_p
     query = copied_link(pg)
     assert query["prompt"] == "Name three colours." and query["nodes"] == "12" and query["method"] == "binary"
     pg.get_by_role("tab", name="E(A) vs A").click()
-    pg.wait_for_function("() => /of 2 run\\(s\\)/.test(document.querySelector('#ea-r').innerText)")
+    pg.wait_for_function("() => /of 2 runs/.test(document.querySelector('#ea-r').innerText)")
     pg.close()
 
 

@@ -147,14 +147,19 @@ SAMPLED = [dict(temperature=0.8), dict(temperature=1.3, top_k=5), dict(temperatu
 def test_same_seed_gives_the_ar_runs_sample(method, drafter):
     """Each committed token costs exactly one draw from the run's generator, so with the same seed a
     sampled tree run commits the AR run's tokens, whatever the tree accepted at each step."""
-    pair = tiny_pair(drafter, vocab=32, scale=2.0, eos=7)
+    commits_the_ar_runs_sample(tiny_pair(drafter, vocab=32, scale=2.0, eos=7), method, PROMPT)
+
+
+def commits_the_ar_runs_sample(pair, method: str, prompt_ids, **settings) -> None:
+    """Under every SAMPLED setting and three seeds, `method` commits the AR run's tokens, and some step
+    accepted a draft token (else the check would not involve the tree)."""
     accepted = 0
     for sampling in SAMPLED:
         for seed in range(3):
             common = dict(max_new_tokens=24, seed=seed, **sampling)
-            ar = run(pair, "", DecodeConfig(method="ar", **common), prompt_ids=PROMPT)
-            tree = run(pair, "", DecodeConfig(method=method, nodes=10, max_depth=4, threshold=0.0, **common),
-                       prompt_ids=PROMPT)
+            ar = run(pair, "", DecodeConfig(method="ar", **common), prompt_ids=prompt_ids)
+            tree = run(pair, "", DecodeConfig(method=method, nodes=10, max_depth=4, threshold=0.0, **settings,
+                                              **common), prompt_ids=prompt_ids)
             assert tree["output_ids"] == ar["output_ids"], (sampling, seed)
             accepted += sum(s["accept_length"] for s in tree["steps"])
     assert accepted > 0, "no draft token was ever accepted: the check would not involve the tree"
@@ -180,14 +185,4 @@ def test_same_seed_gives_the_ar_runs_sample_on_the_bundled_model(smollm, method)
 def test_same_seed_gives_the_ar_runs_sample_without_a_trained_draft(method, drafter, retrieval):
     """Token Recycling, prompt lookup and retrieval fusion under every tree method (the Token Recycling
     template and Sequoia's tree included), sampled: the same seed commits the AR run's tokens."""
-    pair = tiny_pair(drafter, vocab=32, scale=2.0, eos=7)
-    accepted = 0
-    for sampling in SAMPLED:
-        for seed in range(3):
-            common = dict(max_new_tokens=24, seed=seed, **sampling)
-            ar = run(pair, "", DecodeConfig(method="ar", **common), prompt_ids=REPEATING)
-            tree = run(pair, "", DecodeConfig(method=method, nodes=10, max_depth=4, threshold=0.0, retrieval=retrieval,
-                                              **common), prompt_ids=REPEATING)
-            assert tree["output_ids"] == ar["output_ids"], (sampling, seed)
-            accepted += sum(s["accept_length"] for s in tree["steps"])
-    assert accepted > 0, "no draft token was ever accepted: the check would not involve the tree"
+    commits_the_ar_runs_sample(tiny_pair(drafter, vocab=32, scale=2.0, eos=7), method, REPEATING, retrieval=retrieval)
