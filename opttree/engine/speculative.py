@@ -222,8 +222,9 @@ def grow_tree(plan: StepPlan, drafter, state: TargetState, expand, step_cost, ti
     depth = plan.decision["depth"] if plan.decision else None
     if depth and (info.stop_reason == depth_reached(depth)
                   or info.stop_reason == STATIC_SHAPE and max(tree.depth, default=0) == depth):
-        # the builder's max depth (a static shape's cut) was the controller's choice this step, not the setting
-        shape = "static shape, cut at" if info.stop_reason == STATIC_SHAPE else "reached"
+        # the builder's max depth was the controller's choice this step, not the setting (a static shape as deep
+        # as that choice may or may not have been cut by it: the reason says only what holds either way)
+        shape = "static shape, drafted to" if info.stop_reason == STATIC_SHAPE else "reached"
         info.stop_reason = (f"{shape} the {counted(depth, 'layer')} "
                             f"{length_control.controller_name(plan.decision)} allowed")
     if drafter:     # after the builder's own reason: retrieval fusion appends its note to it

@@ -399,8 +399,9 @@ def test_a_fused_tree_still_names_the_controllers_depth():
 
 
 def test_a_static_chain_cut_by_the_controller_says_so():
-    """A static shape cut at the controller's depth (the early-exit lesson's chain) names the controller in
-    its stop reason, as *Why this shape* does, not "static shape" alone."""
+    """A static shape as deep as the controller's depth (the early-exit lesson's chain) names the controller in
+    its stop reason, as *Why this shape* does, not "static shape" alone; EAGLE-25, only five layers deep,
+    drafted whole under a choice of five is not said to be cut."""
     from tiny import tiny_pair
 
     from opttree.config import DecodeConfig
@@ -411,6 +412,11 @@ def test_a_static_chain_cut_by_the_controller_says_so():
     drafted = [s for s in run(tiny_pair("early-exit", eos=9), "", cfg, prompt_ids=PROMPT)["steps"] if s["tokens"]]
     cut = [s for s in drafted if max(s["depth"]) == s["length"]["depth"] < 8 and "depth capped" not in s["stop_reason"]]
     assert cut, [(max(s["depth"]), s["length"]["depth"]) for s in drafted]
-    assert all(s["stop_reason"] == f"static shape, cut at the {s['length']['depth']} layer"
+    assert all(s["stop_reason"] == f"static shape, drafted to the {s['length']['depth']} layer"
                f"{'' if s['length']['depth'] == 1 else 's'} Thompson sampling allowed" for s in cut), \
         [s["stop_reason"] for s in cut]
+    eagle = DecodeConfig(method="eagle-static", nodes=25, threshold=0.3, max_depth=8, max_new_tokens=40,
+                         length_control="thompson", seed=1)
+    whole = [s["stop_reason"] for s in run(tiny_pair("early-exit", eos=9), "", eagle, prompt_ids=[5, 6, 7, 8])["steps"]
+             if s["tokens"] and max(s["depth"]) == s["length"]["depth"] == 5]
+    assert whole and all("cut" not in r and "drafted to the 5 layers" in r for r in whole), whole
