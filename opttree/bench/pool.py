@@ -25,7 +25,9 @@ def pool_ea_a(result: dict, paths) -> dict:
         except (OSError, json.JSONDecodeError) as exc:
             raise BadInput(f"{path}: cannot read a bench result ({exc}).") from None
         for m, pts in extra.items():
-            pooled.setdefault(m, []).extend(pts)
+            # A result written before its steps without a tree were left out holds them as (0, 0): every node's
+            # p̂ is positive, so E(A) = 0 is such a step, no calibration point (calibration.ea_a_pairs).
+            pooled.setdefault(m, []).extend(pt for pt in pts if pt[0] > 0)
     result["ea_a_pooled"] = {**ea_a_stats(pooled), "sources": ["sweep", *(Path(p).name for p in paths)]}
     return pooled
 

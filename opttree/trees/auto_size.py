@@ -163,7 +163,7 @@ class Objective:
 
     `add_layer` takes the p̂ of the layer's candidates best-first (the n-node candidate is the first
     n of them) and the modelled draft time through that layer. The chosen point is the table's
-    argmax (ties: fewer nodes, then fewer layers)."""
+    argmax (ties: fewer layers, then fewer nodes)."""
 
     cost: StepCost
     max_nodes: int

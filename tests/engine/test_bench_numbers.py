@@ -63,3 +63,18 @@ def test_an_imported_trace_shows_the_figures_its_steps_give():
     assert f"τ = **{honest['tau']:.2f}**" in text
     timed = loads(dumps({**trace, "summary": {**honest, "tokens_per_s": 12.5, "wall_s": 3.2, "prefill_ms": 7.0}}))
     assert [timed["summary"][k] for k in ("tokens_per_s", "wall_s", "prefill_ms")] == [12.5, 3.2, 7.0]
+
+
+def test_pooling_leaves_out_an_older_results_steps_without_a_tree(tmp_path):
+    """An older bench JSON holds its steps without a tree as (0, 0) pairs; pooling it into a sweep's E(A) vs A
+    counts only the steps that drafted a tree, as the bench and the app do now (calibration.ea_a_pairs)."""
+    import json
+
+    from opttree.bench.pool import pool_ea_a
+
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps({"ea_a": {"lookup": [[0.0, 0], [0.0, 0], [1.5, 1], [0.8, 0]]}}))
+    result = {"ea_a": {"opt-tree": [[2.0, 2], [1.0, 1]]}}
+    pooled = pool_ea_a(result, [older])
+    assert pooled["lookup"] == [[1.5, 1], [0.8, 0]] and pooled["opt-tree"] == [[2.0, 2], [1.0, 1]]
+    assert result["ea_a_pooled"]["steps"] == 4
