@@ -26,8 +26,8 @@ from opttree.errors import OptTreeError  # noqa: E402
 from opttree.serve.service import RunError, RunService  # noqa: E402
 from opttree.serve.settings import ServerSettings  # noqa: E402
 from ui import compare, ea_vs_a, explore, files, learn, links, serving, theory  # noqa: E402
-from ui.common import PRIVATE, SCRUB, Page, bind, md_safe  # noqa: E402
-from viz.style import PAGE_CSS, keys_script  # noqa: E402
+from ui.common import PRIVATE, SCRUB, Page, bind  # noqa: E402
+from viz.style import PAGE_CSS, keys_script, md_text  # noqa: E402
 from viz.tree_figure import label_script  # noqa: E402
 
 log = logging.getLogger("opttree.app")
@@ -61,7 +61,7 @@ def build_app(service: RunService, waiting_runs: int = ServerSettings.max_waitin
         gr.Markdown("# OPT-Tree Explorer\nWatch a small draft model guess a **tree** of next tokens and a "
                     "target model check them all in one pass. Press **Run**, then scrub through the steps.",
                     elem_id="page-head")
-        gr.Markdown(f"⚠️ {md_safe(startup_notice)}" if startup_notice else "", elem_classes=["notice"],
+        gr.Markdown(f"⚠️ {md_text(startup_notice)}" if startup_notice else "", elem_classes=["notice"],
                     visible=bool(startup_notice), elem_id="startup-notice")
         page.link = gr.State({})
         # Tabs that do not fit a narrow screen wrap onto a second line (never behind an overflow menu).

@@ -152,12 +152,6 @@ def clamp(trace, step) -> int:
     return bounded(step, 1, n, n) - 1 if n else 0
 
 
-def md_safe(text: str) -> str:
-    """Error messages can quote what a visitor sent (a model id, a setting): show it as plain text,
-    never as Markdown or HTML (`viz.style.md_text`)."""
-    return md_text(text)
-
-
 def session_of(request) -> str | None:
     return getattr(request, "session_hash", None) if request is not None else None
 
@@ -212,6 +206,6 @@ def history_views(history):
              "E(A) deciles (what the paper's Figure 4 shows); **slope**: mean A per unit of E(A) (1 = calibrated); "
              "**per-step r**: over single steps, held down by A being a small integer.", "",
              "| method · drafter (· sampling) | binned r | slope | per-step r | steps |", "|---|---|---|---|---|"]
-    lines += [f"| {md_safe(m)} | **{num(st['binned_r'])}** | {num(st['slope'])} | {num(st['per_step_r'])} | "
+    lines += [f"| {md_text(m)} | **{num(st['binned_r'])}** | {num(st['slope'])} | {num(st['per_step_r'])} | "
               f"{st['steps']} |" for m, st in stats.items()]
     return fig, "\n".join(lines)

@@ -29,7 +29,6 @@ from ui.common import (
     bounded,
     clamp,
     history_views,
-    md_safe,
     session_of,
     steps_of,
     whole_number,
@@ -39,6 +38,7 @@ from viz.compare_charts import speed_budget_figure, summary_cost, tau_budget_fig
 from viz.compare_table import ALL, WIDTHS, budget_choices, compare_table, prompts_text, table_label, verdict_text
 from viz.cost_chart import cost_figure
 from viz.step_charts import ea_points
+from viz.style import md_text
 from viz.tree_figure import step_title, tree_figure
 
 # Extra rows at the auto budget: OPT-Tree with retrieval fusion (pairs the allow-list lets fuse), and the
@@ -119,10 +119,10 @@ def build() -> dict:
 def progress_text(msg: dict) -> str:
     """What the status line says before each run of the comparison."""
     if msg["phase"] == "warm-up":
-        return (f"Warming up (untimed): **{md_safe(msg['method'])}**, run {msg['run']} of {msg['runs']}…")
-    name = "the Explore prompt" if msg["prompt"] == 1 else md_safe(msg["prompt_id"])
+        return (f"Warming up (untimed): **{md_text(msg['method'])}**, run {msg['run']} of {msg['runs']}…")
+    name = "the Explore prompt" if msg["prompt"] == 1 else md_text(msg["prompt_id"])
     return (f"Prompt {msg['prompt']} of {msg['prompts']} ({name}), "
-            f"**{md_safe(msg['method'])}**: run {msg['run']} of {msg['runs']}…")
+            f"**{md_text(msg['method'])}**: run {msg['run']} of {msg['runs']}…")
 
 
 def plan_for(page: Page, service, model, prompt, values: list):
@@ -173,7 +173,7 @@ def run_compare(page: Page, parts: dict, service, request: gr.Request, model, pr
     try:
         prompts, methods, settings, others, notes, command = plan_for(page, service, model, prompt, list(values))
     except OptTreeError as exc:
-        yield {status: f"⚠️ {md_safe(str(exc))}"}
+        yield {status: f"⚠️ {md_text(str(exc))}"}
         return
     job, shown, result = compare_job(service, prompts, methods), 0.0, None
     try:
@@ -186,7 +186,7 @@ def run_compare(page: Page, parts: dict, service, request: gr.Request, model, pr
             elif up.state == "done":
                 result = up.result
     except RunError as exc:
-        yield {status: f"⚠️ {md_safe(exc.message)}"}
+        yield {status: f"⚠️ {md_text(exc.message)}"}
         return
     yield {status: " ".join([done_text(result), *notes]), **views(page, parts, result, methods, history, command)}
 
@@ -228,7 +228,7 @@ def measure(service, model):
     try:
         curve = service.cost_curve(model, refresh=True)
     except RunError as exc:
-        return gr.skip(), f"⚠️ {md_safe(exc.message)}"
+        return gr.skip(), f"⚠️ {md_text(exc.message)}"
     return cost_figure(curve), f"Measured again ({curve.get('measured_utc', '')}): new runs size their trees from this."
 
 

@@ -23,7 +23,6 @@ from ui.common import (
     clamp,
     history_views,
     last_tree_step,
-    md_safe,
     run_views,
     session_of,
     slider_update,
@@ -34,7 +33,7 @@ from ui.controls import FIXED, NODES_MODE, checked_controls, mode_for, raw_text,
 from viz import lessons
 from viz.metrics import step_metrics
 from viz.step_charts import accept_bars, ea_points, why_shape
-from viz.style import COLOUR_MODES
+from viz.style import COLOUR_MODES, md_text
 from viz.text_view import text_html
 from viz.tree_figure import TREE_NAME, step_title, tree_figure
 
@@ -144,7 +143,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
     try:      # the controls' raw values: a value typed past a slider's end is refused here, with its name
         controls = checked_controls(dict(zip(page.settings, values)))
     except BadInput as exc:
-        refused = f"⚠️ {md_safe(str(exc))}"
+        refused = f"⚠️ {md_text(str(exc))}"
         yield {page.status: refused, page.learn_status: refused}
         return
     settings = settings_from(controls)
@@ -169,7 +168,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
                 continue     # the next redraw shows this step too (the trace grows in place)
             trace = up.trace
             i = steps_of(trace) - 1
-            note = f"⚠️ {md_safe(up.notice)}\n\n" if up.notice else ""
+            note = f"⚠️ {md_text(up.notice)}\n\n" if up.notice else ""
             s = trace["summary"]
             verb = "Done" if up.state == "done" else "Running"
             msg = (f"{note}{verb}: step {i + 1}, {s['new_tokens']}/{settings['max_new_tokens']} "
@@ -200,7 +199,7 @@ def run_explore(page: Page, service, request: gr.Request, model, prompt, *values
             yield out
             drawn = time.monotonic()
     except RunError as exc:
-        msg = f"⚠️ {md_safe(exc.message)}"
+        msg = f"⚠️ {md_text(exc.message)}"
         out = {page.status: msg, page.learn_status: learn(msg)}
         if exc.trace and exc.trace.get("steps"):
             at = PINNED.get(session, steps_of(exc.trace) - 1) if replaced else steps_of(exc.trace) - 1

@@ -15,11 +15,12 @@ from opttree.errors import OptTreeError
 from opttree.models.bundled import is_bundled
 from opttree.trace import dumps, loads
 from ui import explore, links
-from ui.common import PRIVATE, Page, bind, clamp, last_tree_step, md_safe, steps_of
+from ui.common import PRIVATE, Page, bind, clamp, last_tree_step, steps_of
 from ui.controls import checked_settings, control_values
 from viz import lessons
 from viz.drafters import drafter_kind
 from viz.html_export import standalone_html
+from viz.style import md_text
 
 EXPORT_DIR = os.path.join(tempfile.gettempdir(), "opttree-exports")
 
@@ -96,7 +97,7 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
     try:
         trace = loads(bytes(data))
     except OptTreeError as exc:
-        return {status: f"⚠️ {md_safe(str(exc))}", box: None}
+        return {status: f"⚠️ {md_text(str(exc))}", box: None}
     if not trace["steps"]:     # nothing to replay: the run on screen stays
         return {status: "⚠️ This trace has no steps: nothing to replay (the run on screen is kept).", box: None}
     meta, prompt = trace["meta"], str(trace.get("prompt", ""))
@@ -105,7 +106,7 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
              "tree_temperature": meta.get("tree_temperature_asked", meta.get("tree_temperature"))}
     settings = checked_settings(asked)
     # A command-line run may use values past the page's controls (512 new tokens): named, not silently kept out.
-    past = [f"{name} {md_safe(str(asked[name]))}" for name in SETTING_NAMES
+    past = [f"{name} {md_text(str(asked[name]))}" for name in SETTING_NAMES
             if asked.get(name) is not None and name not in settings]
     controls = control_values(settings)
     model = model_of(page, registry, meta)
@@ -115,7 +116,7 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
            page.status: "Replaying an imported trace (no model involved).",
            **explore.now_showing(page, links.ran_with(model or registry.default, prompt, controls),
                                  imported_lesson(prompt, model, settings, registry.default), ended=True),
-           status: f"Loaded {article(method)} {md_safe(method)} run{drafted_by(meta)} with {steps_of(trace)} steps: "
+           status: f"Loaded {article(method)} {md_text(method)} run{drafted_by(meta)} with {steps_of(trace)} steps: "
                    "its prompt and "
                    "settings are in Explore's controls; open Explore to replay it."
                    + (f" Past what the controls take, left as they were: {', '.join(past)}." if past else "")}
@@ -167,7 +168,7 @@ def wire(page: Page, parts: dict, registry, tab) -> None:
 def drafted_by(meta: dict) -> str:
     """" (drafter: lookup)" for a run that drafted, naming its drafter; "" for AR (no drafter)."""
     drafter = drafter_kind(meta)
-    return "" if drafter in ("", "none") else f" (drafter: {md_safe(drafter)})"
+    return "" if drafter in ("", "none") else f" (drafter: {md_text(drafter)})"
 
 
 def article(word: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gradio as gr
 
 from opttree.engine.batch_cost import best_by_batch, model_table
-from ui.common import PRIVATE, SCRUB, Page, bind, bounded, md_safe
+from ui.common import PRIVATE, SCRUB, Page, bind, bounded
 from viz.serving import (
     EXPORT_CHOICES,
     MAX_EXPORT_NODES,
@@ -23,6 +23,7 @@ from viz.serving import (
     export_markdown,
     speedup_figure,
 )
+from viz.style import md_text
 
 
 def build() -> dict:
@@ -54,7 +55,7 @@ def show_export(trace, choice, nodes) -> str:
     try:
         return export_markdown(trace, choice, int(nodes))
     except ValueError as exc:       # a shape the conversions refuse (an imported trace's odd tree)
-        return f"⚠️ {md_safe(str(exc))}"
+        return f"⚠️ {md_text(str(exc))}"
 
 
 def export_at(trace, choice, nodes):
@@ -78,7 +79,7 @@ def measure_model(service, refresh: bool, model):
     try:
         got = service.serving_model(model, refresh=refresh)
     except Exception as exc:  # noqa: BLE001 (RunError carries its message; anything else is said plainly)
-        yield {"status": f"⚠️ {md_safe(getattr(exc, 'message', None) or exc)}"}
+        yield {"status": f"⚠️ {md_text(getattr(exc, 'message', None) or exc)}"}
         return
     surface = got["surface"]
     table = model_table(surface, tuple(got["acceptance"]))

@@ -151,8 +151,8 @@ def test_the_page_serves_its_stylesheet_and_keys_from_assets(launched):
 
 
 def test_status_messages_show_visitor_text_as_text():
-    from ui.common import md_safe
+    from viz.style import md_text
 
-    shown = md_safe("unknown model '<img src=x onerror=alert(1)>' [x](javascript:y) *b*")
+    shown = md_text("unknown model '<img src=x onerror=alert(1)>' [x](javascript:y) *b*")
     assert "<img" not in shown and "&lt;img" in shown
     assert "\\[x\\]\\(javascript" in shown and "\\*b\\*" in shown
