@@ -13,7 +13,9 @@ vLLM (source read 2026-11-29; docs/serving.md):
 - ≤ 0.20 (format "vllm-tree"): `speculative_token_tree`, the child-rank paths level by level, ranks
   ascending (vllm/config/speculative.py sorts it so), `num_speculative_tokens` its length. Drafted
   only by the EAGLE proposer's `propose_tree` (vllm/v1/spec_decode/llm_base_proposer.py: it feeds
-  hidden states to the draft) under `--attention-backend TREE_ATTN` (never chosen on its own), one
+  hidden states to the draft) under the TREE_ATTN attention backend (never chosen on its own: the flag
+  `--attention-backend TREE_ATTN` from PR #26315 on, the environment variable
+  VLLM_ATTENTION_BACKEND=TREE_ATTN in 0.11 and earlier, whose backend selector reads only that), one
   child count per level (the level's drafts // the level above's), so only a tree whose nodes on a
   level have equal numbers of children (`uniform_per_level`) is drafted as written; its rejection
   sampler (vllm/v1/sample/rejection_sampler.py) compares the drafted tokens position by position.
@@ -22,10 +24,12 @@ tree: it grows EAGLE-2's dynamic tree, S steps (`--speculative-num-steps`), each
 nodes by draft score with their K best children (`--speculative-eagle-topk`), then verifies the best
 N - 1 nodes by draft score plus the root (`--speculative-num-draft-tokens N`; with K = 1, N = S + 1).
 The nearest flags hold a static tree inside that candidate set: S = its depth, K = the most nodes it
-expands on one level or children under one node, N = its nodes + 1. NGRAM (prompt lookup) takes N and
-its trie's breadth (`--speculative-ngram-max-bfs-breadth`, which SGLang copies into its top-k), not S
-or K (python/sglang/srt/arg_groups/speculative_hook.py, `_handle_ngram`). EAGLE and STANDALONE load the
-draft from `--speculative-draft-model-path` (a local folder or a hub id; python/sglang/srt/server_args.py).
+expands on one level or children under one node, N = its nodes + 1. A top-k above 1 needs an attention
+backend that drafts trees (`TREE_BACKENDS`). NGRAM (prompt lookup) takes N and its trie's breadth
+(`--speculative-ngram-max-bfs-breadth`): SGLang copies the breadth into its top-k and, unless given,
+sets S = N // breadth (python/sglang/srt/arg_groups/speculative_hook.py, `_handle_ngram`). EAGLE and
+STANDALONE load the draft from `--speculative-draft-model-path` (a local folder or a hub id;
+python/sglang/srt/server_args.py).
 """
 
 from __future__ import annotations
@@ -55,6 +59,11 @@ VLLM_TREE_METHODS = ("eagle",)      # vLLM ≤ 0.20 drafts a token tree with the
 # SGLang's --speculative-algorithm for each drafter kind (None: SGLang has none for it).
 SGLANG_ALGORITHMS = {"eagle": "EAGLE", "classic": "STANDALONE", "lookup": "NGRAM", "early-exit": None,
                      "recycling": None}
+# SGLang's top-k above 1 (a drafted tree) by attention backend: its backend table
+# (docs.sglang.io/advanced_features/attention_backend.html, "Spec topk>1") and the start-up checks in
+# python/sglang/srt/arg_groups/speculative_hook.py (trtllm_mha refused; page size > 1 only on these three).
+TREE_BACKENDS = ("SGLang's table lists flashinfer, fa3 and triton for it (aiter on ROCm); trtllm_mha refuses it at "
+                 "start-up, and a --page-size above 1 leaves only those three")
 
 
 def check_paths(paths) -> list[Path]:
@@ -219,10 +228,13 @@ def sglang_note(paths, kind: str = "eagle") -> str:
     """What the flags keep of the tree and what they lose."""
     f = sglang_flags(paths, kind)
     if f.algorithm == "NGRAM":
+        width = "" if f.topk == 1 else " With --page-size above 1 only the flashinfer backend takes a breadth above 1."
         return (f"SGLang's NGRAM drafts from a trie of the text so far, not from a model: it verifies "
-                f"{f.draft_tokens - 1} drafted tokens (+ the root) a step, at most {f.topk} branches per level of "
-                f"the trie (SGLang sets its top-k from that breadth); --speculative-num-steps and "
-                f"--speculative-eagle-topk do not apply. The node count and the width carry over, not the shape.")
+                f"{counted(f.draft_tokens - 1, 'drafted token')} (+ the root) a step, at most "
+                f"{counted(f.topk, 'branch', 'branches')} per level of the trie. SGLang sets --speculative-eagle-topk "
+                f"to that breadth itself and, with no --speculative-num-steps given, the steps to {f.draft_tokens} // "
+                f"{f.topk} = {f.draft_tokens // f.topk}. The node count and the width carry over, not the shape."
+                + width)
     steps = f"{f.steps} draft step{'' if f.steps == 1 else 's'}"
     if f.topk == 1:     # SGLang's top-k 1 drafts the draft's top-token chain: a chain's shape exactly
         return (f"SGLang drafts a chain with top-k 1: {steps}, the draft's top token at each, verified with the "
@@ -232,7 +244,8 @@ def sglang_note(paths, kind: str = "eagle") -> str:
             f", each expanding the {f.topk} best nodes with their {f.topk} best children")
     return (f"SGLang grows {draft[f.algorithm]} instead of a fixed one: {steps}{grow}, then it verifies the "
             f"{f.draft_tokens - 1} nodes with the best draft scores (+ the root). The depth, the width and the "
-            f"node count carry over; the shape itself (which ranks sit where) is chosen per step by SGLang.")
+            f"node count carry over; the shape itself (which ranks sit where) is chosen per step by SGLang. "
+            f"A top-k above 1 needs an attention backend that drafts trees: {TREE_BACKENDS}.")
 
 
 _FLAG = {"--speculative-num-steps": "steps", "--speculative-eagle-topk": "topk",
@@ -283,8 +296,9 @@ def _vllm_notes(paths, text: str, method: str, tree: bool, filled: bool) -> list
     return ["For vLLM ≤ 0.20 only (0.21 removed speculative_token_tree and refuses the key). Its rejection "
             "sampler compares the drafted tokens position by position, as a chain (a tree-aware one, PR #22752, "
             "was not merged), so the tree's branches are drafted but not verified as branches.",
-            f"vLLM never picks the TREE_ATTN backend on its own, so the line names it. {model}Pass it as: "
-            f"vllm serve <target> --attention-backend TREE_ATTN {flag}"]
+            f"vLLM never picks the TREE_ATTN backend on its own, so the line names it (--attention-backend, from "
+            f"PR #26315 on; vLLM 0.11 and earlier take VLLM_ATTENTION_BACKEND=TREE_ATTN in the environment "
+            f"instead). {model}Pass it as: vllm serve <target> --attention-backend TREE_ATTN {flag}"]
 
 
 def _sglang_notes(paths, kind: str, filled: bool) -> list[str]:

@@ -98,7 +98,39 @@ def test_sglang_algorithm_follows_the_drafter():
     assert parse_sglang_args(classic.text).algorithm == "STANDALONE" and "--speculative-eagle-topk 4" in classic.text
     assert "--speculative-num-steps" not in lookup.text and "--speculative-eagle-topk" not in lookup.text
     back = parse_sglang_args(lookup.text)
-    assert (back.algorithm, back.draft_tokens, back.topk) == ("NGRAM", 26, 4) and "do not apply" in lookup.notes[0]
+    assert (back.algorithm, back.draft_tokens, back.topk) == ("NGRAM", 26, 4)
+
+
+def test_the_ngram_note_says_what_sglang_derives_from_the_breadth():
+    """SGLang's `_handle_ngram` (python/sglang/srt/arg_groups/speculative_hook.py) sets its top-k to the trie's
+    breadth and, unless --speculative-num-steps is given, the steps to N // breadth; a breadth above 1 with a page
+    size above 1 only on flashinfer (failed before: the note said both flags "do not apply", and "1 branches")."""
+    note = engine_export(EAGLE_25, "sglang", "lookup").notes[0]
+    assert "do not apply" not in note and "the steps to 26 // 4 = 6" in note
+    assert "--page-size above 1 only the flashinfer backend" in note
+    single = engine_export([(0,)], "sglang", "lookup").notes[0]
+    assert "1 drafted token (+ the root)" in single and "at most 1 branch per level" in single
+    assert "--page-size" not in single                      # a breadth of 1 drafts no tree
+
+
+def test_the_sglang_tree_note_names_the_attention_backends_that_draft_trees():
+    """SGLang drafts a tree (top-k > 1) only on some attention backends: its table lists flashinfer, fa3 and triton,
+    trtllm_mha is refused at start-up ("trtllm_mha backend only supports topk = 1") and a page size above 1 needs
+    one of those three (failed before: the note did not say, so the flags failed on such a server)."""
+    for kind in ("eagle", "classic"):
+        note = engine_export(EAGLE_25, "sglang", kind).notes[0]
+        assert "flashinfer, fa3 and triton" in note and "trtllm_mha refuses it" in note and "--page-size" in note
+    chain = engine_export(static_paths("chain", 4, 10), "sglang", "eagle").notes[0]
+    assert "trtllm_mha" not in chain                          # top-k 1 runs on every backend
+
+
+def test_the_vllm_tree_line_says_what_older_vllm_reads_instead_of_the_flag():
+    """vLLM's --attention-backend came with PR #26315; 0.11 and earlier pick a backend only from the
+    VLLM_ATTENTION_BACKEND environment variable (their attention selector), where the flag is an unknown argument
+    (failed before: the note gave only the flag for every vLLM ≤ 0.20)."""
+    notes = " ".join(engine_export(static_paths("binary", 6, 10), "vllm-tree", "eagle").notes)
+    assert "VLLM_ATTENTION_BACKEND=TREE_ATTN" in notes and "PR #26315" in notes
+    assert "--attention-backend TREE_ATTN --speculative-config" in notes
 
 
 def test_a_shape_smaller_than_asked_says_why():
