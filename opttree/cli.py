@@ -25,7 +25,8 @@ from opttree.engine import batch_cost
 from opttree.errors import BadInput, OneLineParser, guarded
 from opttree.models.bundled import is_bundled
 from opttree.models.draft_assets import card_acceptance
-from opttree.trace import by_depth_text, dumps, percent
+from opttree.trace import by_depth_text, percent
+from opttree.trace_file import dumps
 from opttree.train.card import heldout_questions
 from opttree.trees.export import EXPORT_FORMATS, EXPORT_METHODS, engine_export, held_note, static_paths
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE

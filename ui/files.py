@@ -13,7 +13,7 @@ import gradio as gr
 from opttree.config import MODEL_DRAFTERS, SELF_DRAFT, SETTING_NAMES
 from opttree.errors import OptTreeError
 from opttree.models.bundled import is_bundled
-from opttree.trace import dumps, loads
+from opttree.trace_file import dumps, loads
 from ui import explore, links
 from ui.common import PRIVATE, Page, bind, clamp, last_tree_step, steps_of
 from ui.controls import checked_settings, control_values

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field, fields
 
 from opttree.errors import BadInput
-from opttree.trace import MAX_TRACE_BYTES
+from opttree.trace_file import MAX_TRACE_BYTES
 
 
 def setting(default, env: str, meaning: str, lo=None, hi=None):

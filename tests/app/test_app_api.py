@@ -4,7 +4,7 @@ errors (never tracebacks) for bad input. Small runs only: the machine is a share
 import pytest
 from app_server import fast_model_id, launched_app
 
-from opttree.trace import validate_trace
+from opttree.trace_file import validate_trace
 
 gradio_client = pytest.importorskip("gradio_client")
 from gradio_client.exceptions import AppError  # noqa: E402

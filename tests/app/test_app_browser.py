@@ -347,7 +347,7 @@ def test_stop_export_and_import(page, tmp_path):
 
     from opttree.config import DecodeConfig
     from opttree.engine.speculative import run
-    from opttree.trace import dumps
+    from opttree.trace_file import dumps
 
     pg = page
     open_long_run(pg)

@@ -19,7 +19,7 @@ from opttree.serve.allow_list import DRAFTERS, ModelEntry, Registry, load_regist
 from opttree.serve.lane import Lane
 from opttree.serve.models import ModelCache
 from opttree.serve.service import RunError, RunService
-from opttree.trace import validate_trace
+from opttree.trace_file import validate_trace
 
 SETTINGS = dict(method="opt-tree", nodes=6, max_depth=3, threshold=0.01, max_new_tokens=4)
 

@@ -16,7 +16,7 @@ from opttree.config import SETTING_NAMES, SETTINGS, DecodeConfig
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
 from opttree.serve.allow_list import load_registry
-from opttree.trace import dumps, loads
+from opttree.trace_file import dumps, loads
 from ui import ea_vs_a, explore, files, learn
 from ui.common import Page
 from ui.controls import MAIN, NODES_MODE, checked_settings, control_values, settings_help, short_hint

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from settings_fuzz import all_settings
 
 from opttree.config import SETTING_NAMES, SETTINGS
-from opttree.trace import validate_trace
+from opttree.trace_file import validate_trace
 
 gradio_client = pytest.importorskip("gradio_client")
 from gradio_client.exceptions import AppError  # noqa: E402 (after the importorskip above)

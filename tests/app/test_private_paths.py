@@ -21,7 +21,7 @@ from opttree.engine import cost
 from opttree.engine.speculative import new_trace
 from opttree.serve.allow_list import load_registry
 from opttree.serve.service import RunError, RunService
-from opttree.trace import loads
+from opttree.trace_file import loads
 from ui import files
 from ui import serving as serving_ui
 from ui.common import Page

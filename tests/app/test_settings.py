@@ -127,7 +127,7 @@ def test_server_settings_are_declared_once():
     from opttree.serve import settings as server
     from opttree.serve.service import RunService
     from opttree.serve.settings import ServerSettings
-    from opttree.trace import MAX_TRACE_BYTES
+    from opttree.trace_file import MAX_TRACE_BYTES
     from ui.app import build_app
     from ui.app import main as app_main
 

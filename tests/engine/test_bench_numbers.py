@@ -47,7 +47,7 @@ def test_an_imported_trace_shows_the_figures_its_steps_give():
     its steps do not give. Failed before: only the acceptance figures were recomputed, and a file saying
     τ = 9.00 over 3 steps showed '999 tokens in 3 steps · τ = **9.00**' for a 40-token, 5-step run."""
     from opttree.engine.speculative import run
-    from opttree.trace import dumps, loads
+    from opttree.trace_file import dumps, loads
     from viz.metrics import run_summary
 
     pair = tiny_pair("classic", scale=30.0, draft_is_target=True)

@@ -15,7 +15,7 @@ import opttree.engine.speculative as speculative
 from opttree.cli import main
 from opttree.drafters.registry import KINDS
 from opttree.models.draft_assets import card_temperature
-from opttree.trace import loads
+from opttree.trace_file import loads
 
 BUNDLED_HEAD = KINDS["eagle"].bundled_path
 

@@ -15,7 +15,7 @@ from opttree.decoding.prompts import clean_prompt
 from opttree.decoding.sampling import warp
 from opttree.engine.speculative import Cancelled, run, stream_run, warm_up
 from opttree.errors import BadInput
-from opttree.trace import loads
+from opttree.trace_file import loads
 
 ANY = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
                 st.text(max_size=20), st.lists(st.integers(), max_size=3))

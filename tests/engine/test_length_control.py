@@ -81,7 +81,7 @@ def test_thompson_runs_are_lossless_and_record_each_decision(drafter, method, no
 
     from opttree.config import DecodeConfig
     from opttree.engine.speculative import run
-    from opttree.trace import dumps, loads
+    from opttree.trace_file import dumps, loads
 
     pair = tiny_pair(drafter, eos=9)
     cfg = DecodeConfig(method=method, nodes=nodes, threshold=0.2, max_depth=6, max_new_tokens=30,
@@ -130,7 +130,7 @@ def test_a_bad_length_decision_in_a_trace_is_rejected():
     from opttree.config import DecodeConfig
     from opttree.engine.speculative import run
     from opttree.errors import BadInput
-    from opttree.trace import dumps, loads
+    from opttree.trace_file import dumps, loads
 
     trace = run(tiny_pair("classic"), "", DecodeConfig(method="chain", nodes=4, max_depth=3, max_new_tokens=6,
                                                        length_control="thompson"), prompt_ids=PROMPT)
@@ -277,7 +277,7 @@ def test_predictor_runs_are_lossless_and_read_the_states_training_reads(drafter,
     from opttree.config import DecodeConfig
     from opttree.engine.speculative import run
     from opttree.nets.length_predictor import load_length_predictor
-    from opttree.trace import dumps, loads
+    from opttree.trace_file import dumps, loads
     from opttree.train.length_predictor import collect
 
     pair = tiny_pair(drafter, eos=9)

@@ -14,7 +14,8 @@ from opttree.decoding.sampling import warp
 from opttree.engine import recording, speculative
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
-from opttree.trace import ROWS_PER_STEP, TOPK, dumps, loads, validate_trace
+from opttree.trace import ROWS_PER_STEP, TOPK
+from opttree.trace_file import dumps, loads, validate_trace
 
 PROMPT = [5, 6, 7]
 
@@ -184,10 +185,10 @@ def test_bad_target_side_is_rejected(greedy, mutate, needle):
 
 
 def test_too_many_rows_in_one_run_is_rejected(greedy, monkeypatch):
-    from opttree import trace as trace_module
+    from opttree import trace_file
 
     total = sum(len(s["topk_rows"]) for s in greedy["steps"])
-    monkeypatch.setattr(trace_module, "ROWS_PER_RUN", total - 1)
+    monkeypatch.setattr(trace_file, "ROWS_PER_RUN", total - 1)
     with pytest.raises(BadInput, match="per run"):
         loads(dumps(greedy))
 

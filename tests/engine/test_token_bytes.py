@@ -18,7 +18,8 @@ from opttree.config import DecodeConfig
 from opttree.decoding.token_bytes import byte_decoder, bytes_label, token_bytes
 from opttree.engine.recording import TokenTexts
 from opttree.engine.speculative import stream_run
-from opttree.trace import BROKEN, dumps, loads, validate_trace
+from opttree.trace import BROKEN
+from opttree.trace_file import dumps, loads, validate_trace
 from viz.text_view import text_html
 from viz.theory import row_dists
 from viz.tree_figure import tree_figure

@@ -9,7 +9,7 @@ from tiny import strict_json, tiny_pair
 from opttree.config import DecodeConfig
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
-from opttree.trace import dumps, loads, validate_trace
+from opttree.trace_file import dumps, loads, validate_trace
 
 STEP_FIELDS = {"tokens", "texts", "parents", "depth", "q", "p_hat", "accepted", "bonus_token",
                "expected_accept", "ea_by_depth", "draft_ms", "build_ms", "verify_ms", "rank",

@@ -18,7 +18,7 @@ from opttree.engine.speculative import run
 from opttree.engine.target_state import TargetState
 from opttree.errors import BadInput
 from opttree.models.loading import last_logits_only
-from opttree.trace import validate_trace
+from opttree.trace_file import validate_trace
 from opttree.trees.static import TR_STATIC, shape_paths
 
 # Prompts with repeats, so lookup and retrieval find matches; the last one repeats nothing.

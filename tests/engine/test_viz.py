@@ -8,7 +8,8 @@ from tiny import tiny_pair
 from opttree.calibration import calibrate, pearson
 from opttree.config import DecodeConfig
 from opttree.engine.speculative import run, stream_run
-from opttree.trace import dumps, loads, summarize
+from opttree.trace import summarize
+from opttree.trace_file import dumps, loads
 from viz import style
 from viz.cost_chart import cost_figure
 from viz.metrics import run_summary, step_metrics, why_slower

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from opttree.config import DecodeConfig
-from opttree.trace import _validate_auto
+from opttree.trace_file import _validate_auto
 from opttree.trees.auto_size import StepCost
 from opttree.trees.draft_tree import ROOT
 from opttree.trees.export import check_paths

@@ -7,7 +7,7 @@ import pytest
 
 from opttree.theory.rows import row_distributions, row_scheme_table, split_rest
 from opttree.theory.table import SCHEMES, scheme_table
-from opttree.trace import validate_trace
+from opttree.trace_file import validate_trace
 from ui import theory as tab
 from viz import theory as views
 
