@@ -1,6 +1,8 @@
 """A step trace as a file: `dumps` writes one, and `loads` reads an untrusted one back (a file upload, the
 API): it refuses one over MAX_TRACE_BYTES, checks it with `validate_trace` (structure, types, sizes and the
-tree invariants of opttree/trace.py's contract) and recomputes its summary from its steps."""
+tree invariants of opttree/trace.py's contract) and recomputes its summary from its steps. Of the summary it
+keeps the timings (`wall_s`, `prefill_ms`), and `tokens_per_s` where it is the file's new tokens over its
+wall_s up to `summarize`'s rounding; a speed its own figures contradict reads as the one they give."""
 
 from __future__ import annotations
 
@@ -8,7 +10,17 @@ import json
 import math
 
 from opttree.errors import BadInput
-from opttree.trace import ROWS_PER_RUN, ROWS_PER_STEP, SOURCES, SUMMARY_SHOWN, TOPK, VERSION, summarize
+from opttree.trace import (
+    ROWS_PER_RUN,
+    ROWS_PER_STEP,
+    SOURCES,
+    SPEED_DECIMALS,
+    SUMMARY_SHOWN,
+    TOPK,
+    VERSION,
+    WALL_DECIMALS,
+    summarize,
+)
 
 STEP_LISTS = ("tokens", "texts", "parents", "depth", "q", "p_hat", "rank")   # one entry per node
 MAX_STEPS, MAX_NODES, MAX_TRACE_BYTES = 5000, 2000, 64 * 1024 * 1024
@@ -27,16 +39,34 @@ def loads(text: str | bytes) -> dict:
     except (json.JSONDecodeError, RecursionError) as exc:
         raise BadInput(f"not a JSON trace: {str(exc)[:200]}") from None
     validate_trace(trace)
-    # The figures its steps give are recomputed (the file keeps its timings, and step means its steps lack), and an
-    # auto step without a best rate reads 0: a false summary, -Infinity where nothing was found, read as a new run's.
-    kept = ("wall_s", "tokens_per_s", "prefill_ms", *(f"mean_{k}" for k in ("draft_ms", "build_ms", "verify_ms")
-                                                      if any(k not in s for s in trace["steps"])))
-    trace["summary"] = {**summarize(trace["steps"], len(trace["output_ids"]), 0.0),
-                        **{k: trace["summary"][k] for k in kept if k in trace["summary"]}}
+    # The figures its steps give are recomputed (the file keeps its timings, its speed where its wall time gives
+    # it, and step means its steps lack), and an auto step without a best rate reads 0: a false summary, a speed
+    # its own figures contradict, -Infinity where nothing was found, read as a new run's.
+    stated, new_tokens = trace["summary"], len(trace["output_ids"])
+    kept = ("wall_s", "prefill_ms", *(f"mean_{k}" for k in ("draft_ms", "build_ms", "verify_ms")
+                                      if any(k not in s for s in trace["steps"])),
+            *(("tokens_per_s",) if _speed_fits(stated, new_tokens) else ()))
+    trace["summary"] = {**summarize(trace["steps"], new_tokens, stated.get("wall_s", 0.0)),
+                        **{k: stated[k] for k in kept if k in stated}}
     for auto in (s["auto"] for s in trace["steps"] if isinstance(s.get("auto"), dict)):
         if not is_number(auto.get("chosen_tokens_per_s", 0)):
             auto["chosen_tokens_per_s"] = 0.0
     return trace
+
+
+def _speed_fits(summary: dict, new_tokens: int) -> bool:
+    """Whether a file's tokens_per_s is what `summarize` gives its new tokens over some wall time that rounds to
+    its wall_s (nothing contradicts the speed of a file without wall_s)."""
+    if "wall_s" not in summary:
+        return True
+    wall, speed = summary["wall_s"], summary["tokens_per_s"]
+    half_wall, half_speed = 0.5 * 10.0 ** -WALL_DECIMALS, 0.5 * 10.0 ** -SPEED_DECIMALS
+    if wall + half_wall <= 0:          # no time: summarize's speed is 0, the one recomputing it gives
+        return False
+    slowest = new_tokens / (wall + half_wall)
+    fastest = new_tokens / (wall - half_wall) if wall > half_wall else math.inf
+    slack = 1e-9 * max(1.0, abs(speed))      # the bounds' own floating-point error
+    return slowest - half_speed - slack <= speed <= fastest + half_speed + slack
 
 
 def _need(cond: bool, msg: str) -> None:

@@ -2,6 +2,7 @@
 
 import copy
 import json
+import random
 
 import pytest
 from tiny import strict_json, tiny_pair
@@ -9,6 +10,7 @@ from tiny import strict_json, tiny_pair
 from opttree.config import DecodeConfig
 from opttree.engine.speculative import run
 from opttree.errors import BadInput
+from opttree.trace import summarize
 from opttree.trace_file import dumps, loads, validate_trace
 
 STEP_FIELDS = {"tokens", "texts", "parents", "depth", "q", "p_hat", "accepted", "bonus_token",
@@ -55,6 +57,24 @@ def test_every_node_names_its_source_and_old_traces_still_load(trace):
 
 def test_roundtrip(trace):
     assert loads(dumps(trace)) == json.loads(dumps(trace))
+
+
+def test_an_imported_speed_is_the_one_the_files_own_figures_give(trace):
+    """A file whose tokens_per_s is not its new tokens over its wall_s shows the speed those give (failed
+    before: the file's 999 tokens/s was shown beside its 2-second wall time for a 25-token run). A summary
+    `summarize` wrote keeps its own speed to the last digit at any wall time, tiny ones included, where the
+    wall time's rounding to 4 decimals moves new tokens / wall_s well past the speed's 3."""
+    from viz.metrics import run_summary
+
+    new_tokens = len(trace["output_ids"])
+    forged = loads(dumps({**trace, "summary": {**trace["summary"], "wall_s": 2.0, "tokens_per_s": 999.0}}))
+    assert forged["summary"]["wall_s"] == 2.0 and forged["summary"]["tokens_per_s"] == round(new_tokens / 2.0, 3)
+    assert f"{new_tokens / 2.0:.1f} tokens/s" in run_summary(forged) and "999.0 tokens/s" not in run_summary(forged)
+    rng = random.Random(0)
+    walls = [0.0, 1e-5, 4.9e-5, 5e-5, 1.5e-4, 0.01234567, 3.2] + [10 ** rng.uniform(-5, 2) for _ in range(300)]
+    for wall in walls:
+        written = summarize(trace["steps"], new_tokens, wall, trace["summary"]["prefill_ms"])
+        assert loads(dumps({**trace, "summary": written}))["summary"] == written, wall
 
 
 def broken(trace, mutate):
