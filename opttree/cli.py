@@ -23,7 +23,7 @@ from opttree.decoding.prompts import clean_prompt
 from opttree.drafters.registry import KINDS
 from opttree.engine import batch_cost
 from opttree.errors import BadInput, OneLineParser, guarded
-from opttree.models.bundled import is_bundled
+from opttree.models.bundled import engine_id, is_bundled
 from opttree.models.draft_assets import card_acceptance
 from opttree.trace import by_depth_text, percent
 from opttree.trace_file import dumps
@@ -85,12 +85,14 @@ def _check_drafts(models) -> None:
 def served_draft(models) -> str | None:
     """Where a serving engine finds the run's draft (vLLM's `model`, SGLang's --speculative-draft-model-path),
     when the draft flag names one it can load as given: a hub id or a model folder (one with a config.json: a
-    Hugging Face model, an official EAGLE checkpoint), a folder made absolute. None for this project's own
-    .safetensors drafts, a folder holding one (a head's folder) and the bundled ones (a format neither engine
-    reads), the bundled target drafting for itself and an untrained head (names only this project's loaders
-    know)."""
+    Hugging Face model, an official EAGLE checkpoint), a folder made absolute; the bundled target as a classic
+    draft (drafting for itself) by its hub release (bundled.engine_id). None for this project's own .safetensors
+    drafts, a folder holding one (a head's folder) and the bundled ones (a format neither engine reads), and an
+    untrained head (a name only this project's loaders know)."""
     spec = models.drafts().get(models.kind())
-    if not spec or spec == RANDOM_HEAD or is_bundled(spec):
+    if spec and is_bundled(spec):
+        return engine_id(spec) if models.kind() == "classic" else None
+    if not spec or spec == RANDOM_HEAD:
         return None
     if Path(spec).is_dir():
         return str(Path(spec).resolve()) if (Path(spec) / "config.json").is_file() else None

@@ -58,9 +58,15 @@ def is_hub_id(spec: str) -> bool:
     project's that is not there). A relative path (`./x`, `../x`) is no id. The special names config.RANDOM_HEAD
     and the bundled target's ids read as one-part ids too: the callers that take them check them first
     (config.SELF_DRAFT names the app's pair, never a draft argument)."""
-    text = str(spec)
+    return written_as_hub_id(spec) and not Path(str(spec)).exists()
+
+
+def written_as_hub_id(text: str) -> bool:
+    """Whether `text` is written as the hub writes ids (`is_hub_id` without asking the file system: for a name a
+    trace records, which this machine's files say nothing about)."""
+    text = str(text)
     return (bool(HUB_ID.fullmatch(text)) and "--" not in text and ".." not in text
-            and not text.endswith((".safetensors", ".git")) and not Path(text).exists())
+            and not text.endswith((".safetensors", ".git")))
 
 
 def checkout() -> Path:

@@ -21,12 +21,14 @@ import re
 import shlex
 import statistics
 from collections import Counter
+from pathlib import Path
 
 import plotly.graph_objects as go
 
 from opttree.config import BUNDLED_ID, DRAFT_FLAGS, MODEL_DRAFTERS, RANDOM_HEAD, SELF_DRAFT, TRAINING_FREE
 from opttree.errors import BadInput
-from opttree.models.bundled import is_bundled
+from opttree.models.bundled import engine_id, is_bundled
+from opttree.paths import DRAFTS, written_as_hub_id
 from opttree.trees.export import (
     EXPORT_FORMATS,
     EXPORT_METHODS,
@@ -114,14 +116,62 @@ def _code(text: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{text}\n{fence}"
 
 
-def _engine(paths, fmt: str, drafter: str) -> tuple[str | None, list[str]]:
-    """One engine's text and notes (trees/export.py `engine_export`, what the CLI prints), or no text and
-    the reason the engine cannot take this tree or drafter."""
+def _engine(paths, fmt: str, drafter: str, draft: str | None = None) -> tuple[str | None, list[str]]:
+    """One engine's text and notes (trees/export.py `engine_export`, what the CLI prints; `draft` where the
+    engine loads the draft), or no text and the reason the engine cannot take this tree or drafter."""
     try:
-        out = engine_export(paths, fmt, drafter)
+        out = engine_export(paths, fmt, drafter, draft)
     except BadInput as exc:
         return None, [str(exc)]
     return out.text, out.notes
+
+
+# What stands in an engine block for a draft location this panel cannot give (vLLM's "model", SGLang's
+# --speculative-draft-model-path), and what belongs there, by the drafter kinds whose engine method loads a draft.
+DRAFT_SLOTS = {"eagle": "<an EAGLE head trained for your target>", "classic": "<a draft model for your target>"}
+WANTED = {"eagle": "the hub id or folder of an EAGLE head trained for your target (an official EAGLE checkpoint)",
+          "classic": "the hub id or folder of a smaller model with your target's vocabulary (a Hugging Face model)"}
+
+
+def engine_draft(meta: dict | None, drafter: str) -> tuple[str | None, str]:
+    """Where the engines load the run's draft, as the engine blocks show it, and the sentence saying what it is
+    or what to put in its place and why; (None, "") for a drafter that loads none. A location is a hub id: the
+    run's own (a command-line run records it) or the bundled target's release where the target drafts for itself
+    (bundled.engine_id). Other drafts get DRAFT_SLOTS' slot: the page shows no path of the server's, and this
+    project's drafts are in a format neither engine reads."""
+    if drafter not in DRAFT_SLOTS:
+        return None, ""
+    meta = meta or {}
+    target, draft = str(meta.get("target") or ""), str(meta.get("draft") or "")
+    slot, name = DRAFT_SLOTS[drafter], Path(draft).name
+    if draft == SELF_DRAFT or is_bundled(draft):      # a target as its own draft (the app's, or the bundled one)
+        model = target if draft == SELF_DRAFT else draft
+        own = engine_id(model) or (model if _hub_id(model) else None)
+        said = "The target drafts for itself, so the engines load it again" if draft == SELF_DRAFT else \
+            "The draft is the bundled target, which the engines load"
+        if own:
+            return own, f"{said} as the draft: {own}" + (", the bundled GGUF's full-precision release on the hub."
+                                                        if own != model else ".")
+        return "<your target's folder or hub id>", (f"{said} as the draft: the folder or hub id you serve the target "
+                                                    "from, which this page does not show.")
+    if _hub_id(draft):
+        return draft, f"The draft is the run's, {draft}, from the hub."
+    wanted = f"put in its place {WANTED[drafter]}"
+    if draft == RANDOM_HEAD:
+        return slot, (f"This run drafts with an untrained head (random weights, a useless draft for contrast), "
+                      f"which nothing serves: {wanted}.")
+    if (DRAFTS / name).is_file() and name.endswith(".safetensors"):
+        return slot, (f"This run's draft is the bundled {name} (opttree/assets/drafts/{name}), in this "
+                      f"project's own format, which neither vLLM nor SGLang loads: {wanted}.")
+    return slot, (f"This run's draft, {name or 'unnamed'}, is a file or folder of the machine that ran it, whose "
+                  f"path this page does not show: if it is a model folder an engine loads, put its path there; "
+                  f"this project's own .safetensors drafts no engine reads, so for one of those {wanted}.")
+
+
+def _hub_id(name: str) -> bool:
+    """Whether a recorded name is an `org/name` hub id: a public name of a server's file or folder is its base
+    name, never one (serve/allow_list.py `public_name`)."""
+    return "/" in name and written_as_hub_id(name)
 
 
 def export_drafter(trace: dict | None) -> str:
@@ -185,11 +235,14 @@ def export_markdown(trace: dict | None, choice: str, nodes: int) -> str:
     if not paths:
         return "\n\n".join(notes)
     drafter = export_drafter(trace)
+    draft, where = engine_draft((trace or {}).get("meta"), drafter)
     lines = [f"**{len(paths)} node{'' if len(paths) == 1 else 's'}, depth {max(len(p) for p in paths)}.** "
              + " ".join(notes)]
+    if where:
+        lines += ["", f"**The draft in the engine blocks below.** {style.md_text(where)}"]
     took = []
     for fmt, title in EXPORT_FORMATS.items():
-        text, said = _engine(paths, fmt, drafter)
+        text, said = _engine(paths, fmt, drafter, draft)
         lines += ["", f"**{title}**" + (":" if text else ": cannot take it."), ""]
         if text:
             took.append(fmt)
@@ -203,10 +256,11 @@ def export_json(trace: dict | None, choice: str, nodes: int) -> str:
     with its notes (what Download saves)."""
     paths, notes = export_paths(trace, choice, nodes)
     drafter = export_drafter(trace)
-    engines = {fmt: dict(zip(("text", "notes"), _engine(paths, fmt, drafter))) if paths else None
+    draft, where = engine_draft((trace or {}).get("meta"), drafter)
+    engines = {fmt: dict(zip(("text", "notes"), _engine(paths, fmt, drafter, draft))) if paths else None
                for fmt in EXPORT_FORMATS}
     return json.dumps({"choice": choice, "nodes": len(paths), "paths": [list(p) for p in paths], "notes": notes,
-                       "drafter": drafter, **engines}, indent=1, ensure_ascii=False)
+                       "drafter": drafter, "draft": where or None, **engines}, indent=1, ensure_ascii=False)
 
 
 # ---- batching: the modelled speedup by tree size and batch size -------------------------------------

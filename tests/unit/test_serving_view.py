@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from opttree.models.bundled import HUB_FALLBACK
 from opttree.trees.export import parse_sglang_args, parse_vllm_config, rank_paths, static_paths
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE, optimal_tree
 from opttree.trees.static import EAGLE_25
@@ -67,7 +68,7 @@ def test_the_panel_prints_strings_that_parse_back_to_the_tree():
     assert flags.draft_tokens == 26 and flags.steps == max(len(p) for p in EAGLE_25) and flags.algorithm == "EAGLE"
     assert "--method opt-tree --nodes 25 --drafter eagle" in text
     data = json.loads(serving.export_json(trace, "run", 25))
-    assert [tuple(p) for p in data["paths"]] == EAGLE_25 and data["sglang"]["text"].count("--speculative") == 4
+    assert [tuple(p) for p in data["paths"]] == EAGLE_25 and data["sglang"]["text"].count("--speculative") == 5
 
 
 def test_the_panel_says_what_each_vllm_takes_as_the_cli_does():
@@ -84,6 +85,37 @@ def test_the_panel_says_what_each_vllm_takes_as_the_cli_does():
     data = json.loads(serving.export_json(trace_of([], drafter="classic"), "binary", 6))
     assert data["vllm-tree"]["text"] is None and "only with method 'eagle'" in data["vllm-tree"]["notes"][0]
     assert parse_sglang_args(data["sglang"]["text"]).algorithm == "STANDALONE"
+
+
+def engine_blocks(**meta) -> tuple[str, str | None, str]:
+    """The panel for a chain of 3 on a run with this meta: its text, vLLM's "model" and SGLang's flags."""
+    text = serving.export_markdown(trace_of([], **meta), "chain", 3)
+    vllm = json.loads(text.split("```json\n")[1].split("\n```")[0])
+    return text, vllm.get("model"), text.split("```bash\n")[1].split("\n```")[0]
+
+
+def test_each_engine_block_names_where_the_draft_is_or_what_to_put_there():
+    """vLLM refuses eagle and draft_model without "model", and SGLang's EAGLE and STANDALONE load the draft from
+    --speculative-draft-model-path: the blocks left both out for every pair the app serves, under a note about
+    export-tree's flags (failed before). They hold the draft's hub id where one is known (the bundled target
+    drafting for itself: its hub release), else a slot the line above them explains, naming no server path."""
+    bundled, head, classic = "smollm2-135m-instruct", serving.DRAFT_SLOTS["eagle"], serving.DRAFT_SLOTS["classic"]
+    text, model, sglang = engine_blocks(target=bundled, draft="smollm2-eagle-head.safetensors")
+    assert model == head and f"--speculative-draft-model-path '{head}'" in sglang
+    assert "opttree/assets/drafts/smollm2-eagle-head.safetensors" in text and "own format" in text
+    text, model, sglang = engine_blocks(drafter="classic", target=bundled, draft="self")
+    assert model == HUB_FALLBACK and f"--speculative-draft-model-path {HUB_FALLBACK} " in sglang
+    assert "drafts for itself" in text
+    text, model, _ = engine_blocks(target=bundled, draft="random")
+    assert model == head and "untrained head" in text
+    hub = "yuhuili/EAGLE-LLaMA3-Instruct-8B"                     # a command-line run records its hub draft
+    assert engine_blocks(target="org/model", draft=hub)[1] == hub
+    # a served folder pair's trace names its target and draft by their base names: a slot, and no path
+    text, model, _ = engine_blocks(drafter="classic", target="my-llama", draft="tiny-draft")
+    assert model == classic and "draft, tiny-draft, is" in text and "does not show" in text
+    assert engine_blocks(drafter="classic", target="my-llama", draft="self")[1] == "<your target's folder or hub id>"
+    lookup = serving.export_markdown(trace_of([], drafter="lookup"), "chain", 3)
+    assert '"model"' not in lookup and "draft-model-path" not in lookup and "The draft in" not in lookup
 
 
 def test_no_tree_says_so_and_other_drafters_are_named():
