@@ -75,7 +75,7 @@ def test_no_cycle_even_through_deferred_imports():
 # The layers, bottom first (docs/architecture.md draws them). A module may import its own package and
 # any package of a lower layer, never one of its own layer or above: so packages form no cycle either.
 LAYERS = (
-    ("core",),                     # opttree's own modules: config, errors, paths, trace, trace_file, calibration, theory, machine
+    ("core",),                     # opttree's own modules: config, errors, paths, trace, trace_file, calibration, …
     ("opttree.trees", "opttree.nets"),
     ("opttree.decoding",),
     ("opttree.models",),
