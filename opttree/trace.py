@@ -74,6 +74,8 @@ ROWS_PER_STEP = 16        # recorded rows per step
 ROWS_PER_RUN = 4096       # recorded rows per run (~3 MB of JSON at most)
 SUMMARY_SHOWN = ("new_tokens", "steps", "tau", "tokens_per_s")   # in every run's summary; views print them
 WALL_DECIMALS, SPEED_DECIMALS = 4, 3   # a summary's wall_s and tokens_per_s are rounded to these
+STEP_TIMES = ("draft_ms", "build_ms", "verify_ms")   # a step's phases, timed within the run's wall_s
+MS_DECIMALS, PREFILL_DECIMALS = 3, 2   # a step's times and their means are rounded to these; prefill_ms to these
 
 
 @dataclass
@@ -138,8 +140,7 @@ def step_record(index: int, step: StepData, text_of, decode) -> dict:
         "expected_accept": round(sum(tree.p_hat), 6),
         "ea_by_depth": [round(x, 6) for x in step.info.ea_by_depth],
         "stop_reason": step.info.stop_reason,
-        "draft_ms": round(step.draft_ms, 3), "build_ms": round(step.build_ms, 3),
-        "verify_ms": round(step.verify_ms, 3),
+        **{k: round(getattr(step, k), MS_DECIMALS) for k in STEP_TIMES},
         **_target_side(step, text_of),
         # the auto budget's objective table (trees/auto_size.py), for "Why this shape"
         **({"auto": step.info.auto} if step.info.auto is not None else {}),
@@ -262,11 +263,10 @@ def summarize(steps: list[dict], new_tokens: int, wall_s: float, prefill_ms: flo
         "tau": round(new_tokens / n, 4) if n else 0.0,
         "wall_s": round(wall_s, WALL_DECIMALS),
         "tokens_per_s": round(new_tokens / wall_s, SPEED_DECIMALS) if wall_s > 0 else 0.0,
-        "prefill_ms": None if prefill_ms is None else round(prefill_ms, 2),
+        "prefill_ms": None if prefill_ms is None else round(prefill_ms, PREFILL_DECIMALS),
         "mean_nodes": round(sum(len(s["tokens"]) for s in steps) / n, 2) if n else 0.0,
         "mean_depth": round(sum(max(s["depth"], default=0) for s in steps) / n, 2) if n else 0.0,
         "mean_expected_accept": round(sum(s["expected_accept"] for s in steps) / n, 4) if n else 0.0,
         **acceptance(steps),
-        **{f"mean_{k}": round(sum(s.get(k, 0) for s in steps) / n, 3) if n else 0.0
-           for k in ("draft_ms", "build_ms", "verify_ms")},
+        **{f"mean_{k}": round(sum(s.get(k, 0) for s in steps) / n, MS_DECIMALS) if n else 0.0 for k in STEP_TIMES},
     }

@@ -2,7 +2,10 @@
 API): it refuses one over MAX_TRACE_BYTES, checks it with `validate_trace` (structure, types, sizes and the
 tree invariants of opttree/trace.py's contract) and recomputes its summary from its steps. Of the summary it
 keeps the timings (`wall_s`, `prefill_ms`), and `tokens_per_s` where it is the file's new tokens over its
-wall_s up to `summarize`'s rounding; a speed its own figures contradict reads as the one they give."""
+wall_s up to `summarize`'s rounding; a speed its own figures contradict reads as the one they give, and a
+summary without wall_s reads the one its new tokens over its speed give. The wall time holds the prefill and
+every step: a file whose steps' times add up to more is refused, and a prefill that does not fit beside them
+reads as not timed."""
 
 from __future__ import annotations
 
@@ -11,10 +14,13 @@ import math
 
 from opttree.errors import BadInput
 from opttree.trace import (
+    MS_DECIMALS,
+    PREFILL_DECIMALS,
     ROWS_PER_RUN,
     ROWS_PER_STEP,
     SOURCES,
     SPEED_DECIMALS,
+    STEP_TIMES,
     SUMMARY_SHOWN,
     TOPK,
     VERSION,
@@ -42,23 +48,45 @@ def loads(text: str | bytes) -> dict:
     # The figures its steps give are recomputed (the file keeps its timings, its speed where its wall time gives
     # it, and step means its steps lack), and an auto step without a best rate reads 0: a false summary, a speed
     # its own figures contradict, -Infinity where nothing was found, read as a new run's.
-    stated, new_tokens = trace["summary"], len(trace["output_ids"])
-    kept = ("wall_s", "prefill_ms", *(f"mean_{k}" for k in ("draft_ms", "build_ms", "verify_ms")
-                                      if any(k not in s for s in trace["steps"])),
+    new_tokens = len(trace["output_ids"])
+    stated = {"wall_s": _wall_of(trace["summary"], new_tokens), **trace["summary"]}
+    kept = ("wall_s", "prefill_ms", *(f"mean_{k}" for k in STEP_TIMES if any(k not in s for s in trace["steps"])),
             *(("tokens_per_s",) if _speed_fits(stated, new_tokens) else ()))
-    trace["summary"] = {**summarize(trace["steps"], new_tokens, stated.get("wall_s", 0.0)),
+    trace["summary"] = {**summarize(trace["steps"], new_tokens, stated["wall_s"]),
                         **{k: stated[k] for k in kept if k in stated}}
+    _fit_in_wall(trace["summary"])
     for auto in (s["auto"] for s in trace["steps"] if isinstance(s.get("auto"), dict)):
         if not is_number(auto.get("chosen_tokens_per_s", 0)):
             auto["chosen_tokens_per_s"] = 0.0
     return trace
 
 
+def _wall_of(summary: dict, new_tokens: int) -> float:
+    """The wall time a summary without wall_s implies: its new tokens over its tokens_per_s (0 without a speed,
+    as `summarize` writes an untimed run)."""
+    wall = new_tokens / summary["tokens_per_s"] if summary["tokens_per_s"] > 0 else 0.0
+    return round(wall, WALL_DECIMALS) if is_number(wall) else 0.0     # a speed near 0 overflows it
+
+
+def _fit_in_wall(summary: dict) -> None:
+    """A run's wall_s times its prefill and every step: refuse steps whose draft, build and verify times add up
+    to more (counted as steps × their means, which keeps a step without its own times at the file's mean), and
+    read a prefill that does not fit beside them, or is negative, as not timed. The slack is the rounding a
+    run's file carries: wall_s's, each step time's and each mean's, and prefill_ms's."""
+    n, wall_ms = summary["steps"], summary["wall_s"] * 1e3
+    steps_ms = n * sum(summary[f"mean_{k}"] for k in STEP_TIMES)
+    rounding = 1e3 * 0.5 * 10.0 ** -WALL_DECIMALS + n * len(STEP_TIMES) * 10.0 ** -MS_DECIMALS
+    room = wall_ms - steps_ms + rounding + 1e-9 * max(1.0, wall_ms, steps_ms)      # + floating-point error
+    _need(room >= 0, f"its steps' {', '.join(STEP_TIMES)} add up to {steps_ms:.0f} ms, more than "
+                     f"summary.wall_s ({summary['wall_s']:g} s), which times the whole run")
+    prefill = summary.get("prefill_ms")
+    if prefill is not None and not 0 <= prefill <= room + 0.5 * 10.0 ** -PREFILL_DECIMALS:
+        summary["prefill_ms"] = None
+
+
 def _speed_fits(summary: dict, new_tokens: int) -> bool:
     """Whether a file's tokens_per_s is what `summarize` gives its new tokens over some wall time that rounds to
-    its wall_s (nothing contradicts the speed of a file without wall_s)."""
-    if "wall_s" not in summary:
-        return True
+    its wall_s."""
     wall, speed = summary["wall_s"], summary["tokens_per_s"]
     half_wall, half_speed = 0.5 * 10.0 ** -WALL_DECIMALS, 0.5 * 10.0 ** -SPEED_DECIMALS
     if wall + half_wall <= 0:          # no time: summarize's speed is 0, the one recomputing it gives
@@ -225,8 +253,8 @@ def _validate_commit(where: str, step: dict) -> None:
     _need(isinstance(committed, list) and len(committed) <= MAX_NODES + 1 and all(_is_int(t) for t in committed),
           f"{where}: committed must be a list of token ids")
     _need(step.get("rejected") is None or _is_int(step["rejected"]), f"{where}: rejected must be a node index or null")
-    for key in ("draft_ms", "build_ms", "verify_ms"):
-        _need(is_number(step.get(key, 0)), f"{where}: {key} must be a number")
+    for key in STEP_TIMES:
+        _need(is_number(step.get(key, 0)) and step.get(key, 0) >= 0, f"{where}: {key} must be a number ≥ 0")
 
 
 def _validate_length(where: str, length) -> None:

@@ -59,22 +59,101 @@ def test_roundtrip(trace):
     assert loads(dumps(trace)) == json.loads(dumps(trace))
 
 
+PHASES = ("draft_ms", "build_ms", "verify_ms")
+
+
+def timed(trace, summary: dict, step_ms=(10.0, 5.0, 25.0)) -> dict:
+    """A copy of `trace` whose steps each took `step_ms` to draft, build and verify, its summary updated."""
+    out = copy.deepcopy(trace)
+    for step in out["steps"]:
+        step.update(zip(PHASES, step_ms))
+    out["summary"].update(summary)
+    return out
+
+
+def filled(steps, wall_s: float, rng) -> tuple[list[dict], float]:
+    """Copies of `steps` whose draft, build and verify times and a prefill (returned) share all of `wall_s`,
+    each step's times rounded as a run's trace rounds them: the fullest wall time a run's file can state."""
+    shares = [rng.random() for _ in range(3 * len(steps) + 1)]
+    ms = [wall_s * 1e3 * x / sum(shares) for x in shares]
+    return ([{**s, **{k: round(ms[3 * i + j], 3) for j, k in enumerate(PHASES)}} for i, s in enumerate(steps)],
+            ms[-1])
+
+
 def test_an_imported_speed_is_the_one_the_files_own_figures_give(trace):
     """A file whose tokens_per_s is not its new tokens over its wall_s shows the speed those give (failed
     before: the file's 999 tokens/s was shown beside its 2-second wall time for a 25-token run). A summary
     `summarize` wrote keeps its own speed to the last digit at any wall time, tiny ones included, where the
-    wall time's rounding to 4 decimals moves new tokens / wall_s well past the speed's 3."""
+    wall time's rounding to 4 decimals moves new tokens / wall_s well past the speed's 3, and with its
+    prefill and steps filling that wall time to the last rounding."""
     from viz.metrics import run_summary
 
     new_tokens = len(trace["output_ids"])
-    forged = loads(dumps({**trace, "summary": {**trace["summary"], "wall_s": 2.0, "tokens_per_s": 999.0}}))
+    forged = loads(dumps(timed(trace, {"wall_s": 2.0, "tokens_per_s": 999.0})))
     assert forged["summary"]["wall_s"] == 2.0 and forged["summary"]["tokens_per_s"] == round(new_tokens / 2.0, 3)
     assert f"{new_tokens / 2.0:.1f} tokens/s" in run_summary(forged) and "999.0 tokens/s" not in run_summary(forged)
     rng = random.Random(0)
     walls = [0.0, 1e-5, 4.9e-5, 5e-5, 1.5e-4, 0.01234567, 3.2] + [10 ** rng.uniform(-5, 2) for _ in range(300)]
     for wall in walls:
-        written = summarize(trace["steps"], new_tokens, wall, trace["summary"]["prefill_ms"])
-        assert loads(dumps({**trace, "summary": written}))["summary"] == written, wall
+        steps, prefill = filled(trace["steps"], wall, rng)
+        written = summarize(steps, new_tokens, wall, prefill)
+        assert loads(dumps({**trace, "steps": steps, "summary": written}))["summary"] == written, wall
+
+
+def test_an_imported_prefill_fits_beside_its_steps_in_the_wall_time(trace):
+    """A run's wall_s times its prefill and every step. A file whose prefill_ms does not fit in its wall_s
+    beside its steps' draft, build and verify times (or is negative) shows no prefill, as a run that did not
+    time it, the way a speed its figures contradict reads as theirs (failed before: a 2-second run said
+    '(the whole run, the prompt's 5000 ms prefill included)'); one that just fits is kept."""
+    from viz.metrics import run_summary
+
+    room = 2000.0 - 40.0 * len(trace["steps"])        # ms of the 2 s left beside 10 + 5 + 25 ms a step
+    for prefill in (5000.0, room + 1.0, -3.0):
+        loaded = loads(dumps(timed(trace, {"wall_s": 2.0, "prefill_ms": prefill})))
+        assert loaded["summary"]["prefill_ms"] is None and loaded["summary"]["wall_s"] == 2.0, prefill
+        assert "prefill" not in run_summary(loaded)
+    fits = loads(dumps(timed(trace, {"wall_s": 2.0, "prefill_ms": room})))
+    assert fits["summary"]["prefill_ms"] == room and f"{room:.0f} ms prefill included" in run_summary(fits)
+
+
+def test_an_imported_wall_time_shorter_than_its_steps_is_refused(trace):
+    """Steps' draft, build and verify times add up within the run's wall_s (failed before: a file whose 0.1 s
+    run held 40 ms steps loaded, its tokens/s computed over less time than its steps took). No step time is
+    negative, and steps without their own times are counted at the summary's means."""
+    steps_ms = 40.0 * len(trace["steps"])
+    with pytest.raises(BadInput, match=rf"add up to {steps_ms:.0f} ms, more than summary.wall_s \(0.1 s\)"):
+        loads(dumps(timed(trace, {"wall_s": 0.1})))
+    old = timed(trace, {"wall_s": 0.1, "mean_verify_ms": 25.0})
+    for step in old["steps"]:
+        del step["verify_ms"]          # older traces did not time each step
+    old["steps"][0]["draft_ms"] = old["steps"][0]["build_ms"] = 0.0
+    with pytest.raises(BadInput, match="summary.wall_s"):
+        loads(dumps(old))
+    assert loads(dumps({**old, "summary": {**old["summary"], "wall_s": 2.0}}))["summary"]["mean_verify_ms"] == 25.0
+    negative = timed(trace, {"wall_s": 2.0}, (10.0, 5.0, -25.0))
+    with pytest.raises(BadInput, match="step 0: verify_ms must be a number ≥ 0"):
+        loads(dumps(negative))
+
+
+def test_an_imported_summary_without_a_wall_time_gets_the_one_its_speed_gives(trace):
+    """A summary without wall_s reads the wall time its new tokens over its tokens_per_s give, so the two
+    agree and the prefill and steps are checked against it (failed before: wall_s read 0.0 beside the
+    file's 12.5 tokens/s). Without a speed either, the run reads as untimed: 0 s, 0 tokens/s."""
+    from viz.metrics import run_summary
+
+    new_tokens = len(trace["output_ids"])
+    bare = timed(trace, {"tokens_per_s": 12.5, "prefill_ms": 7.0})
+    del bare["summary"]["wall_s"]
+    loaded = loads(dumps(bare))["summary"]
+    assert loaded["wall_s"] == round(new_tokens / 12.5, 4) and loaded["tokens_per_s"] == 12.5
+    assert loaded["prefill_ms"] == 7.0 and loads(dumps({**bare, "summary": loaded}))["summary"] == loaded
+    shown = run_summary({**bare, "summary": loaded})
+    assert "12.5 tokens/s (the whole run, the prompt's 7 ms prefill included)" in shown
+    for speed in (0.0, 1e-320):         # none, or one whose wall time overflows
+        untimed = timed(trace, {"tokens_per_s": speed, "prefill_ms": None}, (0.0, 0.0, 0.0))
+        del untimed["summary"]["wall_s"]
+        summary = strict_json(dumps(loads(dumps(untimed))))["summary"]
+        assert [summary[k] for k in ("wall_s", "tokens_per_s")] == [0.0, 0.0], speed
 
 
 def broken(trace, mutate):
