@@ -25,12 +25,14 @@ from viz.serving import (
 )
 from viz.style import md_text
 
+# What each engine takes, as docs/serving.md says (vLLM's speculative_token_tree: its 0.10 series to 0.20).
+HINT = ("SGLang drafts a tree of a size and width given once at start-up; vLLM ≥ 0.21 verifies a chain "
+        "(0.10–0.20 took a static tree). Export the shape your Explore run used, or Sequoia's optimal static "
+        "tree for your draft, and see how the best tree shrinks as a server batches more sequences.")
+
 
 def build() -> dict:
-    gr.Markdown("SGLang drafts a tree of a size and width given once at start-up; vLLM ≥ 0.21 verifies a chain "
-                "(0.20 took a static tree). Export the shape your Explore run used, or Sequoia's optimal static "
-                "tree for your draft, and see how the best tree shrinks as a server batches more sequences.",
-                elem_classes=["hint"])
+    gr.Markdown(HINT, elem_classes=["hint"])
     with gr.Row(equal_height=False):
         with gr.Column(scale=5, min_width=320):
             gr.Markdown("### Export the tree")

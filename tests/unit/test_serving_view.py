@@ -2,6 +2,7 @@
 back, and the batching chart and sentence from a model table. Pure: traces and tables, no model."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -85,6 +86,16 @@ def test_the_panel_says_what_each_vllm_takes_as_the_cli_does():
     data = json.loads(serving.export_json(trace_of([], drafter="classic"), "binary", 6))
     assert data["vllm-tree"]["text"] is None and "only with method 'eagle'" in data["vllm-tree"]["notes"][0]
     assert parse_sglang_args(data["sglang"]["text"]).algorithm == "STANDALONE"
+
+
+def test_the_tabs_hint_gives_the_vllm_versions_docs_serving_gives():
+    """vLLM took a static tree (speculative_token_tree) from its 0.10 series to 0.20, as docs/serving.md says
+    (failed before: the Serving tab's hint said "0.20 took a static tree", as if 0.20 alone had)."""
+    from ui.serving import HINT
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "serving.md").read_text(encoding="utf-8")
+    assert "from the 0.10 series on" in doc and "**vLLM ≤ 0.20 (`--format vllm-tree`)" in doc
+    assert "vLLM ≥ 0.21 verifies a chain (0.10–0.20 took a static tree)." in HINT
 
 
 def engine_blocks(**meta) -> tuple[str, str | None, str]:
