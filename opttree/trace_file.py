@@ -92,7 +92,7 @@ def _speed_fits(summary: dict, new_tokens: int) -> bool:
     if wall + half_wall <= 0:          # no time: summarize's speed is 0, the one recomputing it gives
         return False
     slowest = new_tokens / (wall + half_wall)
-    fastest = new_tokens / (wall - half_wall) if wall > half_wall else math.inf
+    fastest = new_tokens / (wall - half_wall) if wall > half_wall else (math.inf if new_tokens else 0.0)
     slack = 1e-9 * max(1.0, abs(speed))      # the bounds' own floating-point error
     return slowest - half_speed - slack <= speed <= fastest + half_speed + slack
 

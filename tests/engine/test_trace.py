@@ -156,6 +156,15 @@ def test_an_imported_summary_without_a_wall_time_gets_the_one_its_speed_gives(tr
         assert [summary[k] for k in ("wall_s", "tokens_per_s")] == [0.0, 0.0], speed
 
 
+def test_an_imported_run_without_new_tokens_has_no_speed(trace):
+    """No tokens in no time is 0 tokens/s, whatever the file says (failed before: a file whose wall_s rounds
+    to 0 kept any speed it stated for its 0 new tokens, as if any tokens could come in that time)."""
+    for wall in (0.0, 4e-5, 2.0):
+        empty = loads(dumps({**timed(trace, {"wall_s": wall, "tokens_per_s": 25.0}, (0.0, 0.0, 0.0)),
+                             "output_ids": []}))
+        assert empty["summary"]["tokens_per_s"] == 0.0 and empty["summary"]["wall_s"] == wall
+
+
 def broken(trace, mutate):
     bad = copy.deepcopy(trace)
     mutate(bad)
