@@ -125,6 +125,8 @@ def validate_trace(trace) -> None:
           and all(is_number(v) or (k.endswith("_by_depth") and _numbers(v, MAX_NODES))
                   or (v is None and k == "prefill_ms") for k, v in trace["summary"].items()),
           f"summary must hold numbers ({', '.join(SUMMARY_SHOWN)} among them)")
+    timed = ("wall_s", "tokens_per_s", *(f"mean_{k}" for k in STEP_TIMES))    # views print them as times and rates
+    _need(all(trace["summary"].get(k, 0) >= 0 for k in timed), f"summary: {', '.join(timed)} must be ≥ 0")
     _need(isinstance(trace["prompt"], str) and isinstance(trace["output_text"], str),
           "prompt and output_text must be strings")
     _need(isinstance(trace["output_ids"], list) and all(_is_int(t) for t in trace["output_ids"]),

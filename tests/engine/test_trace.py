@@ -207,6 +207,10 @@ def broken(trace, mutate):
     (lambda t: t["summary"].__setitem__("tau", float("nan")), "summary must hold numbers"),
     (lambda t: t["summary"].pop("tokens_per_s"), "summary must hold numbers"),
     (lambda t: t["summary"].__setitem__("acceptance_by_depth", ["<b>"]), "summary must hold numbers"),
+    # a time or rate below 0 (views print it as one; a step without its own times keeps the file's mean)
+    (lambda t: [s.pop("verify_ms") for s in t["steps"]] and t["summary"].__setitem__("mean_verify_ms", -5),
+     "mean_verify_ms must be ≥ 0"),
+    (lambda t: t["summary"].__setitem__("tokens_per_s", -3.0), "tokens_per_s, mean_draft_ms"),
     (lambda t: t["steps"][0].__setitem__("draft_ms", "12"), "draft_ms must be a number"),
     (lambda t: t["steps"][0].pop("accept_length"), "accept_length must be"),
     (lambda t: t["steps"][0].__setitem__("accept_length", "2"), "accept_length must be"),
