@@ -214,6 +214,126 @@ def test_a_bonus_label_stays_inside_a_side_by_side_panel(chromium):
     pg.close()
 
 
+
+# Twelve accepted tokens of everyday length after the ten of SEA, and the draft's other guesses.
+WORDS = [*SEA, " of", " autumn"]
+
+
+def layered_step(depth: int, width: int) -> dict:
+    """A tree `depth` layers deep, `width` nodes a layer, each node's parent the first or second node of the layer
+    above; the first node of each layer is accepted (a WORDS token), the others are GUESSES."""
+    n = depth * width
+    parents = [-1] * width + [(i // width - 1) * width + i % width % 2 for i in range(width, n)]
+    layer = [i // width + 1 for i in range(n)]
+    p_hat = [0.95 ** d * (1 - 0.1 * (i % width)) for i, d in enumerate(layer)]
+    texts = [WORDS[i // width] if i % width == 0 else GUESSES[i % width] for i in range(n)]
+    return {"tokens": list(range(n)), "texts": texts, "parents": parents, "depth": layer, "q": p_hat,
+            "p_hat": p_hat, "rank": [i % width for i in range(n)], "accepted": list(range(0, n, width)),
+            "rejected": None, "bonus_token": 9, "bonus_text": ",", "committed": [], "committed_text": "",
+            "expected_accept": 0.0}
+
+
+# The colour bar as drawn: its box, its colour strip's, its title (text and box) and tick labels, beside the plot
+# area's and the legend's boxes and the figure's height and bottom edge.
+COLOUR_BAR = """() => {
+    const gd = document.getElementById('g'), s = gd._fullLayout._size, g = gd.getBoundingClientRect();
+    const box = (e) => { const r = e.getBoundingClientRect();
+        return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
+    const bar = gd.querySelector('.colorbar');
+    return {bar: box(bar), strip: box(bar.querySelector('.cbfills')), legend: box(gd.querySelector('.legend')),
+            title: bar.querySelector('.cbtitle').textContent, titleBox: box(bar.querySelector('.cbtitle')),
+            bottom: g.top + gd._fullLayout.height,
+            ticks: [...bar.querySelectorAll('.cbaxis text')].map(t => t.textContent),
+            plot: {left: g.left + s.l, right: g.left + s.l + s.w, top: g.top + s.t, bottom: g.top + s.t + s.h},
+            width: gd._fullLayout.width, height: gd._fullLayout.height};
+}"""
+SCALE = ["≤1e-4", "0.001", "0.01", "0.1", "1"]
+
+
+def served_plot(browser, fig, width: int) -> dict:
+    """The plot area's box of `fig` drawn by plotly.js alone (without the page's script) in a page `width` px wide."""
+    pg = browser.new_page(viewport={"width": width, "height": 900})
+    pg.set_content('<div id="g"></div>')
+    pg.add_script_tag(path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js"))
+    pg.evaluate("(f) => Plotly.newPlot('g', f.data, f.layout)", fig.to_plotly_json())
+    plot = pg.evaluate(COLOUR_BAR)["plot"]
+    pg.close()
+    return plot
+
+
+def test_on_a_phone_the_colour_bar_lies_under_the_tree_and_the_tree_takes_the_width(chromium):
+    """At the plot's right the colour bar took a quarter of a phone's 390 px, squeezing a 12-deep tree's columns
+    to ~18 px apart. On a narrow figure it lies across the figure under the legend, with the same scale, ticks and
+    title (nodes are coloured by log p̂: a reader still reads the scale there), and the plot takes the figure's width;
+    the figure grows by the bar's band, so the tree keeps the height it has as the server drew it. On a desktop's
+    width the bar stays at the right, the figure as the server drew it; a window narrowed or widened past the line
+    moves it."""
+    fig = tree_figure(layered_step(12, 3), "opt-tree · step 1/1 · 36 nodes<br>accepted 12 · E(A) = 5.00")
+    height, served = fig.layout.height, served_plot(chromium, fig, PHONE["width"])
+    pg = figure_page(chromium, fig, 1400)
+    wide = pg.evaluate(COLOUR_BAR)
+    assert wide["strip"]["left"] >= wide["plot"]["right"] and wide["height"] == height, wide
+    phone = figure_page(chromium, fig, PHONE["width"])
+    for resized in (False, True):
+        if resized:        # the desktop's page narrowed to a phone's width
+            pg.set_viewport_size({"width": PHONE["width"], "height": 900})
+            pg.wait_for_function("() => document.getElementById('g').layout.coloraxis2")   # moved under the legend
+            pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")   # fitted
+        bar = (pg if resized else phone).evaluate(COLOUR_BAR)
+        strip, plot = bar["strip"], bar["plot"]
+        assert plot["right"] - plot["left"] >= 0.9 * bar["width"], bar               # the tree has the width
+        assert strip["top"] >= bar["legend"]["bottom"] and strip["right"] - strip["left"] >= 0.8 * bar["width"], bar
+        assert strip["bottom"] < bar["titleBox"]["top"] and bar["titleBox"]["bottom"] <= bar["bottom"], bar
+        assert bar["height"] > height, bar
+        assert "log scale" in bar["title"] and "belief" in bar["title"] and bar["ticks"] == SCALE, bar
+        assert plot["bottom"] - plot["top"] >= served["bottom"] - served["top"] - 1, (bar, served)
+    phone.screenshot(path=str(ARTIFACTS / "classroom-phone-colour-bar.png"))
+    phone.close()
+    pg.set_viewport_size({"width": 1400, "height": 900})
+    pg.wait_for_function("() => !document.getElementById('g').layout.coloraxis2")     # moved back
+    back = pg.evaluate(COLOUR_BAR)
+    assert back["strip"]["left"] >= back["plot"]["right"] and back["plot"]["bottom"] < back["legend"]["top"], back
+    pg.close()
+
+
+def test_a_phone_shows_every_accepted_token_of_a_12_deep_path(chromium):
+    """A 12-deep accepted path, three nodes a layer, at 390 px: with the colour bar at the plot's right the columns
+    were ~18 px apart and " endless" and " of" were hidden. With the tree at the figure's width every accepted token
+    shows, in order, no two visible labels meet, and none lies on the bonus token's star."""
+    fig = tree_figure(layered_step(12, 3), "opt-tree · step 1/1 · 36 nodes<br>accepted 12 · E(A) = 5.00")
+    pg = figure_page(chromium, fig, PHONE["width"])
+    labels = [x for x in pg.evaluate(LABELS) if not x["hidden"]]
+    assert [x["text"] for x in labels if x["trace"].startswith("accepted path")] == [visible(t) for t in WORDS]
+    assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:] if meet(a, b)]
+    star = pg.evaluate(STAR)
+    assert not [x["text"] for x in pg.evaluate(ON_MARKERS)["labels"] if on_marker(x, star)]
+    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-12-deep-path.png"))
+    pg.close()
+
+
+# The bonus token's star: the second point of its trace (the first is a 1 px dot on the last accepted node).
+STAR = """() => {
+    const g = [...document.querySelectorAll('#g .scatterlayer .trace')]
+        .find(g => g.__data__[0].trace.name.startsWith('bonus'));
+    const r = g.querySelectorAll('.points path.point')[1].getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+}"""
+
+
+def test_on_a_phone_the_last_accepted_label_keeps_off_the_bonus_star(chromium):
+    """The last accepted token's label, centred above its diamond, reaches the bonus token's star half a column
+    right; the path's placement weighed the star as a draft node's dot, so at five nodes a layer " autumn" was
+    drawn on the star. The star weighs as an accepted diamond does: every accepted token shows and no shown label
+    lies on the star."""
+    fig = tree_figure(layered_step(12, 5), "opt-tree · step 1/1 · 60 nodes<br>accepted 12 · E(A) = 5.00")
+    pg = figure_page(chromium, fig, PHONE["width"])
+    star, seen = pg.evaluate(STAR), pg.evaluate(ON_MARKERS)
+    assert [x["text"] for x in seen["labels"] if x["trace"].startswith("accepted path")] == [
+        visible(t) for t in WORDS]
+    assert not [x["text"] for x in seen["labels"] if on_marker(x, star)]
+    pg.screenshot(path=str(ARTIFACTS / "classroom-phone-bonus-star.png"))
+    pg.close()
+
 # Gradio 6's layout rules for its page (held to 768 px wide from 768 to 1023 px, to 1024 px from there), a
 # Row and a Column (a row wraps, each child grows from zero width down to a floor; a Column writes its scale
 # and min_width on itself), and Explore's columns as ui/explore.py builds them: the settings (scale 1, 300 px)
