@@ -95,12 +95,12 @@ class DecodeConfig:
                         help="seed of the run's own random generator (sampling only)")
     tree_temperature: float = setting(
         0.0, lo=0.0, hi=TREE_TEMPERATURE_RANGE[1],
-        label="Tree temperature at T = 0 (0 = the draft's fitted value; 1 under auto)",
+        label="Tree temperature (0 = the draft's fitted value at T = 0; 1 under auto or sampling)",
         ui=dict(min=0, max=2, step=0.05),
-        help="divides draft logits before the tree is built at T = 0: below 1 sharpens q, so trees grow "
-             "deeper and narrower; the output never changes. 0 = the draft card's fitted value at a fixed "
-             "node budget, 1 under the auto budget (drafters/tree_temperature.py); the trace's meta "
-             "records the value used")
+        help="divides draft logits before the tree is built: below 1 sharpens q, so trees grow deeper and "
+             "narrower; the output never changes. 0 = the draft card's fitted value at T = 0 and a fixed "
+             "node budget, 1 under the auto budget and when sampling (drafters/tree_temperature.py); the "
+             "trace's meta records the value used")
     top_p: float = setting(1.0, lo=0.0, hi=1.0, label="Top-p (nucleus)", ui=dict(min=0, max=1, step=0.01),
                            help="sample only from the smallest set of tokens whose mass reaches top-p (the most "
                                 "likely token is always kept, so 0 = only that token); 1 = off")

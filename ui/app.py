@@ -133,8 +133,8 @@ def generate(service, model: str, prompt: str, *args, **kwargs) -> dict:
 
     One parameter per decode setting (declared in opttree/config.py), in that order, each with its
     default; `seed` picks the random draw when temperature > 0 (same seed, same output) and
-    `tree_temperature` rescales draft probabilities at T = 0 (0 = the draft's fitted value at a
-    fixed budget, 1 under the auto budget).
+    `tree_temperature` rescales draft probabilities (0 = the draft's fitted value at T = 0 and a
+    fixed budget, 1 under the auto budget and when sampling).
     While the run waits or decodes it streams small progress messages ({"state": "queued",
     "position"} / {"state": "running", "steps", "new_tokens"}); `client.predict` returns the final
     trace. A client that disconnects or cancels stops the run at its next step and frees its place.

@@ -7,7 +7,7 @@ the likeliest other expanded nodes, at most 16 a step), computes each scheme's a
 k = 1..4 drafts on that row's p and q (`opttree.theory.table.scheme_table`), then averages over the rows.
 
 p is the target's sampling distribution at the run's temperature; q is the draft's own distribution
-(sampling runs draft at tree temperature 1). A row holds each side's top 8 tokens with both
+(sampling runs draft at tree temperature 1 unless a run sets another). A row holds each side's top 8 tokens with both
 probabilities, so the rates use those tokens plus one bucket for all others (`opttree.theory.rows`:
 the sampled schemes see the bucket as one token, the fixed-set rate p(set) is exact); the result
 reports the bucket's mean mass.

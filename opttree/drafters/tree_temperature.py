@@ -13,8 +13,9 @@ of training), and stored in the draft's card. Measured on the shipped head's fit
 `tree_temperature_fit`): at 1.0 E(A) is below the accepted length (1.84 vs 2.03), and the τ-best
 temperature (0.7) overshoots it (3.04 vs 2.11), so the gain comes from the tree's shape rather than
 from E(A) matching A.
-Sampling (T > 0) keeps the draft's own distribution. Only the tree changes: the verifier keeps
-output exact.
+Sampling (T > 0) drafts at tree temperature 1 unless the run sets its own: the run's temperature makes
+q sharper than the draft is right, so E(A) overstates the accepted length and τ falls or stays (measured
+in benchmarks/sampling_tree_temperature.md). Only the tree changes: the verifier keeps output exact.
 
 The fitted value is for a fixed node budget (it is fitted at the card's n = 60). The auto budget
 (trees/auto_size.py) sizes each tree by expected tokens per second and reads p̂ as the chance of
@@ -29,12 +30,12 @@ from opttree.config import TRAINING_FREE
 
 
 def for_decoding(pair, cfg) -> float:
-    """The temperature the drafter uses in this run: at T = 0 the run's own setting, or when that is
-    0 the draft's fitted one at a fixed budget and 1 under the auto budget (module docstring);
-    sampling (T > 0) always drafts from the draft's own distribution. Token Recycling and prompt
-    lookup have no draft logits to rescale: always 1 (what meta records)."""
-    if not cfg.greedy or getattr(pair, "drafter_kind", "") in TRAINING_FREE:
+    """The temperature the drafter uses in this run: the run's own setting when it gives one (any T), else
+    the draft's fitted one at T = 0 and a fixed budget, and 1 under the auto budget or when sampling
+    (module docstring). Token Recycling and prompt lookup have no draft logits to rescale: always 1 (what
+    meta records)."""
+    if getattr(pair, "drafter_kind", "") in TRAINING_FREE:
         return 1.0
     if cfg.tree_temperature:
         return cfg.tree_temperature
-    return 1.0 if cfg.auto_nodes else getattr(pair, "tree_temperature", 1.0)
+    return 1.0 if cfg.auto_nodes or not cfg.greedy else getattr(pair, "tree_temperature", 1.0)

@@ -58,8 +58,6 @@ EDGE_RUNS = [(name, v) for name in SETTINGS for v in boundary_values(name) if ac
 def test_every_accepted_edge_runs(name, value, edge_pair):
     # top_k, top_p and the seed only act when sampling; the temperature brings its own value.
     base = dict(method="opt-tree", nodes=12, max_depth=4, max_new_tokens=6, temperature=1.0)
-    if name == "tree_temperature":
-        base["temperature"] = 0.0   # the tree temperature acts at T = 0 only
     cfg = DecodeConfig(**{**base, name: value})
     try:
         trace = run(edge_pair, "", cfg, prompt_ids=[1, 2, 3])

@@ -1,5 +1,5 @@
-"""The tree temperature: read from a draft's card, used at T = 0 only, changes the tree's p̂ (and so
-its shape) but never the output."""
+"""The tree temperature: read from a draft's card (used at T = 0 and a fixed budget), or the run's own at
+any T; it changes the tree's p̂ (and so its shape) but never the output."""
 
 import json
 import re
@@ -44,7 +44,9 @@ def test_drafter_probabilities_are_the_softmax_at_the_tree_temperature():
     sampled = make_drafter(pair, DecodeConfig(temperature=0.8))
     logits = torch.randn(3, pair.target.config.vocab_size)
     assert torch.allclose(greedy.probs(logits), torch.softmax(logits / 0.5, -1))
-    assert torch.allclose(sampled.probs(logits), torch.softmax(logits, -1))  # sampling keeps the draft's own
+    assert torch.allclose(sampled.probs(logits), torch.softmax(logits, -1))  # sampling: 1 unless the run sets one
+    own = make_drafter(pair, DecodeConfig(temperature=0.8, tree_temperature=0.4))
+    assert torch.allclose(own.probs(logits), torch.softmax(logits / 0.4, -1))
 
 
 def test_tree_temperature_changes_the_tree_not_the_output():
@@ -73,9 +75,9 @@ def test_run_summary_says_when_the_tree_temperature_is_not_one():
     assert "tree temperature" not in run_summary(run(pair, "", cfg, prompt_ids=[1, 2, 3]))
 
 
-def test_a_runs_own_tree_temperature_overrides_the_drafts_at_t0_only():
+def test_a_runs_own_tree_temperature_overrides_the_drafts_at_any_temperature():
     """The app's slider: a run's setting wins over the shared pair's fitted value (which it must
-    not change: other visitors share the pair), 0 means the fitted value, sampling ignores it."""
+    not change: other visitors share the pair); 0 means the fitted value at T = 0 and 1 when sampling."""
     cfg = DecodeConfig(method="opt-tree", nodes=16, threshold=0.05, max_depth=6, max_new_tokens=16)
     pair = tiny_pair("eagle", eos=9)
     pair.tree_temperature = 0.8
@@ -84,18 +86,21 @@ def test_a_runs_own_tree_temperature_overrides_the_drafts_at_t0_only():
         tr = run(pair, "", c, prompt_ids=PROMPTS[0])
         assert tr["meta"]["tree_temperature"] == used and pair.tree_temperature == 0.8
         assert tr["output_ids"] == reference(pair.target, PROMPTS[0], 16)
-    sampled = DecodeConfig(**{**cfg.to_dict(), "temperature": 0.7, "tree_temperature": 0.4})
-    assert run(pair, "", sampled, prompt_ids=PROMPTS[0])["meta"]["tree_temperature"] == 1.0
+    sampled = {setting: run(pair, "", DecodeConfig(**{**cfg.to_dict(), "temperature": 0.7, "seed": 3,
+                                                      "tree_temperature": setting}), prompt_ids=PROMPTS[0])
+               for setting in (0.0, 0.4)}
+    assert [sampled[t]["meta"]["tree_temperature"] for t in (0.0, 0.4)] == [1.0, 0.4]
+    assert sampled[0.0]["output_ids"] == sampled[0.4]["output_ids"]      # same seed, same text: only the trees differ
     # Under the auto budget, whose speed model reads p̂ as acceptance chances, 0 means 1; a run's
     # own setting still wins.
     for setting, used in ((0.0, 1.0), (0.4, 0.4)):
         c = DecodeConfig(**{**cfg.to_dict(), "nodes": 0, "tree_temperature": setting})
         tr = run(pair, "", c, prompt_ids=PROMPTS[0])
         assert tr["meta"]["tree_temperature"] == used and tr["output_ids"] == reference(pair.target, PROMPTS[0], 16)
-    # The control's label says so, not only its folded help: 0 is 1 under the auto budget.
+    # The control's label says so, not only its folded help: 0 is 1 under the auto budget and when sampling.
     from opttree.config import SETTINGS  # the declared settings, here only
 
-    assert "1 under auto" in SETTINGS["tree_temperature"].metadata["label"]
+    assert "1 under auto or sampling" in SETTINGS["tree_temperature"].metadata["label"]
 
 
 @pytest.mark.parametrize("bad,needle", [(0.01, "0 (the draft's fitted value) or between 0.05 and 5"),
