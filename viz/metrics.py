@@ -81,7 +81,7 @@ def run_summary(trace: dict | None) -> str:
         models += f" · draft {style.md_text(m['draft'])}"
     return (f"{models}\n\nRun: **{style.md_text(m.get('method'))}**{drawn_text(m)}, {s['new_tokens']} tokens in "
             f"{s['steps']} steps · "
-            f"τ = **{s['tau']:.2f}** tokens/step · {s['tokens_per_s']:.1f} tokens/s{prefill_text(s)} · "
+            f"τ = **{s['tau']:.2f}** tokens/step · {speed_text(s)} · "
             f"mean E(A) {s.get('mean_expected_accept', 0):.2f} vs **{s.get('mean_accepted_draft_tokens', 0):.2f}** "
             f"accepted draft tokens a step{calibrated}" + acceptance_text(s) + belief_note(s, m))
 
@@ -94,6 +94,14 @@ def drawn_text(meta: dict) -> str:
         return ""
     seed = meta.get("seed")
     return f" ({sampled}" + (f", seed {seed}" if isinstance(seed, int) and not isinstance(seed, bool) else "") + ")"
+
+
+def speed_text(summary: dict) -> str:
+    """The run's tokens/s with what it includes; a file that timed nothing (an imported trace with neither a wall
+    time nor a speed) says so rather than claiming 0 tokens/s."""
+    if summary["tokens_per_s"] <= 0 < summary["new_tokens"]:
+        return "speed not timed"
+    return f"{summary['tokens_per_s']:.1f} tokens/s{prefill_text(summary)}"
 
 
 def prefill_text(summary: dict) -> str:

@@ -154,6 +154,8 @@ def test_an_imported_summary_without_a_wall_time_gets_the_one_its_speed_gives(tr
         del untimed["summary"]["wall_s"]
         summary = strict_json(dumps(loads(dumps(untimed))))["summary"]
         assert [summary[k] for k in ("wall_s", "tokens_per_s")] == [0.0, 0.0], speed
+        shown = run_summary({**untimed, "summary": summary})     # no "0.0 tokens/s" for a run that took time
+        assert "speed not timed" in shown and "tokens/s" not in shown.split("tokens/step")[1].split("mean E(A)")[0]
 
 
 def test_an_imported_run_without_new_tokens_has_no_speed(trace):
