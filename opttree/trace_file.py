@@ -69,11 +69,13 @@ def _wall_of(summary: dict, new_tokens: int) -> float:
 
 
 def _fit_in_wall(summary: dict) -> None:
-    """A run's wall_s times its prefill and every step: refuse steps whose draft, build and verify times add up
-    to more (counted as steps × their means, which keeps a step without its own times at the file's mean), and
-    read a prefill that does not fit beside them, or is negative, as not timed. The slack is the rounding a
-    run's file carries: wall_s's, each step time's and each mean's, and prefill_ms's."""
+    """A run's wall_s times its prefill and every step (0: not timed, nothing checked): refuse steps whose draft,
+    build and verify times add up to more (counted as steps × their means, which keeps a step without its own
+    times at the file's mean), and read a prefill that does not fit beside them, or is negative, as not timed.
+    The slack is the rounding a run's file carries: wall_s's, each step time's and each mean's, and prefill_ms's."""
     n, wall_ms = summary["steps"], summary["wall_s"] * 1e3
+    if wall_ms == 0:      # a run that timed nothing as a whole (no wall_s and no speed): nothing to contradict
+        return
     steps_ms = n * sum(summary[f"mean_{k}"] for k in STEP_TIMES)
     rounding = 1e3 * 0.5 * 10.0 ** -WALL_DECIMALS + n * len(STEP_TIMES) * 10.0 ** -MS_DECIMALS
     room = wall_ms - steps_ms + rounding + 1e-9 * max(1.0, wall_ms, steps_ms)      # + floating-point error

@@ -156,6 +156,13 @@ def test_an_imported_summary_without_a_wall_time_gets_the_one_its_speed_gives(tr
         assert [summary[k] for k in ("wall_s", "tokens_per_s")] == [0.0, 0.0], speed
         shown = run_summary({**untimed, "summary": summary})     # no "0.0 tokens/s" for a run that took time
         assert "speed not timed" in shown and "tokens/s" not in shown.split("tokens/step")[1].split("mean E(A)")[0]
+    # Steps timed in a file that timed no whole run: nothing to check them against (failed before: refused,
+    # quoting a summary.wall_s of 0 s that the file does not have).
+    steps_only = timed(trace, {"tokens_per_s": 0.0, "prefill_ms": 9.0}, (10.0, 5.0, 25.0))
+    del steps_only["summary"]["wall_s"]
+    summary = loads(dumps(steps_only))["summary"]
+    assert (summary["wall_s"], summary["mean_verify_ms"]) == (0.0, 25.0)
+    assert "speed not timed" in run_summary({**steps_only, "summary": summary})
 
 
 def test_an_imported_run_without_new_tokens_has_no_speed(trace):
