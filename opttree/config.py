@@ -24,6 +24,9 @@ METHODS = TREE_METHODS + ("ar",)
 TRAINING_FREE = ("recycling", "lookup")   # drafters without a draft model: Token Recycling, prompt lookup
 # Drafters with a trained draft: EAGLE-style feature head, independent classic LM, early exit (EESD)
 MODEL_DRAFTERS = ("eagle", "classic", "early-exit")   # each kind's flag, draft and loader: drafters/registry.py
+# Each model drafter's draft for the bundled target: a file in opttree/assets/drafts/ (drafters/registry.py)
+BUNDLED_DRAFTS = {"eagle": "smollm2-eagle-head.safetensors", "classic": "smollm2-classic.safetensors",
+                  "early-exit": "smollm2-early-exit.safetensors"}
 SELF_DRAFT = "self"      # the app's pair whose target drafts for itself (a classic drafter): its run's draft name
 RANDOM_HEAD = "random"   # an untrained head, a draft spec the head loaders take: what a useless draft looks like
 METHOD_LABELS = {"opt-tree": "OPT-Tree (adaptive)", "chain": "Chain (one guess per depth)",

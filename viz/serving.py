@@ -21,14 +21,22 @@ import re
 import shlex
 import statistics
 from collections import Counter
-from pathlib import Path
+from pathlib import PurePath
 
 import plotly.graph_objects as go
 
-from opttree.config import BUNDLED_ID, DRAFT_FLAGS, MODEL_DRAFTERS, RANDOM_HEAD, SELF_DRAFT, TRAINING_FREE
+from opttree.config import (
+    BUNDLED_DRAFTS,
+    BUNDLED_ID,
+    DRAFT_FLAGS,
+    MODEL_DRAFTERS,
+    RANDOM_HEAD,
+    SELF_DRAFT,
+    TRAINING_FREE,
+)
 from opttree.errors import BadInput
 from opttree.models.bundled import engine_id, is_bundled
-from opttree.paths import DRAFTS, written_as_hub_id
+from opttree.paths import written_as_hub_id
 from opttree.trees.export import (
     EXPORT_FORMATS,
     EXPORT_METHODS,
@@ -143,7 +151,7 @@ def engine_draft(meta: dict | None, drafter: str) -> tuple[str | None, str]:
         return None, ""
     meta = meta or {}
     target, draft = str(meta.get("target") or ""), str(meta.get("draft") or "")
-    slot, name = DRAFT_SLOTS[drafter], Path(draft).name
+    slot, name = DRAFT_SLOTS[drafter], PurePath(draft).name
     if draft == SELF_DRAFT or is_bundled(draft):      # a target as its own draft (the app's, or the bundled one)
         model = target if draft == SELF_DRAFT else draft
         own = engine_id(model) or (model if _hub_id(model) else None)
@@ -160,7 +168,7 @@ def engine_draft(meta: dict | None, drafter: str) -> tuple[str | None, str]:
     if draft == RANDOM_HEAD:
         return slot, (f"This run drafts with an untrained head (random weights, a useless draft for contrast), "
                       f"which nothing serves: {wanted}.")
-    if (DRAFTS / name).is_file() and name.endswith(".safetensors"):
+    if name in BUNDLED_DRAFTS.values():     # by its name: the view reads the trace, not this machine's files
         return slot, (f"This run's draft is the bundled {name} (opttree/assets/drafts/{name}), in this "
                       f"project's own format, which neither vLLM nor SGLang loads: {wanted}.")
     return slot, (f"This run's draft, {name or 'unnamed'}, is a file or folder of the machine that ran it, whose "

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from opttree import paths
-from opttree.config import DRAFT_FLAGS, MODEL_DRAFTERS, TRAINING_FREE, DecodeConfig
+from opttree.config import BUNDLED_DRAFTS, DRAFT_FLAGS, MODEL_DRAFTERS, TRAINING_FREE, DecodeConfig
 from opttree.drafters.base import Drafter
 from opttree.drafters.classic import ClassicDrafter
 from opttree.drafters.context import DraftContext
@@ -80,18 +80,18 @@ KINDS: dict[str, DrafterKind] = {k.name: k for k in (
                 lambda pair, cfg, ctx, t: FeatureHeadDrafter(pair.draft_model, pair.target,
                                                              pair.target.config.vocab_size, t),
                 load=lambda spec, base, exit_layer, trc: load_feature_head(spec, base.target),
-                flag=DRAFT_FLAGS["eagle"], bundled="smollm2-eagle-head.safetensors", train_kind="head",
+                flag=DRAFT_FLAGS["eagle"], bundled=BUNDLED_DRAFTS["eagle"], train_kind="head",
                 hub_id=is_checkpoint_id),
     DrafterKind("classic", "classic draft LM",
                 lambda pair, cfg, ctx, t: ClassicDrafter(pair.draft_model, pair.target.config.vocab_size, t),
                 load=lambda spec, base, exit_layer, trc: load_classic_draft(spec, base.target, base.device,
                                                                             base.dtype, trc),
-                flag=DRAFT_FLAGS["classic"], bundled="smollm2-classic.safetensors", train_kind="classic",
+                flag=DRAFT_FLAGS["classic"], bundled=BUNDLED_DRAFTS["classic"], train_kind="classic",
                 hub_id=paths.is_hub_id),
     DrafterKind("early-exit", "early exit (the target's first layers + an exit head)",
                 lambda pair, cfg, ctx, t: EarlyExitDrafter(pair.draft_model, pair.target,
                                                            pair.target.config.vocab_size, t),
-                load=_load_exit, flag=DRAFT_FLAGS["early-exit"], bundled="smollm2-early-exit.safetensors",
+                load=_load_exit, flag=DRAFT_FLAGS["early-exit"], bundled=BUNDLED_DRAFTS["early-exit"],
                 train_kind="early-exit"),
     DrafterKind("recycling", "token recycling table", _recycling),
     DrafterKind("lookup", "prompt lookup",

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from opttree.config import BUNDLED_DRAFTS
 from opttree.models.bundled import HUB_FALLBACK
+from opttree.paths import DRAFTS
 from opttree.trees.export import parse_sglang_args, parse_vllm_config, rank_paths, static_paths
 from opttree.trees.sequoia import DEFAULT_ACCEPTANCE, optimal_tree
 from opttree.trees.static import EAGLE_25
@@ -127,6 +129,24 @@ def test_each_engine_block_names_where_the_draft_is_or_what_to_put_there():
     assert engine_blocks(drafter="classic", target="my-llama", draft="self")[1] == "<your target's folder or hub id>"
     lookup = serving.export_markdown(trace_of([], drafter="lookup"), "chain", 3)
     assert '"model"' not in lookup and "draft-model-path" not in lookup and "The draft in" not in lookup
+
+
+def test_the_engine_blocks_read_the_trace_not_this_machines_files(monkeypatch):
+    """The panel is a view of the trace: which draft a run's recorded name is (the bundled one, one of the
+    machine that ran it) comes from the name alone. It asked this machine's file system whether
+    assets/drafts/ held a file of the recorded name (failed before: Path.is_file was called)."""
+    asked = []
+    for method in ("is_file", "exists", "is_dir", "stat"):
+        real = getattr(Path, method)
+        monkeypatch.setattr(Path, method, lambda self, *a, _m=method, _real=real, **k: asked.append((_m, str(self)))
+                            or _real(self, *a, **k))
+    bundled = engine_blocks(target="smollm2-135m-instruct", draft="smollm2-eagle-head.safetensors")
+    other = engine_blocks(drafter="classic", target="my-llama", draft="smollm2-eagle-head.json")
+    monkeypatch.undo()
+    assert not asked, asked
+    assert bundled[1] == serving.DRAFT_SLOTS["eagle"] and "assets/drafts/smollm2-eagle-head.safetensors" in bundled[0]
+    assert other[1] == serving.DRAFT_SLOTS["classic"] and "is a file or folder of the machine that ran it" in other[0]
+    assert all((DRAFTS / name).is_file() for name in BUNDLED_DRAFTS.values())     # the names it knows are shipped
 
 
 def test_no_tree_says_so_and_other_drafters_are_named():
