@@ -19,8 +19,9 @@ run's meta records the draft's acceptance by rank (`acceptance_by_rank`, Sequoia
 `acceptance_source`: its card or the default prior) and a run given a static shape its rank paths
 (`static_paths`). `meta["retrieval"]` is what the run did ("on"/"off"); where the setting was "auto" (on
 wherever a draft model drafts, drafters/registry.resolve_retrieval), `retrieval_asked` keeps "auto" (a link or
-an import restores that), and where `tree_temperature` is not the setting (0: the draft's fitted value;
-sampling and the training-free drafters: 1), `tree_temperature_asked` keeps the setting. A step whose depth
+an import restores that), and where `tree_temperature` is not the setting (0: the draft's fitted value at T = 0
+and a fixed budget, 1 under the auto budget and when sampling; the training-free drafters: always 1),
+`tree_temperature_asked` keeps the setting. A step whose depth
 a length controller chose records the decision (`length`: for Thompson sampling the posterior's alpha and
 beta, the sampled theta and the price δ; for the predictor its predicted accepted length; and the chosen
 depth; trees/length_control.py). All of these are optional: traces written before them load unchanged (a

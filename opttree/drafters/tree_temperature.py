@@ -14,8 +14,9 @@ of training), and stored in the draft's card. Measured on the shipped head's fit
 temperature (0.7) overshoots it (3.04 vs 2.11), so the gain comes from the tree's shape rather than
 from E(A) matching A.
 Sampling (T > 0) drafts at tree temperature 1 unless the run sets its own: the run's temperature makes
-q sharper than the draft is right, so E(A) overstates the accepted length and τ falls or stays (measured
-in benchmarks/sampling_tree_temperature.md). Only the tree changes: the verifier keeps output exact.
+q sharper than the draft is right, so E(A) overstates the accepted length: τ gains nothing at a fixed
+budget, and the auto budget's bigger trees run slower (measured in
+benchmarks/sampling_tree_temperature.md). Only the tree changes: the verifier keeps output exact.
 
 The fitted value is for a fixed node budget (it is fitted at the card's n = 60). The auto budget
 (trees/auto_size.py) sizes each tree by expected tokens per second and reads p̂ as the chance of
