@@ -8,7 +8,7 @@ import pytest
 from tiny import strict_json, tiny_pair
 
 from opttree.config import DecodeConfig
-from opttree.engine.speculative import run
+from opttree.engine.speculative import run, stream_run
 from opttree.errors import BadInput
 from opttree.trace import summarize
 from opttree.trace_file import dumps, loads, validate_trace
@@ -57,6 +57,18 @@ def test_every_node_names_its_source_and_old_traces_still_load(trace):
 
 def test_roundtrip(trace):
     assert loads(dumps(trace)) == json.loads(dumps(trace))
+
+
+@pytest.mark.parametrize("method, temperature", [("opt-tree", 0.0), ("opt-tree", 0.8), ("ar", 0.0)])
+def test_every_trace_a_run_streams_loads_back_unchanged(method, temperature):
+    """A run stopped after any step (Stop, the time limit, a closed tab) keeps the trace it last streamed, and
+    the page exports that: each one, sampled or greedy, drafted or AR, passes the import's checks (its speed,
+    its steps' and prefill's times within its wall_s) and reads back as written."""
+    cfg = DecodeConfig(method=method, nodes=15, threshold=0.01, max_new_tokens=12, temperature=temperature, seed=1)
+    streamed = [json.loads(dumps(t)) for t in stream_run(tiny_pair("eagle"), "", cfg, prompt_ids=[5, 6, 7])]
+    assert len(streamed) > 1 and streamed[0]["summary"]["prefill_ms"] is not None
+    for written in streamed:
+        assert loads(dumps(written)) == written
 
 
 PHASES = ("draft_ms", "build_ms", "verify_ms")
