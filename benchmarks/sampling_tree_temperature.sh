@@ -30,7 +30,7 @@ import json, sys
 from pathlib import Path
 from opttree.bench.verdict import mean_se
 out, temps = Path(sys.argv[1]), sys.argv[2:]
-print("| T | method | τ at tree temperature 1 | τ at the run's T | paired Δτ (± SE) | E(A) : accepted at 1 | E(A) : accepted at T | same output |")
+print("| T | method | τ at tree temperature 1 (mean over prompts) | τ at the run's T (mean over prompts) | paired Δτ (± SE) | E(A) : accepted at 1 | E(A) : accepted at T | same output |")
 print("|---|---|---|---|---|---|---|---|")
 for t in temps:
     runs = {tt: {(r["prompt_id"], r["method"]): r for r in json.loads((out / f"T{t}_tt{tt}.json").read_text())["runs"]}
@@ -45,7 +45,7 @@ for t in temps:
         same = sum(a["output_ids"] == b["output_ids"] for a, b in zip(one, own))
         print(f"| {t} | {method} | {tau1:.3f} | {taut:.3f} | {d:+.3f} ± {se:.3f} | {ea[0]} | {ea[1]} | {same}/{len(keys)} |")
 print()
-print("| T = 0.7, auto budget | τ | nodes a step | speedup over AR (pooled) | per prompt (mean ± SE) |")
+print("| T = 0.7, auto budget | τ (pooled) | nodes a step | speedup over AR (pooled) | per prompt (mean ± SE) |")
 print("|---|---|---|---|---|")
 for tt in ("1", "0.7"):
     m = json.loads((out / f"speed_tt{tt}.json").read_text())

@@ -163,7 +163,8 @@ def engine_draft(meta: dict | None, drafter: str) -> tuple[str | None, str]:
         return "<your target's folder or hub id>", (f"{said} as the draft: the folder or hub id you serve the target "
                                                     "from, which this page does not show.")
     if _hub_id(draft):
-        return draft, f"The draft is the run's, {draft}, from the hub."
+        return draft, (f"The draft is the run's, {draft}, as its command named it: a hub id, or a folder of the "
+                       "machine that ran it.")
     wanted = f"put in its place {WANTED[drafter]}"
     if draft == RANDOM_HEAD:
         return slot, (f"This run drafts with an untrained head (random weights, a useless draft for contrast), "

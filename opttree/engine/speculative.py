@@ -142,11 +142,14 @@ def stream_run(pair, prompt: str, cfg: DecodeConfig, cancel=None, chat: bool = T
     start, prefill_ms = time.perf_counter(), None
     for step in decode(pair, prompt_ids, cfg, cancel, record_target, cost.step_cost(curve), context, paths):
         prefill_ms = step.prefill_ms if step.prefill_ms is not None else prefill_ms
+        # Everything that can fail first: a run that fails here keeps the trace it last streamed, whole.
+        record = step_record(len(trace["steps"]), step, text_of, pair.tokenizer.decode)
+        ids = trace["output_ids"] + step.committed
+        text = pair.tokenizer.decode(ids, skip_special_tokens=True)
         trace["output_ids"].extend(step.committed)
-        trace["steps"].append(step_record(len(trace["steps"]), step, text_of, pair.tokenizer.decode))
-        trace["output_text"] = pair.tokenizer.decode(trace["output_ids"], skip_special_tokens=True)
-        trace["summary"] = summarize(trace["steps"], len(trace["output_ids"]), time.perf_counter() - start,
-                                     prefill_ms)
+        trace["steps"].append(record)
+        trace["output_text"] = text
+        trace["summary"] = summarize(trace["steps"], len(ids), time.perf_counter() - start, prefill_ms)
         yield trace
 
 

@@ -71,6 +71,32 @@ def test_every_trace_a_run_streams_loads_back_unchanged(method, temperature):
         assert loads(dumps(written)) == written
 
 
+def test_a_step_that_fails_while_recorded_leaves_the_streamed_trace_whole(monkeypatch):
+    """A run that fails after a step was decoded but while it is recorded (its text decoded, its record built)
+    hands back the trace it last streamed (serve/service.py RunError carries it), and the page exports that: its
+    output, steps and summary agree (failed before: the step's tokens were already in output_ids, the step and
+    summary not)."""
+    pair = tiny_pair("eagle")
+    broken, decode = [False], pair.tokenizer.decode
+
+    def failing(*args, **kwargs):
+        if broken[0]:
+            raise RuntimeError("tokenizer failed")
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(pair.tokenizer, "decode", failing)
+    cfg = DecodeConfig(method="opt-tree", nodes=15, threshold=0.01, max_new_tokens=24)
+    streamed = []
+    with pytest.raises(RuntimeError, match="tokenizer failed"):
+        for trace in stream_run(pair, "", cfg, prompt_ids=[5, 6, 7]):
+            streamed.append(trace)
+            broken[0] = len(streamed) == 2           # the third step fails while it is recorded
+    last = streamed[-1]                               # the trace RunError carries
+    committed = [t for step in last["steps"] for t in step["committed"]]
+    assert last["output_ids"] == committed and last["summary"]["new_tokens"] == len(committed)
+    assert last["summary"]["steps"] == len(last["steps"]) and loads(dumps(last)) == json.loads(dumps(last))
+
+
 PHASES = ("draft_ms", "build_ms", "verify_ms")
 
 
