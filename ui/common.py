@@ -205,7 +205,8 @@ def history_views(history):
              "between mean E(A) and mean A over "
              "E(A) deciles (what the paper's Figure 4 shows); **slope**: mean A per unit of E(A) (1 = calibrated); "
              "**per-step r**: over single steps, held down by A being a small integer.", "",
-             "| method · drafter (· sampling) | binned r | slope | per-step r | steps |", "|---|---|---|---|---|"]
+             "| method · drafter (· sampling · tree temperature) | binned r | slope | per-step r | steps |",
+             "|---|---|---|---|---|"]
     lines += [f"| {md_text(m)} | **{num(st['binned_r'])}** | {num(st['slope'])} | {num(st['per_step_r'])} | "
               f"{st['steps']} |" for m, st in stats.items()]
     return fig, "\n".join(lines)

@@ -11,7 +11,8 @@ from ui.common import PRIVATE, Page, history_views
 def build(page: Page) -> dict:
     gr.Markdown("Every step of every run in this tab's session: the tree's expected accepted length "
                 "E(A) = Σ p̂ (known before verifying) against what the target actually accepted A, per method "
-                "and drafter, sampled runs apart from greedy ones (at their temperature and filters). "
+                "and drafter, sampled runs apart from greedy ones (at their temperature and filters) and runs "
+                "whose draft probabilities were rescaled apart by their tree temperature. "
                 "The shading counts steps; the black diamonds are the mean A in each tenth of the steps "
                 "ordered by E(A) (bars: standard error), the dashed line A = E(A). A is a whole number per "
                 "step, so single steps scatter; the means show whether E(A) predicts A, which is why "

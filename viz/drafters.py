@@ -54,3 +54,10 @@ def sampled_at(meta: dict | None) -> str:
     filters = (f", top-k {int(top_k)}" if is_number(top_k) and top_k > 0 and top_k == int(top_k) else "") + \
         (f", top-p {top_p:g}" if is_number(top_p) and top_p < 1 else "")
     return f"sampled at T = {temperature:g}{filters}"
+
+
+def tree_temperature_text(meta: dict | None) -> str:
+    """The tree temperature a run's p̂ were taken at, where it is not 1 ("tree temperature 0.7"); "" at 1 or
+    where the meta holds no positive number (an imported meta may hold anything)."""
+    value = (meta or {}).get("tree_temperature")
+    return f"tree temperature {value:g}" if is_number(value) and value > 0 and value != 1 else ""

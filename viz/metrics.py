@@ -6,7 +6,7 @@ from opttree.trace import by_depth_text, committed_bonus, committed_draft, count
 
 from . import style
 from .cost_chart import context_read, usable, verify_ratio
-from .drafters import drafter_name, p_hat_meaning, sampled_at
+from .drafters import drafter_name, p_hat_meaning, sampled_at, tree_temperature_text
 
 
 def step_metrics(trace: dict | None, index: int | None) -> str:
@@ -74,8 +74,8 @@ def run_summary(trace: dict | None) -> str:
     if not trace or not trace.get("steps"):
         return ""
     s, m = trace["summary"], trace["meta"]
-    temp = float(m.get("tree_temperature", 1.0) or 1.0)
-    calibrated = f" · draft probabilities at tree temperature {temp:g}" if temp != 1.0 else ""
+    temp = tree_temperature_text(m)
+    calibrated = f" · draft probabilities at {temp}" if temp else ""
     models = f"Target {style.md_text(m.get('target', '?'))}"
     if m.get("draft"):
         models += f" · draft {style.md_text(m['draft'])}"

@@ -15,7 +15,7 @@ from opttree.trace import committed_draft, counted
 from opttree.trees.length_control import controller_name
 
 from . import style
-from .drafters import drafter_name, has_draft_model, sampled_at
+from .drafters import drafter_name, has_draft_model, sampled_at, tree_temperature_text
 
 BADGE_PX = 44           # the panel's label (Gradio's) covers this much of the figure's top-left corner
 TITLE_CHARS = 64        # a 13-14 px title's line in a half-width panel
@@ -255,8 +255,9 @@ def fused_note(auto: dict) -> str:
 
 def ea_points(trace: dict) -> dict:
     """One run's (E(A), A) for each step that drafted a tree (opttree.calibration.ea_a_pairs, which the bench
-    reads too), with its method, drafter and how it drew its tokens (`sampled`: drafters.sampled_at, "" when
-    greedy; the calibration is per all three); the steps without a tree are counted in `skipped`."""
+    reads too), with its method, drafter, how it drew its tokens (`sampled`: drafters.sampled_at, "" when
+    greedy) and the tree temperature its p̂ were taken at (`tree_temperature`: drafters.tree_temperature_text,
+    "" at 1); the calibration is per all four. The steps without a tree are counted in `skipped`."""
     meta = trace.get("meta", {})
     nodes = meta.get("nodes", "?")
     budget = "auto" if nodes == 0 else f"n={nodes}"
@@ -264,24 +265,32 @@ def ea_points(trace: dict) -> dict:
     pairs = ea_a_pairs(steps)
     return {"label": f"{meta.get('method', '?')} · {budget} · {meta.get('draft') or 'no draft'}",
             "method": str(meta.get("method", "?")), "drafter": drafter_name(meta),
-            "sampled": sampled_at(meta), "draft_model": has_draft_model(meta), "skipped": len(steps) - len(pairs),
+            "sampled": sampled_at(meta), "tree_temperature": tree_temperature_text(meta),
+            "draft_model": has_draft_model(meta), "skipped": len(steps) - len(pairs),
             "ea": [e for e, _ in pairs], "a": [a for _, a in pairs]}
 
 
 def group_of(run: dict) -> str:
-    """A run's calibration group: its method and drafter ('opt-tree · EAGLE head'), and for a sampled run its
-    sampling ('opt-tree · EAGLE head · sampled at T = 0.7'); older entries without a drafter use their
+    """A run's calibration group: its method and drafter ('opt-tree · EAGLE head'), then for a sampled run its
+    sampling and for p̂ taken at a tree temperature other than 1 that temperature (`group_notes`: 'opt-tree ·
+    EAGLE head · sampled at T = 0.7 · tree temperature 0.5'); older entries without a drafter use their
     method, or their label's first part."""
     method = run.get("method") or run["label"].split(" · ")[0]
     group = f"{method} · {run['drafter']}" if run.get("drafter") else method
-    return f"{group} · {run['sampled']}" if run.get("sampled") else group
+    return " · ".join([group, *group_notes(run)])
+
+
+def group_notes(run: dict) -> list[str]:
+    """What sets a run's group apart beyond its method and drafter: its sampling and its tree temperature."""
+    return [note for note in (run.get("sampled"), run.get("tree_temperature")) if note]
 
 
 def by_method(runs: list[dict]) -> dict[str, tuple[list[float], list[float]]]:
     """Steps pooled per method, drafter and sampling (runs from `ea_points`): two drafters' p̂ are two
     different beliefs, so one method drafted by both is two groups; and the target accepts a node when it
     is its argmax (greedy) or with its probability of the path (sampled, at the run's temperature and
-    filters), so one belief meets a different acceptance under each."""
+    filters), so one belief meets a different acceptance under each; and a tree temperature rescales q
+    before p̂ is taken, so one drafter at two tree temperatures holds two beliefs."""
     out: dict[str, tuple[list[float], list[float]]] = {}
     for run in runs:
         ea, a = out.setdefault(group_of(run), ([], []))
@@ -304,10 +313,11 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
     nrows = max(1, math.ceil(len(groups) / cols))
     # Titles in short lines: three panels share a row, and a phone's chart is 350 px wide.
     no_model = {group_of(r) for r in runs if r.get("draft_model") is False}
-    sampled = {group_of(r): r["sampled"] for r in runs if r.get("sampled")}    # said on a line of its own
-    titles = [f"{style.plotly_text(m.removesuffix(' · ' + sampled.get(m, '')))}: binned r {_r(st['binned_r'])}, "
-              f"slope {_r(st['slope'])}<br>per-step r {_r(st['per_step_r'])} · {st['steps']} steps"
-              + (f"<br>{style.plotly_text(sampled[m])}" if m in sampled else "")
+    notes = {group_of(r): group_notes(r) for r in runs if group_notes(r)}    # each said on a line of its own
+    titles = [f"{style.plotly_text(m.removesuffix(''.join(' · ' + n for n in notes.get(m, []))))}: binned r "
+              f"{_r(st['binned_r'])}, slope {_r(st['slope'])}<br>per-step r {_r(st['per_step_r'])} · "
+              f"{st['steps']} steps"
+              + "".join(f"<br>{style.plotly_text(n)}" for n in notes.get(m, []))
               + ("<br>no draft model: p̂ only ranks candidates, E(A) is no belief" if m in no_model else "")
               for m, st in stats.items()]
     fig = make_subplots(rows=nrows, cols=cols, subplot_titles=titles or None, horizontal_spacing=0.08,
@@ -334,7 +344,8 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
                "run more to read the calibration</sup>") if 0 < n < FEW_STEPS else ""
     title = (f"Expected vs actual accepted length<br><sup>{n} steps that drafted a tree, per method and drafter: "
              f"their density and<br>the mean A per E(A) decile{left}</sup>{caution}")
-    top = 120 + BADGE_PX + (24 if caution else 0) + (14 if no_model else 0) + (14 if sampled else 0)
+    top = (120 + BADGE_PX + (24 if caution else 0) + (14 if no_model else 0)
+           + 14 * max(map(len, notes.values()), default=0))
     fig.update_layout(template="plotly_white", height=360 * nrows + 30, margin=dict(l=50, r=10, t=top, b=40),
                       showlegend=False, title=dict(text=title, x=0.01, font=dict(size=14), y=1, yref="container",
                                                    yanchor="top", pad=dict(t=BADGE_PX)))  # below the chip

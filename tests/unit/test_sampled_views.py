@@ -117,3 +117,20 @@ def test_the_sampling_settings_read_as_written_whatever_an_imported_meta_holds()
     assert sampled_at({"temperature": 0.7, "top_k": 20.0, "top_p": 0.9}) == "sampled at T = 0.7, top-k 20, top-p 0.9"
     assert sampled_at({"temperature": 1, "top_k": True, "top_p": "0.5"}) == "sampled at T = 1"
     assert sampled_at({"temperature": float("nan")}) == sampled_at({"temperature": 0}) == sampled_at(None) == ""
+
+
+def test_e_a_vs_a_keeps_runs_drafted_at_different_tree_temperatures_apart():
+    """The tree temperature rescales q before p̂ is taken, so one drafter at two tree temperatures holds two
+    beliefs: sampled at the run's T its E(A) overstates A 2-3× where at 1 it is near (benchmarks/
+    sampling_tree_temperature.md). A session mixing them gets a group for each, its panel naming the tree
+    temperature on a line of its own (failed before: both were one "… · sampled at T = 0.7" group)."""
+    step = make_step([-1, 0], [0.8, 0.5], accepted=[0])
+    plain = make_trace([step], **SAMPLED, tree_temperature=1.0)
+    sharp = make_trace([step], **SAMPLED, tree_temperature=0.5)
+    fig, stats = ea_density([ea_points(plain), ea_points(sharp), ea_points(make_trace([step], **SAMPLED))])
+    sampled = "opt-tree · EAGLE head · sampled at T = 0.7, top-k 20, top-p 0.9"
+    assert set(stats) == {sampled, f"{sampled} · tree temperature 0.5"}
+    assert stats[sampled]["steps"] == 2                  # a trace without a tree temperature drafted at 1
+    titles = [a.text for a in fig.layout.annotations]
+    assert any(t.endswith("<br>sampled at T = 0.7, top-k 20, top-p 0.9<br>tree temperature 0.5") for t in titles)
+    assert all(t.startswith("opt-tree · EAGLE head: binned r") for t in titles)
