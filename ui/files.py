@@ -102,8 +102,10 @@ def do_import(page: Page, parts: dict, registry, data, colour, present, history)
         return {status: "⚠️ This trace has no steps: nothing to replay (the run on screen is kept).", box: None}
     meta, prompt = trace["meta"], str(trace.get("prompt", ""))
     method = str(meta.get("method", "?"))
-    asked = {**meta, "retrieval": meta.get("retrieval_asked", meta.get("retrieval")),
-             "tree_temperature": meta.get("tree_temperature_asked", meta.get("tree_temperature"))}
+    # The tree temperature asked: 0 (the draft's fitted value) where the run asked for it, else the one used (a
+    # sampled run of an older release recorded a setting it ignored, drafting at 1).
+    tree_t = 0.0 if meta.get("tree_temperature_asked") == 0 else meta.get("tree_temperature")
+    asked = {**meta, "retrieval": meta.get("retrieval_asked", meta.get("retrieval")), "tree_temperature": tree_t}
     settings = checked_settings(asked)
     # A command-line run may use values past the page's controls (512 new tokens): named, not silently kept out.
     past = [f"{name} {md_text(str(asked[name]))}" for name in SETTING_NAMES

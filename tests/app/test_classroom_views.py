@@ -122,6 +122,11 @@ def test_an_import_restores_the_tree_temperature_it_was_asked_with():
     assert out[page.settings["tree_temperature"]] == 0.0 and out[page.ran]["settings"]["tree_temperature"] == 0.0
     asked = run(pair, "", replace(cfg, tree_temperature=0.5), prompt_ids=[5, 6])   # asked and used alike
     assert asked["meta"]["tree_temperature"] == 0.5 and "tree_temperature_asked" not in asked["meta"]
+    # An older release ignored a sampled run's setting and drafted at 1: the control gets the 1 it drafted at.
+    older = {**trace, "meta": {**trace["meta"], "temperature": 0.7, "tree_temperature": 1.0,
+                               "tree_temperature_asked": 0.5}}
+    out = files.do_import(page, parts, registry, dumps(older).encode(), "log_p_hat", False, [])
+    assert out[page.settings["tree_temperature"]] == 1.0
 
 
 def test_an_import_names_the_settings_its_controls_cannot_take():
