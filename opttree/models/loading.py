@@ -68,7 +68,15 @@ def model_folder(spec: str) -> str:
     if not path.exists() and not paths.is_hub_id(spec):
         raise BadInput(f"model {spec!r}: no such folder (a local model is a folder with config.json, tokenizer "
                        "and weights).")
+    if path.is_dir() and not (path / "config.json").is_file():
+        raise BadInput(f"model {spec!r}: the folder has no config.json (a local model is a folder with "
+                       "config.json, tokenizer and weights, as save_pretrained writes it).")
     return spec
+
+
+# The files one of transformers' tokenizers is read from: a folder with none of them holds no tokenizer.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt",
+                   "spiece.model", "sentencepiece.bpe.model", "tekken.json")
 
 
 def _quiet_transformers() -> None:
@@ -85,6 +93,9 @@ def load_tokenizer(spec: str, trust_remote_code: bool = False):
     try:
         return AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
     except Exception as exc:  # transformers raises OSError/ValueError/HTTP errors for bad ids
+        if Path(folder).is_dir() and not any((Path(folder) / name).is_file() for name in TOKENIZER_FILES):
+            raise BadInput(f"model {spec!r}: the folder has no tokenizer ({', '.join(TOKENIZER_FILES[:2])}, ...): "
+                           "save the model's tokenizer beside it (tokenizer.save_pretrained(folder)).") from exc
         raise ModelLoadError(_load_message(spec, exc)) from exc
 
 

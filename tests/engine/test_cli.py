@@ -346,3 +346,20 @@ def test_eval_anywhere_but_first_is_a_clear_error(capsys):
     assert end.value.code == 2 and "unrecognized arguments: --verb" in capsys.readouterr().err
     with pytest.raises(BadInput, match="eval first"):
         eval_misplaced(None)
+
+
+def test_a_local_folder_without_config_or_tokenizer_is_named_plainly(tmp_path, capsys):
+    """A folder with no config.json, or a model saved without its tokenizer, is refused in one line that says
+    what the folder lacks (not transformers' "Couldn't instantiate the backend tokenizer from one of:" or
+    "Should have a `model_type` key in its config.json"), and nothing is fetched for it."""
+    from transformers import LlamaConfig  # transformers is heavy: only this test writes a config
+
+    empty, untokenized = tmp_path / "weights_only", tmp_path / "no_tokenizer"
+    empty.mkdir()
+    (empty / "model.safetensors").write_bytes(b"{}")
+    LlamaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4).save_pretrained(untokenized)
+    for folder, needle in ((empty, "has no config.json"), (untokenized, "has no tokenizer")):
+        assert main(["generate", "--prompt", "hi", "--method", "ar", "--base-model-path", str(folder)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+        assert needle in err and "Couldn't instantiate" not in err and "model_type" not in err, err

@@ -30,7 +30,8 @@ CASES = {
                                                                # self pair), no head
     "eagle": (True, ABS, True, True),                          # a folder with config.json and weights
     "hf": (False, ABS, True, True),                            # a folder with config.json: a HF model
-    "head": (False, None, True, True),                         # a folder holding this project's head file
+    "head": (False, None, True, False),                        # a folder holding this project's head file
+                                                               # (no config.json: no model to load)
     "own.safetensors": (False, None, True, False),             # this project's draft file
     "gone.safetensors": (False, None, False, False),           # * a draft file that is not there (model_folder
     "org/gone.safetensors": (False, None, False, False),       # * asked the hub for it)
