@@ -222,8 +222,8 @@ def cmd_serving(args) -> int:
 def register_serving(sub) -> None:
     """`export-tree` and `serving` (docs/serving.md)."""
     e = sub.add_parser("export-tree", help="print a vLLM --speculative-config or SGLang flags for a method's tree")
-    e.add_argument("--format", choices=tuple(EXPORT_FORMATS), required=True,
-                   help="; ".join(f"{k}: {v}" for k, v in EXPORT_FORMATS.items()))
+    e.add_argument("--format", choices=tuple(EXPORT_FORMATS), default="vllm",
+                   help="; ".join(f"{k}: {v}" for k, v in EXPORT_FORMATS.items()) + " (default vllm)")
     e.add_argument("--method", choices=EXPORT_METHODS, required=True)
     e.add_argument("--nodes", type=int, default=25, help="tree size n (default 25)")
     e.add_argument("--max-depth", type=int, default=10, dest="max_depth")

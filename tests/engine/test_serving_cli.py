@@ -267,3 +267,9 @@ def test_a_folder_holding_this_projects_own_head_is_not_named_as_a_draft_the_eng
     (own / "config.json").write_text("{}")
     assert main([*EXPORT, "--method", "chain", "--nodes", "4", "--ea-model-path", str(own)]) == 0
     assert json.loads(capsys.readouterr().out)["model"] == str(own.resolve())
+
+
+def test_export_tree_format_defaults_to_vllm(capsys):
+    """`--format vllm` is the default, as docs/serving.md says (failed before: --format was required)."""
+    assert main(["export-tree", "--method", "chain", "--nodes", "3"]) == 0
+    assert json.loads(capsys.readouterr().out)["num_speculative_tokens"] == 3
