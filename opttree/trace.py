@@ -265,7 +265,7 @@ def summarize(steps: list[dict], new_tokens: int, wall_s: float, prefill_ms: flo
         "wall_s": round(wall_s, WALL_DECIMALS),
         "tokens_per_s": round(new_tokens / wall_s, SPEED_DECIMALS) if wall_s > 0 else 0.0,
         "prefill_ms": None if prefill_ms is None else round(prefill_ms, PREFILL_DECIMALS),
-        "mean_nodes": round(sum(len(s["tokens"]) for s in steps) / n, 2) if n else 0.0,
+        "mean_nodes": round(sum(len(s["tokens"]) for s in steps) / n, 4) if n else 0.0,
         "mean_depth": round(sum(max(s["depth"], default=0) for s in steps) / n, 2) if n else 0.0,
         "mean_expected_accept": round(sum(s["expected_accept"] for s in steps) / n, 4) if n else 0.0,
         **acceptance(steps),

@@ -6,9 +6,10 @@ import pytest
 import torch
 from tiny import tiny_pair
 
-from opttree.bench.harness import run_bench
+from opttree.bench.harness import combined_acceptance, run_bench
 from opttree.bench.prompts import with_given
 from opttree.config import DecodeConfig
+from opttree.trace import summarize
 from viz.step_charts import ea_points
 
 
@@ -80,3 +81,14 @@ def test_pooling_leaves_out_an_older_results_steps_without_a_tree(tmp_path):
     pooled = pool_ea_a(result, [older])
     assert pooled["lookup"] == [[1.5, 1], [0.8, 0]] and pooled["opt-tree"] == [[2.0, 2], [1.0, 1]]
     assert result["ea_a_pooled"]["steps"] == 4
+
+
+def test_a_pooled_acceptance_rate_never_passes_one():
+    """The pooled draft acceptance rate reads each run's mean nodes per step: one node over 7 steps, accepted,
+    is a rate of 100 % (failed before: mean_nodes rounded to 0.14 against 0.1429 accepted, 102 %, as
+    `opttree bench` printed for recycling on 8 new tokens)."""
+    drafted = {"tokens": [9], "depth": [1], "expected_accept": 0.5, "accept_length": 1}
+    plain = {"tokens": [], "depth": [], "expected_accept": 0.0, "accept_length": 0}
+    row = summarize([drafted] + [plain] * 6, new_tokens=8, wall_s=1.0)
+    assert row["draft_acceptance_rate"] == 1.0
+    assert combined_acceptance([row])["draft_acceptance_rate"] == 1.0
