@@ -69,7 +69,7 @@ def model_folder(spec: str) -> str:
         raise BadInput(f"model {spec!r}: no such folder (a local model is a folder with config.json, tokenizer "
                        "and weights).")
     if path.is_dir() and not (path / "config.json").is_file():
-        raise BadInput(f"model {spec!r}: the folder has no config.json (a local model is a folder with "
+        raise ModelLoadError(f"model {spec!r}: the folder has no config.json (a local model is a folder with "
                        "config.json, tokenizer and weights, as save_pretrained writes it).")
     return spec
 
@@ -94,8 +94,9 @@ def load_tokenizer(spec: str, trust_remote_code: bool = False):
         return AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
     except Exception as exc:  # transformers raises OSError/ValueError/HTTP errors for bad ids
         if Path(folder).is_dir() and not any((Path(folder) / name).is_file() for name in TOKENIZER_FILES):
-            raise BadInput(f"model {spec!r}: the folder has no tokenizer ({', '.join(TOKENIZER_FILES[:2])}, ...): "
-                           "save the model's tokenizer beside it (tokenizer.save_pretrained(folder)).") from exc
+            raise ModelLoadError(f"model {spec!r}: the folder has no tokenizer ({', '.join(TOKENIZER_FILES[:2])}, "
+                                 "...): save the model's tokenizer beside it (tokenizer.save_pretrained(folder)).") \
+                from exc
         raise ModelLoadError(_load_message(spec, exc)) from exc
 
 

@@ -27,7 +27,7 @@ DATA_EXTS = ("log", "pt", "bin", "safetensors", "gguf", "png", "csv")   # a name
 OUTSIDE = ("data/", "tmp/", ".gpu/", "answers/", "vllm/", "python/", "evaluation/", "opt_classic/", "~", "$", "/")
 EXTERNAL_NAMES = frozenset({
     "LlamaAttention", "DynamicCache", "masking_utils", "causal_mask_mapping", "pack_gqa",
-    "save_pretrained", "from_pretrained", "SpeculativeConfig", "_handle_ngram", "_handle_eagle_family",
+    "from_pretrained", "SpeculativeConfig", "_handle_ngram", "_handle_eagle_family",
     "get_mean_speedup", "get_single_speedup", "cblas_sgemm_pack", "cblas_sgemm_compute",
     "timeout_s",   # the device tool's parameter (docs/drafts.md)
     "mc_sim_7b_63",   # EAGLE's default tree in SafeAILab/EAGLE (trees/static.py EAGLE_25)

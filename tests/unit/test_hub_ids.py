@@ -11,7 +11,7 @@ import pytest
 
 from opttree.cli import _check_drafts, served_draft
 from opttree.config import ModelConfig
-from opttree.errors import BadInput
+from opttree.errors import BadInput, ModelLoadError
 from opttree.models.bundled import HUB_FALLBACK
 from opttree.models.loading import model_folder
 from opttree.nets.eagle_checkpoint import is_eagle_checkpoint
@@ -68,7 +68,7 @@ def takes(check, spec) -> bool:
     try:
         check(spec)
         return True
-    except BadInput:
+    except (BadInput, ModelLoadError):      # a bad argument; a folder that holds no model
         return False
 
 
