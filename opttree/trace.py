@@ -64,6 +64,7 @@ greedy (`meta.target_distribution` says which); q is the draft distribution the 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 VERSION = 1
@@ -252,6 +253,10 @@ def by_depth_text(rates, shown: int = 6) -> str:
     if not rates:
         return "–"
     return " · ".join(percent(r) for r in rates[:shown]) + (" …" if len(rates) > shown else "")
+
+
+def is_number(x) -> bool:     # a finite int or float, not a bool (imported traces may hold anything)
+    return (isinstance(x, (int, float)) and not isinstance(x, bool)) and math.isfinite(x)
 
 
 def summarize(steps: list[dict], new_tokens: int, wall_s: float, prefill_ms: float | None = None) -> dict:

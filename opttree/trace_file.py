@@ -25,6 +25,7 @@ from opttree.trace import (
     TOPK,
     VERSION,
     WALL_DECIMALS,
+    is_number,
     summarize,
 )
 
@@ -77,12 +78,12 @@ def _fit_in_wall(summary: dict) -> None:
     if wall_ms == 0:      # a run that timed nothing as a whole (no wall_s and no speed): nothing to contradict
         return
     steps_ms = n * sum(summary[f"mean_{k}"] for k in STEP_TIMES)
-    rounding = 1e3 * 0.5 * 10.0 ** -WALL_DECIMALS + n * len(STEP_TIMES) * 10.0 ** -MS_DECIMALS
+    rounding = 1e3 * _half(WALL_DECIMALS) + n * len(STEP_TIMES) * 2 * _half(MS_DECIMALS)
     room = wall_ms - steps_ms + rounding + 1e-9 * max(1.0, wall_ms, steps_ms)      # + floating-point error
     _need(room >= 0, f"its steps' {', '.join(STEP_TIMES)} add up to {steps_ms:.0f} ms, more than "
                      f"summary.wall_s ({summary['wall_s']:g} s), which times the whole run")
     prefill = summary.get("prefill_ms")
-    if prefill is not None and not 0 <= prefill <= room + 0.5 * 10.0 ** -PREFILL_DECIMALS:
+    if prefill is not None and not 0 <= prefill <= room + _half(PREFILL_DECIMALS):
         summary["prefill_ms"] = None
 
 
@@ -90,13 +91,18 @@ def _speed_fits(summary: dict, new_tokens: int) -> bool:
     """Whether a file's tokens_per_s is what `summarize` gives its new tokens over some wall time that rounds to
     its wall_s."""
     wall, speed = summary["wall_s"], summary["tokens_per_s"]
-    half_wall, half_speed = 0.5 * 10.0 ** -WALL_DECIMALS, 0.5 * 10.0 ** -SPEED_DECIMALS
+    half_wall, half_speed = _half(WALL_DECIMALS), _half(SPEED_DECIMALS)
     if wall + half_wall <= 0:          # no time: summarize's speed is 0, the one recomputing it gives
         return False
     slowest = new_tokens / (wall + half_wall)
     fastest = new_tokens / (wall - half_wall) if wall > half_wall else (math.inf if new_tokens else 0.0)
     slack = 1e-9 * max(1.0, abs(speed))      # the bounds' own floating-point error
     return slowest - half_speed - slack <= speed <= fastest + half_speed + slack
+
+
+def _half(decimals: int) -> float:
+    """Half a unit of the last decimal a figure rounded to `decimals` places keeps: how far rounding moved it."""
+    return 0.5 * 10.0 ** -decimals
 
 
 def _need(cond: bool, msg: str) -> None:
@@ -106,10 +112,6 @@ def _need(cond: bool, msg: str) -> None:
 
 def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
-
-
-def is_number(x) -> bool:     # a finite int or float, not a bool
-    return (isinstance(x, (int, float)) and not isinstance(x, bool)) and math.isfinite(x)
 
 
 def validate_trace(trace) -> None:

@@ -6,7 +6,7 @@ candidates."""
 from __future__ import annotations
 
 from opttree.config import TRAINING_FREE
-from opttree.trace_file import is_number
+from opttree.trace import is_number
 
 NAMES = {"eagle": "EAGLE head", "classic": "draft model", "early-exit": "early exit",
          "lookup": "prompt lookup", "recycling": "Token Recycling"}

@@ -275,9 +275,13 @@ def group_of(run: dict) -> str:
     sampling and for p̂ taken at a tree temperature other than 1 that temperature (`group_notes`: 'opt-tree ·
     EAGLE head · sampled at T = 0.7 · tree temperature 0.5'); older entries without a drafter use their
     method, or their label's first part."""
+    return " · ".join([method_group(run), *group_notes(run)])
+
+
+def method_group(run: dict) -> str:
+    """A run's method and drafter ('opt-tree · EAGLE head'): its group before `group_notes`."""
     method = run.get("method") or run["label"].split(" · ")[0]
-    group = f"{method} · {run['drafter']}" if run.get("drafter") else method
-    return " · ".join([group, *group_notes(run)])
+    return f"{method} · {run['drafter']}" if run.get("drafter") else method
 
 
 def group_notes(run: dict) -> list[str]:
@@ -313,11 +317,11 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
     nrows = max(1, math.ceil(len(groups) / cols))
     # Titles in short lines: three panels share a row, and a phone's chart is 350 px wide.
     no_model = {group_of(r) for r in runs if r.get("draft_model") is False}
-    notes = {group_of(r): group_notes(r) for r in runs if group_notes(r)}    # each said on a line of its own
-    titles = [f"{style.plotly_text(m.removesuffix(''.join(' · ' + n for n in notes.get(m, []))))}: binned r "
+    parts = {group_of(r): (method_group(r), group_notes(r)) for r in runs}    # each note on a line of its own
+    titles = [f"{style.plotly_text(parts[m][0])}: binned r "
               f"{_r(st['binned_r'])}, slope {_r(st['slope'])}<br>per-step r {_r(st['per_step_r'])} · "
               f"{st['steps']} steps"
-              + "".join(f"<br>{style.plotly_text(n)}" for n in notes.get(m, []))
+              + "".join(f"<br>{style.plotly_text(n)}" for n in parts[m][1])
               + ("<br>no draft model: p̂ only ranks candidates, E(A) is no belief" if m in no_model else "")
               for m, st in stats.items()]
     fig = make_subplots(rows=nrows, cols=cols, subplot_titles=titles or None, horizontal_spacing=0.08,
@@ -345,7 +349,7 @@ def ea_density(runs: list[dict]) -> tuple[go.Figure, dict]:
     title = (f"Expected vs actual accepted length<br><sup>{n} steps that drafted a tree, per method and drafter: "
              f"their density and<br>the mean A per E(A) decile{left}</sup>{caution}")
     top = (120 + BADGE_PX + (24 if caution else 0) + (14 if no_model else 0)
-           + 14 * max(map(len, notes.values()), default=0))
+           + 14 * max((len(notes) for _, notes in parts.values()), default=0))
     fig.update_layout(template="plotly_white", height=360 * nrows + 30, margin=dict(l=50, r=10, t=top, b=40),
                       showlegend=False, title=dict(text=title, x=0.01, font=dict(size=14), y=1, yref="container",
                                                    yanchor="top", pad=dict(t=BADGE_PX)))  # below the chip
