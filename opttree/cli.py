@@ -25,6 +25,8 @@ from opttree.engine import batch_cost
 from opttree.errors import BadInput, OneLineParser, guarded
 from opttree.models.bundled import engine_id, is_bundled
 from opttree.models.draft_assets import card_acceptance
+from opttree.models.loading import model_folder
+from opttree.paths import is_hub_id
 from opttree.trace import by_depth_text, percent
 from opttree.trace_file import dumps
 from opttree.train.card import heldout_questions
@@ -84,19 +86,32 @@ def _check_drafts(models) -> None:
 
 def served_draft(models) -> str | None:
     """Where a serving engine finds the run's draft (vLLM's `model`, SGLang's --speculative-draft-model-path),
-    when the draft flag names one it can load as given: a hub id or a model folder (one with a config.json: a
-    Hugging Face model, an official EAGLE checkpoint), a folder made absolute; the bundled target as a classic
-    draft (drafting for itself) by its hub release (bundled.engine_id). None for this project's own .safetensors
-    drafts, a folder holding one (a head's folder) and the bundled ones (a format neither engine reads), and an
-    untrained head (a name only this project's loaders know)."""
+    when the draft flag names one it can load as given (`_served`); the bundled target as a classic draft (drafting
+    for itself) by its hub release (bundled.engine_id). None for this project's own .safetensors drafts, a folder
+    holding one (a head's folder) and the bundled ones (a format neither engine reads), and an untrained head (a
+    name only this project's loaders know)."""
     spec = models.drafts().get(models.kind())
     if spec and is_bundled(spec):
         return engine_id(spec) if models.kind() == "classic" else None
     if not spec or spec == RANDOM_HEAD:
         return None
+    return _served(spec, KINDS[models.kind()].hub_id(spec))
+
+
+def served_target(models) -> str | None:
+    """Where a serving engine loads the target (`vllm serve`'s model, SGLang's --model-path): the bundled target's
+    hub release (bundled.engine_id: the full-precision model the GGUF was quantised from), else as `_served`
+    says (a target model_folder refused never gets here)."""
+    spec = str(models.target)
+    return engine_id(spec) or _served(spec, is_hub_id(spec))
+
+
+def _served(spec: str, hub_id: bool) -> str | None:
+    """A model flag's value as an engine loads it: a hub id as written, a model folder (one with a config.json:
+    a Hugging Face model, an official EAGLE checkpoint) made absolute; None for anything else."""
     if Path(spec).is_dir():
         return str(Path(spec).resolve()) if (Path(spec) / "config.json").is_file() else None
-    return spec if KINDS[models.kind()].hub_id(spec) else None
+    return spec if hub_id else None
 
 
 def check_writable(path: str | None, flag: str) -> None:
@@ -162,6 +177,7 @@ def cmd_export_tree(args) -> int:
     cfg = _export_config(args)
     models = models_from_args(args)
     _check_drafts(models)
+    model_folder(models.target)   # a target no engine loads (a file, a missing folder) is refused before any work
     kind = models.kind()
     engine_export([(0,)], args.format, kind)   # a drafter the engine has no method for is refused before any work
     report: dict = {"method": args.method, "nodes": args.nodes, "drafter": kind, "format": args.format}
@@ -184,7 +200,7 @@ def cmd_export_tree(args) -> int:
             Path(args.report).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
 
     try:   # an OPT-Tree stand-in's shape is known only after its fit: a refusal still leaves the report
-        out = engine_export(paths, args.format, kind, served_draft(models))
+        out = engine_export(paths, args.format, kind, served_draft(models), served_target(models))
     except BadInput as exc:
         write_report(None, [*notes, str(exc)])
         raise

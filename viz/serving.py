@@ -124,11 +124,12 @@ def _code(text: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{text}\n{fence}"
 
 
-def _engine(paths, fmt: str, drafter: str, draft: str | None = None) -> tuple[str | None, list[str]]:
-    """One engine's text and notes (trees/export.py `engine_export`, what the CLI prints; `draft` where the
-    engine loads the draft), or no text and the reason the engine cannot take this tree or drafter."""
+def _engine(paths, fmt: str, drafter: str, draft: str | None = None,
+            target: str | None = None) -> tuple[str | None, list[str]]:
+    """One engine's text and notes (trees/export.py `engine_export`, what the CLI prints; `draft` and `target`
+    where the engine loads them), or no text and the reason the engine cannot take this tree or drafter."""
     try:
-        out = engine_export(paths, fmt, drafter, draft)
+        out = engine_export(paths, fmt, drafter, draft, target)
     except BadInput as exc:
         return None, [str(exc)]
     return out.text, out.notes
@@ -175,6 +176,17 @@ def engine_draft(meta: dict | None, drafter: str) -> tuple[str | None, str]:
     return slot, (f"This run's draft, {name or 'unnamed'}, is a file or folder of the machine that ran it, whose "
                   f"path this page does not show: if it is a model folder an engine loads, put its path there; "
                   f"this project's own .safetensors drafts no engine reads, so for one of those {wanted}.")
+
+
+def engine_target(meta: dict | None) -> tuple[str | None, str]:
+    """Where the engines load the run's target, as the engine lines show it, and a sentence where that is not the
+    name the run recorded: the bundled target's hub release (bundled.engine_id), or a recorded hub id as it is;
+    (None, "") for a server's model, whose path this page does not show (the lines keep `<target>`)."""
+    target = str((meta or {}).get("target") or "")
+    if engine_id(target):
+        return engine_id(target), (f"The engines serve {engine_id(target)}, the full-precision release on the "
+                                   "hub that the bundled GGUF was quantised from.")
+    return (target, "") if _hub_id(target) else (None, "")
 
 
 def _hub_id(name: str) -> bool:
@@ -245,13 +257,15 @@ def export_markdown(trace: dict | None, choice: str, nodes: int) -> str:
         return "\n\n".join(notes)
     drafter = export_drafter(trace)
     draft, where = engine_draft((trace or {}).get("meta"), drafter)
+    target, served = engine_target((trace or {}).get("meta"))
     lines = [f"**{len(paths)} node{'' if len(paths) == 1 else 's'}, depth {max(len(p) for p in paths)}.** "
              + " ".join(notes)]
-    if where:
-        lines += ["", f"**The draft in the engine blocks below.** {style.md_text(where)}"]
+    for head, said in (("The draft in the engine blocks below.", where), ("The target in them.", served)):
+        if said:
+            lines += ["", f"**{head}** {style.md_text(said)}"]
     took = []
     for fmt, title in EXPORT_FORMATS.items():
-        text, said = _engine(paths, fmt, drafter, draft)
+        text, said = _engine(paths, fmt, drafter, draft, target)
         lines += ["", f"**{title}**" + (":" if text else ": cannot take it."), ""]
         if text:
             took.append(fmt)
@@ -266,10 +280,12 @@ def export_json(trace: dict | None, choice: str, nodes: int) -> str:
     paths, notes = export_paths(trace, choice, nodes)
     drafter = export_drafter(trace)
     draft, where = engine_draft((trace or {}).get("meta"), drafter)
-    engines = {fmt: dict(zip(("text", "notes"), _engine(paths, fmt, drafter, draft))) if paths else None
+    target = engine_target((trace or {}).get("meta"))[0]
+    engines = {fmt: dict(zip(("text", "notes"), _engine(paths, fmt, drafter, draft, target))) if paths else None
                for fmt in EXPORT_FORMATS}
     return json.dumps({"choice": choice, "nodes": len(paths), "paths": [list(p) for p in paths], "notes": notes,
-                       "drafter": drafter, "draft": where or None, **engines}, indent=1, ensure_ascii=False)
+                       "drafter": drafter, "draft": where or None, "target": target, **engines}, indent=1,
+                      ensure_ascii=False)
 
 
 # ---- batching: the modelled speedup by tree size and batch size -------------------------------------

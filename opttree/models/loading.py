@@ -70,7 +70,7 @@ def model_folder(spec: str) -> str:
                        "and weights).")
     if path.is_dir() and not (path / "config.json").is_file():
         raise ModelLoadError(f"model {spec!r}: the folder has no config.json (a local model is a folder with "
-                       "config.json, tokenizer and weights, as save_pretrained writes it).")
+                             "config.json, tokenizer and weights, as save_pretrained writes it).")
     return spec
 
 

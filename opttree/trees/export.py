@@ -279,10 +279,10 @@ _UNFILLED = ("(this project's drafts are in its own format; export-tree fills it
              "or a model folder)")
 
 
-def _vllm_notes(paths, text: str, method: str, tree: bool, filled: bool) -> list[str]:
-    """What the config keeps and how to pass it: the last note ends with the `vllm serve` line. The JSON `text`
-    goes in single quotes; where it holds a `'` itself (a draft folder's path), the line spells it out quoted
-    for the shell, as SGLang's draft path is."""
+def _vllm_notes(paths, text: str, method: str, tree: bool, filled: bool, serve: str) -> list[str]:
+    """What the config keeps and how to pass it: the last note ends with the `vllm serve` line, `serve` the target
+    in it. The JSON `text` goes in single quotes; where it holds a `'` itself (a draft folder's path), the line
+    spells it out quoted for the shell, as SGLang's draft path is."""
     depth = max(len(p) for p in paths)
     model = (f'Complete it with "model": the path of a draft vLLM can load {_UNFILLED}. '
              if method in VLLM_DRAFT_METHODS and not filled else "")
@@ -292,34 +292,36 @@ def _vllm_notes(paths, text: str, method: str, tree: bool, filled: bool) -> list
         return [f"vLLM ≥ 0.21 verifies a chain (PR #42121 removed its tree attention): "
                 f"{counted(depth, 'draft token')} a step, the tree's depth. The tree's shape is carried by SGLang "
                 f"(--format sglang); vLLM ≤ 0.20 took a tree (--format vllm-tree).",
-                f"{model}Pass it as: vllm serve <target> {flag}"]
+                f"{model}Pass it as: vllm serve {serve} {flag}"]
     return ["For vLLM ≤ 0.20 only (0.21 removed speculative_token_tree and refuses the key). Its rejection "
             "sampler compares the drafted tokens position by position, as a chain (a tree-aware one, PR #22752, "
             "was not merged), so the tree's branches are drafted but not verified as branches.",
             f"vLLM never picks the TREE_ATTN backend on its own, so the line names it (--attention-backend, from "
             f"PR #26315 on; vLLM 0.11 and earlier take VLLM_ATTENTION_BACKEND=TREE_ATTN in the environment "
-            f"instead). {model}Pass it as: vllm serve <target> --attention-backend TREE_ATTN {flag}"]
+            f"instead). {model}Pass it as: vllm serve {serve} --attention-backend TREE_ATTN {flag}"]
 
 
-def _sglang_notes(paths, kind: str, filled: bool) -> list[str]:
+def _sglang_notes(paths, kind: str, filled: bool, serve: str) -> list[str]:
     draft = (f" --speculative-draft-model-path <a draft SGLang can load> {_UNFILLED}"
              if SGLANG_ALGORITHMS.get(kind) != "NGRAM" and not filled else "")
     return [sglang_note(paths, kind),
-            f"Pass them as python -m sglang.launch_server --model-path <target> <these flags>{draft}."]
+            f"Pass them as python -m sglang.launch_server --model-path {serve} <these flags>{draft}."]
 
 
-def engine_export(paths, fmt: str, kind: str, draft: str | None = None) -> Export:
+def engine_export(paths, fmt: str, kind: str, draft: str | None = None, target: str | None = None) -> Export:
     """The config `fmt` (EXPORT_FORMATS) for these rank paths and drafter kind, with its notes; BadInput
     where the engine cannot take it (no method for the drafter, or a tree vLLM ≤ 0.20 cannot draft).
     `draft`: where an engine can load the draft (vLLM's `model`, SGLang's --speculative-draft-model-path);
-    None leaves a note saying what to add."""
+    None leaves a note saying what to add. `target`: where it loads the target, in the notes' command lines
+    (quoted for the shell); None leaves `<target>` there."""
     if fmt not in EXPORT_FORMATS:
         raise BadInput(f"unknown format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}")
+    serve = shlex.quote(target) if target else "<target>"
     if fmt == "sglang":
-        return Export(sglang_flags(paths, kind).args(draft), _sglang_notes(paths, kind, bool(draft)))
+        return Export(sglang_flags(paths, kind).args(draft), _sglang_notes(paths, kind, bool(draft), serve))
     method, tree = VLLM_METHODS.get(kind), fmt == "vllm-tree"
     text = vllm_json(paths, method, tree, kind, draft)
-    return Export(text, _vllm_notes(check_paths(paths), text, method, tree, bool(draft)))
+    return Export(text, _vllm_notes(check_paths(paths), text, method, tree, bool(draft), serve))
 
 
 def held_note(method: str, asked: int, paths, max_depth: int) -> str | None:

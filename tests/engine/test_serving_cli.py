@@ -49,6 +49,8 @@ EXPORT = ["export-tree", "--format", "vllm"]
     (["export-tree", "--format", "vllm-tree", "--method", "eagle-static"], "one child count per level"),
     (["export-tree", "--format", "vllm-tree", "--method", "binary", "--drafter", "classic"], "only with method"),
     ([*EXPORT, "--method", "chain", "--nodes", "many"], "invalid int value"),
+    ([*EXPORT, "--method", "chain", "--target", "/no/such/model"], "no such folder"),
+    ([*EXPORT, "--method", "chain", "--base-model-path", "tests/tiny.py"], "is a file: give the model's folder"),
     (["serving", "--check-prompts", "0"], "--check-prompts must be at least 1"),
     (["serving", "--tree-prompts", "-2"], "--tree-prompts must be at least 1"),
 ])
@@ -129,7 +131,7 @@ def test_the_vllm_serve_line_quotes_a_draft_path_holding_a_quote_for_the_shell(c
         out, err = capsys.readouterr()
         line = next(x for x in err.splitlines() if "vllm serve" in x)
         argv = shlex.split(line.split("Pass it as: ", 1)[1])
-        assert argv[:3] == ["vllm", "serve", "<target>"], argv
+        assert argv[:3] == ["vllm", "serve", "HuggingFaceTB/SmolLM2-135M-Instruct"], argv   # the bundled target
         config = json.loads(argv[argv.index("--speculative-config") + 1])
         assert config == json.loads(out) and config["model"] == str(folder.resolve())
         assert ("--attention-backend" in argv) == (fmt == "vllm-tree")
@@ -196,13 +198,14 @@ def test_the_serving_tabs_command_line_for_a_run_on_ones_own_model_reproduces_it
 
     from viz import serving
 
-    draft = tmp_path / "my draft"
-    draft.mkdir()
-    (draft / "config.json").write_text("{}")      # a Hugging Face model's folder
+    draft, target = tmp_path / "my draft", tmp_path / "my model"
+    for folder in (draft, target):
+        folder.mkdir()
+        (folder / "config.json").write_text("{}")      # a Hugging Face model's folder
     paths = [(0,), (1,), (0, 0), (0, 1), (0, 0, 0)]
     step = {"parents": [-1, -1, 0, 0, 2], "rank": [0, 1, 0, 1, 0], "tokens": [1, 2, 3, 4, 5]}
     trace = {"meta": {"method": "sequoia", "drafter": "classic", "nodes": 5, "max_depth": 10,
-                      "target": str(tmp_path / "my model"), "draft": str(draft), "acceptance_source": "default",
+                      "target": str(target), "draft": str(draft), "acceptance_source": "default",
                       "acceptance_by_rank": [0.55, 0.18, 0.09, 0.06, 0.04, 0.03, 0.025, 0.02]}, "steps": [step] * 2}
     text = serving.export_markdown(trace, choice, len(paths))
     line = next(x for x in text.splitlines() if x.startswith("opttree export-tree")).replace("--format vllm ",
@@ -273,3 +276,26 @@ def test_export_tree_format_defaults_to_vllm(capsys):
     """`--format vllm` is the default, as docs/serving.md says (failed before: --format was required)."""
     assert main(["export-tree", "--method", "chain", "--nodes", "3"]) == 0
     assert json.loads(capsys.readouterr().out)["num_speculative_tokens"] == 3
+
+
+def test_the_engine_lines_name_the_target_the_engines_load(capsys, tmp_path):
+    """The notes' `vllm serve` and `launch_server` lines name the target as the engines load it, by the draft's
+    rule (failed before: always `<target>`): the bundled target by its hub release, a hub id as given, a model
+    folder as an absolute path quoted for the shell."""
+    import re
+    import shlex
+
+    folder = tmp_path / "bob's model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")     # a Hugging Face model's folder
+    for target, served in ((None, "HuggingFaceTB/SmolLM2-135M-Instruct"),
+                           ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),
+                           (str(folder), str(folder.resolve()))):
+        named = ["--target", target] if target else []
+        for fmt, method, line in (("vllm", "chain", "vllm serve"), ("vllm-tree", "binary", "vllm serve"),
+                                  ("sglang", "binary", "sglang.launch_server")):
+            assert main(["export-tree", "--format", fmt, "--method", method, "--nodes", "6", *named]) == 0
+            said = next(x for x in capsys.readouterr().err.splitlines() if line in x)
+            argv = shlex.split(re.split(r"Pass (?:it|them) as:? ", said)[1].split(" <these flags>")[0])
+            place = argv.index("serve") + 1 if fmt != "sglang" else argv.index("--model-path") + 1
+            assert argv[place] == served, (fmt, said)

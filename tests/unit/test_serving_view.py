@@ -131,6 +131,22 @@ def test_each_engine_block_names_where_the_draft_is_or_what_to_put_there():
     assert '"model"' not in lookup and "draft-model-path" not in lookup and "The draft in" not in lookup
 
 
+def test_the_engine_lines_name_the_target_where_the_trace_gives_one():
+    """The `vllm serve` and `launch_server` lines under the blocks name the target where the engines can load what
+    the run recorded (failed before: always `<target>`): the bundled target by its hub release, with a sentence
+    saying what that is; a command-line run's hub id as recorded; a served folder (its base name) keeps the slot.
+    The downloaded JSON carries the same target."""
+    for target, served in (("smollm2-135m-instruct", HUB_FALLBACK), ("org/model", "org/model"), ("my-llama", None)):
+        trace = trace_of([], target=target, draft="smollm2-eagle-head.safetensors")
+        text = serving.export_markdown(trace, "chain", 3)
+        lines = [x for x in text.splitlines() if "vllm serve" in x or "--model-path" in x]
+        shown = served or "&lt;target&gt;"       # the panel's notes are escaped markdown
+        assert len(lines) == 3 and all(f" {shown} " in x for x in lines), lines
+        assert ("The engines serve HuggingFaceTB/SmolLM2-135M-Instruct" in text) == (served == HUB_FALLBACK)
+        saved = json.loads(serving.export_json(trace, "chain", 3))
+        assert saved["target"] == served and f" {served or '<target>'} " in saved["vllm"]["notes"][-1]
+
+
 def test_the_engine_blocks_read_the_trace_not_this_machines_files(monkeypatch):
     """The panel is a view of the trace: which draft a run's recorded name is (the bundled one, one of the
     machine that ran it) comes from the name alone. It asked this machine's file system whether
