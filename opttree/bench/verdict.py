@@ -187,6 +187,7 @@ def verdict(result: dict) -> str:
 
 
 BEYOND_TAU = 1.1    # a speedup this far past its τ is timing noise (10 % leaves room for jitter)
+DISTURBED = "Timing was disturbed"    # how `disturbed`'s warning opens (tools/screenshots.py looks for it)
 
 
 def disturbed(pp: dict[str, dict[str, dict]]) -> str:
@@ -199,7 +200,7 @@ def disturbed(pp: dict[str, dict[str, dict]]) -> str:
     if worst is None or worst[0] <= BEYOND_TAU:
         return ""
     _, method, v = worst
-    return (f"Timing was disturbed: {method} ran {v['speedup']:.2f}× AR on a prompt at τ {v['tau']:.2f}, faster "
+    return (f"{DISTURBED}: {method} ran {v['speedup']:.2f}× AR on a prompt at τ {v['tau']:.2f}, faster "
             "than τ allows, so AR's runs were slowed (other work on the machine?) and speedups read high: "
             "run it again.")
 
