@@ -29,7 +29,7 @@ from opttree.bench.plots import (
 )
 from opttree.bench.pool import pool_ea_a
 from opttree.bench.prompts import read_prompts, with_given
-from opttree.bench.sweep import DEFAULT_BUDGETS, DEFAULT_SWEEP_METHODS, parse_numbers, run_sweep
+from opttree.bench.sweep import DEFAULT_BUDGETS, DEFAULT_SWEEP_METHODS, best_budget, parse_numbers, run_sweep
 from opttree.bench.theory_table import THEORY_TEMPERATURE, markdown_table, run_theory_table, theory_markdown
 from opttree.bench.verdict import verdict
 from opttree.bench.verify_cost import DEFAULT_SIZES, verify_cost_curve
@@ -207,10 +207,23 @@ def format_sweep(result: dict) -> str:
     ea = result.get("ea_a_pooled") or result["ea_a_summary"]
     lines.append(f"E(A) vs A over {ea['steps']} steps: binned r={ea.get('binned_r')}, slope={ea.get('slope')}, "
                  f"per-step r={ea['pearson_r']}")
-    if result.get("best_budget"):
-        b = result["best_budget"]
-        lines.append(f"best OPT-Tree budget on this device: n={b['nodes']} (speedup {b['speedup']}, τ {b['tau']})")
-    return "\n".join(lines)
+    return "\n".join(lines + best_budget_lines(result["nodes"]["curves"].get("opt-tree", [])))
+
+
+def best_budget_lines(curve: list[dict]) -> list[str]:
+    """The best OPT-Tree budget on this machine by each speedup the sweep has, each named: the one the
+    verify-cost curve predicts (measured τ and drafting, modelled verify; the `best_budget` a sweep with a
+    cost curve records) and the one this run measured, every budget interleaved per prompt."""
+    pred, meas = best_budget(curve, "predicted_speedup"), best_budget(curve, "speedup")
+    lines = []
+    if pred:
+        lines.append(f"best OPT-Tree budget on this machine by the speedup the verify-cost curve predicts: "
+                     f"n={pred['nodes']} (predicted {pred['predicted_speedup']}×, measured {pred['speedup']}×, "
+                     f"τ {pred['tau']})")
+    if meas:
+        lines.append(f"best OPT-Tree budget on this machine by the speedup this sweep measured: n={meas['nodes']} "
+                     f"({meas['speedup']}×, τ {meas['tau']}; one run, budgets interleaved per prompt)")
+    return lines
 
 
 def cmd_cost(args) -> int:

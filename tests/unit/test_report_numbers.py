@@ -93,3 +93,38 @@ def test_the_bench_table_says_its_tokens_per_s_time_whole_runs():
     text = " ".join(bench_section(bench))
     assert "each run timed whole, the prompt's prefill included" in text
     assert "speedup = that over AR's tokens/s on the same prompts in the same run" in text
+
+
+def _sweep(points):
+    """A sweep result of OPT-Tree points (nodes, τ, measured speedup, predicted speedup)."""
+    keys = ("nodes", "tau", "speedup", "predicted_speedup")
+    curve = [{**dict(zip(keys, p)), "mean_depth": 2.0, "mean_expected_accept": 1.0,
+              "mean_accepted_draft_tokens": 1.0} for p in points]
+    from opttree.bench.sweep import best_budget
+
+    return {"nodes": {"curves": {"opt-tree": curve}}, "threshold": {"nodes": 25, "points": []},
+            "ea_a_summary": {"steps": 0, "pearson_r": None},
+            "best_budget": best_budget(curve, "predicted_speedup" if points[0][3] is not None else "speedup")}
+
+
+def test_the_sweep_names_the_basis_of_its_best_budget_and_the_measured_best():
+    """`opttree sweep`'s closing line names which speedup chose its budget: the verify-cost model's prediction
+    when the curve was measured (the default), and the budget the same run measured fastest beside it. Failed
+    before: it printed "best OPT-Tree budget on this device: n=4 (speedup 1.601, τ 1.94)" with the measured
+    speedup of the predicted best, while n=10 measured 1.616 in the same run (benchmarks/sweep.log)."""
+    from opttree.bench.cli import format_sweep
+
+    text = format_sweep(_sweep([(4, 1.94, 1.601, 1.603), (10, 2.29, 1.616, 1.523), (25, 2.59, 1.228, 1.202)]))
+    assert "on this device: n=4 (speedup 1.601" not in text
+    assert "by the speedup the verify-cost curve predicts: n=4 (predicted 1.603×, measured 1.601×, τ 1.94)" in text
+    assert "by the speedup this sweep measured: n=10 (1.616×, τ 2.29; one run" in text
+    same = format_sweep(_sweep([(4, 1.94, 1.65, 1.603), (10, 2.29, 1.616, 1.523)]))
+    assert "by the speedup this sweep measured: n=4 (1.65×, τ 1.94; one run" in same
+
+
+def test_a_sweep_without_a_cost_curve_says_its_budget_is_the_measured_best():
+    """With --no-verify-cost there is no prediction: the line says the budget is the measured best."""
+    from opttree.bench.cli import format_sweep
+
+    text = format_sweep(_sweep([(4, 1.94, 1.601, None), (10, 2.29, 1.616, None)]))
+    assert "by the speedup this sweep measured: n=10 (1.616×, τ 2.29; one run" in text and "predicts" not in text
