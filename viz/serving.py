@@ -34,6 +34,7 @@ from opttree.config import (
     SELF_DRAFT,
     TRAINING_FREE,
 )
+from opttree.engine.batch_verdict import where_it_pays
 from opttree.errors import BadInput
 from opttree.models.bundled import engine_id, is_bundled
 from opttree.paths import written_as_hub_id
@@ -332,25 +333,11 @@ def speedup_figure(table: list[dict], best: dict, where: str = "") -> go.Figure:
 
 
 def batch_summary(best: dict) -> str:
-    """One sentence from the model: up to which batch size a tree pays, and the best size at each B."""
+    """One sentence from the model: up to which batch size a tree pays (`batch_cost.where_it_pays`), and the
+    best size at each B."""
     if not best:
         return ""
     rows = [best[b] for b in sorted(best)]
-    paying = [r for r in rows if r["nodes"] > 0 and (r.get("speedup") or 0) > 1.0]
     per_b = "; ".join(f"B = {r['batch']}: " + (f"n = {r['nodes']} (×{r['speedup']:.2f})" if r["nodes"] > 0
                                                 else "AR") for r in rows)
-    if not paying:
-        head = "On this machine, by the model, no tree pays at any batch size measured."
-    elif len(paying) == len(rows):
-        head = (f"By the model, a tree pays at every batch size measured, but its best size shrinks from "
-                f"n = {rows[0]['nodes']} to n = {rows[-1]['nodes']} as the batch grows.")
-    elif rows[:len(paying)] == paying:
-        stop = rows[len(paying)]
-        head = (f"By the model, speculation pays up to B = {paying[-1]['batch']} and stops paying from "
-                f"B = {stop['batch']}: a batch fills the forward that a tree would have used.")
-    else:   # not a clean cut (measured costs are noisy): name where it pays and where it does not
-        def sizes(rs):
-            return ", ".join(str(r["batch"]) for r in rs)
-        head = (f"By the model, a tree pays at B = {sizes(paying)} and not at B = "
-                f"{sizes([r for r in rows if r not in paying])}; gains near 1× are within the measurement's noise.")
-    return f"{head} Best size per batch: {per_b}."
+    return f"{where_it_pays(best)} Best size per batch: {per_b}."

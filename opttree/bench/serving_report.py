@@ -26,6 +26,7 @@ from opttree.config import DecodeConfig
 from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.prompts import encode_prompt
 from opttree.engine import batch_cost
+from opttree.engine.batch_verdict import where_it_pays
 from opttree.engine.cost import sync
 from opttree.engine.speculative import run, run_acceptance
 from opttree.models.loading import last_logits_only
@@ -136,8 +137,6 @@ def serving_markdown(data: dict, command: str) -> str:
     m, s = data["machine"], data["surface"]
     device = m.get("gpu") or f"{m.get('cpu')}, {m.get('torch_threads')} torch threads"
     best = data["best_by_batch"]
-    paying = [b for b, r in sorted(best.items()) if r["nodes"] > 0 and r["speedup"] > 1.0]
-    stops = next((b for b, r in sorted(best.items()) if r["nodes"] == 0 or r["speedup"] <= 1.0), None)
     a = ", ".join(f"{x:.3f}" for x in data["acceptance_by_rank"])
     lines = [f"# Speculation in a batch: {device}", "",
              f"{m.get('date_utc')} · {data['target']} + {data['drafter']} draft · `{command}`", "",
@@ -151,8 +150,7 @@ def serving_markdown(data: dict, command: str) -> str:
              "## Modelled speedup over AR at the same batch size, by Sequoia tree size n", "",
              "tokens/s = B·(E(n)+1) / (verify(B, n+1) + B·draft(n)); E(n) from the Sequoia DP, draft(n) per sequence "
              "from the draft's cost curve.", "", *_model_table(data), "",
-             f"Speculation pays (best n > 0 and ×>1) at B ∈ {paying or 'none'}"
-             + (f"; from B = {stops} on the model's best is plain AR." if stops else "; it pays at every B measured.")]
+             where_it_pays(best) + " (A tree pays at B where its best n > 0 and is faster than AR.)"]
     lines += ["", "## Checks against real runs", "",
               f"Batched AR, time per step ({len(data['check_prompts'])} held-out training prompts cut to one length, "
               "greedy; the model's surface has its own prefix length):", "",

@@ -122,4 +122,29 @@ def test_the_figure_and_the_page():
             "check_trees": [{"nodes": 4, "tau": 1.9, "modelled_tau": 2.0, "step_ms": 9.0, "modelled_step_ms": 8.0}]}
     page = serving_report.serving_markdown(data, "opttree serving")
     assert page.startswith("# Speculation in a batch: Test CPU") and "model built from measurements" in page
-    assert "| 16 |" in page and "Speculation pays" in page
+    assert "| 16 |" in page and "By the model," in page
+
+
+def _page(speedups: dict) -> str:
+    """The page for a model table given as {batch: {nodes: speedup}} (tokens/s = 10 · B · speedup)."""
+    table = [{"batch": b, "nodes": n, "speedup": x, "tokens_per_s": 10 * b * x} for b, row in speedups.items()
+             for n, x in row.items()]
+    surface = synthetic_surface()
+    data = {"machine": {"cpu": "Test CPU", "torch_threads": 2, "date_utc": "2026-01-01"}, "target": "t",
+            "drafter": "eagle", "acceptance_by_rank": [0.7, 0.1], "acceptance_source": "card", "surface": surface,
+            "model": table, "best_by_batch": batch_cost.best_by_batch(table), "check_prompts": [1],
+            "tree_prompts": 1, "check_batches": [], "check_trees": []}
+    return serving_report.serving_markdown(data, "opttree serving")
+
+
+def test_the_page_names_where_a_tree_pays_when_it_pays_again_at_a_larger_batch():
+    """The page's sentence on where speculation pays says what the Serving tab's does (`batch_summary`): where
+    a tree pays again at a larger batch (measured costs are noisy), it names both sides. Failed before: the
+    page kept its own copy of the rule and read "from B = 4 on the model's best is plain AR" while its own
+    table starred a 2-node tree at B = 8."""
+    page = _page({1: {0: 1.0, 2: 1.4, 4: 1.6}, 2: {0: 1.0, 2: 1.1, 4: 1.2}, 4: {0: 1.0, 2: 0.97, 4: 0.9},
+                  8: {0: 1.0, 2: 1.03, 4: 0.8}})
+    assert "| 8 | ×1.00 | ×1.03 | ×0.80 | 2 (82 tok/s) |" in page
+    assert "from B = 4 on" not in page and "a tree pays at B = 1, 2, 8 and not at B = 4" in page
+    clean = _page({1: {0: 1.0, 2: 1.4, 4: 1.6}, 2: {0: 1.0, 2: 1.1, 4: 1.2}, 4: {0: 1.0, 2: 0.97, 4: 0.9}})
+    assert "speculation pays up to B = 2 and stops paying from B = 4" in clean
