@@ -185,8 +185,7 @@ def cmd_export_tree(args) -> int:
     if args.method == "opt-tree":
         paths, report["adaptivity"] = _adaptive_static(args, cfg, log)
         c = report["adaptivity"]["compare"]
-        log(f"OPT-Tree τ {c['tau_opt_tree']} vs its static stand-in τ {c['tau_static']} at n = {args.nodes} "
-            f"(+{c['tau_gain']}); OPT-Tree's speed / the static tree's: ×{c['speed_ratio_opt_tree_over_static']}")
+        log(tree_export.adaptivity_line(c, args.nodes))
     else:
         vector, source = _vector(models) if args.method == "sequoia" else (None, None)
         paths = static_paths(args.method, args.nodes, args.max_depth, vector)

@@ -68,3 +68,12 @@ def compare(pair, questions: list[dict], cfg: DecodeConfig, paths, log=None) -> 
             "tau_static": tau["static"], "tau_gain": round(tau["opt-tree"] - tau["static"], 4),
             "speed_ratio_opt_tree_over_static": round(speed["opt-tree"] / speed["static"], 4)
             if speed["static"] else None}
+
+
+def adaptivity_line(c: dict, nodes: int) -> str:
+    """`compare`'s result in one line: τ of each with the gain signed as it is, and the speed ratio named as
+    measured side by side in one interleaved run on this machine."""
+    over = f" over {len(c['prompts'])} prompts" if c.get("prompts") else ""
+    return (f"OPT-Tree τ {c['tau_opt_tree']} vs its static stand-in τ {c['tau_static']} at n = {nodes} "
+            f"({c['tau_gain']:+}); OPT-Tree's speed / the static tree's: ×{c['speed_ratio_opt_tree_over_static']} "
+            f"(one run on this machine, the two interleaved{over})")
