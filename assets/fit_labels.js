@@ -10,12 +10,14 @@
   // the bonus token's, the root's and the likeliest nodes'; a draft node's label is hidden too where it would cover
   // another node's marker (its centre), as a label wider than the columns' spacing does when the next column has a
   // node on its row. An accepted token's label sits above its diamond or below it: on a phone the path's columns are
-  // ~25 px apart, so neighbours alternate above and below the path. The path's labels are placed together
-  // (placePath): none touches another, and the fewest the search finds lie on another node's marker (over GAP px of
-  // its box each way, as a sibling's dot one row up or down). A label lies on a draft node's dot (which keeps its
-  // hover) before an accepted diamond or the bonus token's star, and on any of them before it is hidden, since an
-  // accepted token matters more than any marker: it is hidden only as a last resort, where no arrangement the search
-  // weighs keeps it clear of the other accepted labels.
+  // 16-25 px apart, so neighbours alternate above and below the path, and where a path 15 or more deep leaves too
+  // little room for that a label moves out a line or two further (still centred on its column, inside the plot area).
+  // The path's labels are placed together (placePath): none touches another, and the fewest the search finds lie on
+  // another node's marker (over GAP px of its box each way, as a sibling's dot one row up or down) or move out a line.
+  // A label lies on a draft node's dot (which keeps its hover) before it moves out a line, before it covers the bonus
+  // token's label, before it lies on an accepted diamond or the bonus token's star, and on any of them before it is
+  // hidden, since an accepted token matters more than any marker: it is hidden only as a last resort, where no
+  // arrangement the search weighs keeps it clear of the other accepted labels.
   // Each node's hover keeps its text. A wider figure whose labels fit is left as the server drew it.
   const NARROW = 640;
   const GAP = 2;
@@ -84,35 +86,57 @@
     bonus.t.setAttribute('transform', `translate(${dx},${dy})`);
     return true;
   };
-  // What an accepted label at box `r` costs beside the accepted labels kept before it (`boxes`): nothing where it is
-  // free, ON.dot where it lies on a draft node's marker, ON.diamond on an accepted one or the bonus token's star
-  // (its node's own markers, those sharing the centre of `own`, do not count), and it cannot touch a kept label.
-  const ON = {dot: 1, diamond: 100, hidden: 10000};
-  const spotCost = (r, own, boxes, markers) => {
-    if (boxes.some((k) => meets(r, k, GAP))) return Infinity;
+  // What an accepted label at box `r` costs for what it lies on: nothing where it is free, ON.dot where it lies on a
+  // draft node's marker, ON.diamond on an accepted one or the bonus token's star (its node's own markers, those
+  // sharing the centre of `own`, do not count), and ON.bonus more where it touches the bonus token's label `bonus`
+  // (which is hidden then).
+  const ON = {dot: 1, line: 10, bonus: 50, diamond: 100, hidden: 10000};
+  const spotCost = (r, own, markers, bonus) => {
     const on = markers.filter((m) => Math.abs(m.c.x - own.c.x) + Math.abs(m.c.y - own.c.y) > 1
       && meets(r, m.r, -GAP));
-    return on.some((m) => m.accepted) ? ON.diamond : on.length ? ON.dot : 0;
+    return (on.some((m) => m.accepted) ? ON.diamond : on.length ? ON.dot : 0)
+      + (bonus && meets(r, bonus, GAP) ? ON.bonus : 0);
   };
-  // The accepted path's labels, placed together along the path: of each label's three choices (above its diamond,
-  // below it, hidden) the cheapest arrangement that ends in each is kept, and the cheapest at the path's end wins,
-  // above where it ties. Returns each label's box, or null where it is hidden.
-  const placePath = (path, markers) => {
-    let ends = [{cost: 0, boxes: [], picks: []}];
-    for (const l of path) {
-      const above = l.t.getBoundingClientRect();
-      ends = [above, below(above, l.mark.r), null].map((r) => {
-        let best = null;
-        for (const e of ends) {
-          const cost = e.cost + (r ? spotCost(r, l.mark, e.boxes, markers) : ON.hidden);
-          if (cost < (best ? best.cost : Infinity)) {
-            best = {cost, boxes: r ? [...e.boxes, r] : e.boxes, picks: [...e.picks, r]};
-          }
-        }
-        return best;
-      }).filter(Boolean);
+  // Where an accepted label may go: above its diamond and below it and, with `lines` over 1 (a narrow figure), each
+  // further line out on either side (one label's height and GAP + 1 px apart) that stays inside the plot area `plot`.
+  // Each spot is a box with `dy`, how far it moves the label, and `line`, 0 next to the diamond.
+  const spotsOf = (l, lines, plot) => {
+    const r = l.t.getBoundingClientRect(), under = below(r, l.mark.r), step = r.bottom - r.top + GAP + 1;
+    const spots = [];
+    for (let k = 0; k < lines; k++) {
+      for (const [b, dy] of [[r, -k * step], [under, k * step]]) {
+        const s = {left: b.left, right: b.right, top: b.top + dy, bottom: b.bottom + dy, dy: (b.dy || 0) + dy, line: k};
+        if (!k || (s.top >= plot.top && s.bottom <= plot.bottom)) spots.push(s);
+      }
     }
-    return ends.reduce((a, b) => (b.cost < a.cost ? b : a)).picks;
+    return spots;
+  };
+  // The accepted path's labels, placed together along the path: each label's spots (spotsOf) or hidden, none touching
+  // another. A spot costs what it lies on (spotCost) and ON.line for each line it lies out from its diamond, so a
+  // label moves out a line only where a closer spot would touch another label or lie on a diamond or the star. The
+  // cheapest arrangement ending in each choice of the last MEMORY labels is kept (every label before them still
+  // counts: no spot may touch one); the cheapest at the path's end wins, the one found first where it ties (above
+  // before below, nearer lines first). Returns each label's box, or null where it is hidden.
+  const MEMORY = 3, LINES = 3;
+  const placePath = (path, markers, lines, plot, bonus) => {
+    let ends = new Map([['', {cost: 0, boxes: [], picks: [], keys: []}]]);
+    for (const l of path) {
+      const spots = spotsOf(l, lines, plot).map((r) => ({r, cost: spotCost(r, l.mark, markers, bonus)
+        + ON.line * r.line}));
+      spots.push({r: null, cost: ON.hidden});
+      const next = new Map();
+      for (const e of ends.values()) {
+        spots.forEach(({r, cost}, j) => {
+          if (r && e.boxes.some((k) => meets(r, k, GAP))) return;
+          const keys = [...e.keys, j].slice(-MEMORY), key = keys.join(' ');
+          if (e.cost + cost < (next.get(key)?.cost ?? Infinity)) {
+            next.set(key, {cost: e.cost + cost, boxes: r ? [...e.boxes, r] : e.boxes, picks: [...e.picks, r], keys});
+          }
+        });
+      }
+      ends = next;
+    }
+    return [...ends.values()].reduce((a, b) => (b.cost < a.cost ? b : a)).picks;
   };
   // The colour bar of a figure NARROW px wide or less: the server draws it at the plot's right, where on a phone it
   // takes a quarter of the width and squeezes the tree's columns to ~18 px apart; there it lies across the figure
@@ -148,7 +172,11 @@
     const moved = placeBonus(gd, labels, markers);
     if (!moved && gd._fullLayout.width > NARROW) return;
     const path = labels.filter((l) => l.rank === 0 && l.mark), kept = [];
-    placePath(path, markers).forEach((r, i) => {
+    const size = gd._fullLayout._size, box = gd.getBoundingClientRect();
+    const plot = {top: box.top + size.t, bottom: box.top + size.t + size.h};
+    const lines = gd._fullLayout.width <= NARROW ? LINES : 1;
+    const bonus = labels.find((l) => l.rank === 1)?.t.getBoundingClientRect();
+    placePath(path, markers, lines, plot, bonus).forEach((r, i) => {
       if (!r) path[i].t.style.visibility = 'hidden';
       else {
         if (r.dy) path[i].t.setAttribute('transform', `translate(0,${r.dy})`);

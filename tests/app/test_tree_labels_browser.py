@@ -12,6 +12,7 @@ import plotly
 import pytest
 from app_server import ARTIFACTS, CHROMIUM, PHONE, headless_chromium
 
+from opttree.config import LIMITS
 from ui.app import page_js
 from viz.html_export import standalone_html
 from viz.style import visible
@@ -215,18 +216,20 @@ def test_a_bonus_label_stays_inside_a_side_by_side_panel(chromium):
 
 
 
-# Twelve accepted tokens of everyday length after the ten of SEA, and the draft's other guesses.
+# Twelve accepted tokens of everyday length after the ten of SEA, and the draft's other guesses; PATH_WORDS goes on
+# to the deepest path a run may have (config LIMITS' max_depth).
 WORDS = [*SEA, " of", " autumn"]
+PATH_WORDS = [*WORDS, " rolled", " gently", " toward", " distant", " shores", " where", " gulls", " cried"]
 
 
 def layered_step(depth: int, width: int) -> dict:
     """A tree `depth` layers deep, `width` nodes a layer, each node's parent the first or second node of the layer
-    above; the first node of each layer is accepted (a WORDS token), the others are GUESSES."""
+    above; the first node of each layer is accepted (a PATH_WORDS token), the others are GUESSES."""
     n = depth * width
     parents = [-1] * width + [(i // width - 1) * width + i % width % 2 for i in range(width, n)]
     layer = [i // width + 1 for i in range(n)]
     p_hat = [0.95 ** d * (1 - 0.1 * (i % width)) for i, d in enumerate(layer)]
-    texts = [WORDS[i // width] if i % width == 0 else GUESSES[i % width] for i in range(n)]
+    texts = [PATH_WORDS[i // width] if i % width == 0 else GUESSES[i % width] for i in range(n)]
     return {"tokens": list(range(n)), "texts": texts, "parents": parents, "depth": layer, "q": p_hat,
             "p_hat": p_hat, "rank": [i % width for i in range(n)], "accepted": list(range(0, n, width)),
             "rejected": None, "bonus_token": 9, "bonus_text": ",", "committed": [], "committed_text": "",
@@ -333,6 +336,38 @@ def test_on_a_phone_the_last_accepted_label_keeps_off_the_bonus_star(chromium):
     assert not [x["text"] for x in seen["labels"] if on_marker(x, star)]
     pg.screenshot(path=str(ARTIFACTS / "classroom-phone-bonus-star.png"))
     pg.close()
+
+
+# The accepted path's markers: the root's square and each accepted diamond.
+DIAMONDS = """() => [...[...document.querySelectorAll('#g .scatterlayer .trace')]
+    .find(g => g.__data__[0].trace.name.startsWith('accepted path')).querySelectorAll('.points path.point')]
+    .map(m => { const r = m.getBoundingClientRect();
+        return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; })"""
+
+
+@pytest.mark.parametrize("depth", [15, LIMITS["max_depth"][1]])
+def test_a_phone_shows_every_accepted_token_of_a_path_as_deep_as_a_run_goes(chromium, depth):
+    """A 15-deep accepted path two nodes a layer at 390 px has its columns ~20 px apart (~16 px at 20 deep): above
+    and below the path alternately, one accepted word still met its neighbours and was hidden (five of twenty at
+    20 deep), so the path read with gaps. Up to the deepest tree a run may grow (config LIMITS' max_depth) every
+    accepted token shows, in order, between the depth axis and the legend, and so does the bonus token's label;
+    no two visible labels meet and none lies on an accepted diamond or the bonus token's star."""
+    fig = tree_figure(layered_step(depth, 2), f"opt-tree · step 1/1 · {2 * depth} nodes<br>accepted {depth}")
+    pg = figure_page(chromium, fig, PHONE["width"])
+    labels = [x for x in pg.evaluate(LABELS) if not x["hidden"]]
+    assert [x["text"] for x in labels if x["trace"].startswith("accepted path")] == [
+        visible(t) for t in PATH_WORDS[:depth]], labels
+    assert [x["text"] for x in labels if x["trace"].startswith("bonus")] == [","], labels
+    assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:] if meet(a, b)]
+    drawn = pg.evaluate(COLOUR_BAR)         # between the depth axis and the legend
+    assert all(0 <= x["left"] and x["right"] <= PHONE["width"] and drawn["plot"]["top"] <= x["top"]
+               and x["bottom"] <= drawn["legend"]["top"] for x in labels), (drawn, labels)
+    seen, star = pg.evaluate(ON_MARKERS), pg.evaluate(STAR)
+    diamonds = pg.evaluate(DIAMONDS)
+    assert not [(x["text"], m) for x in seen["labels"] for m in [star, *diamonds] if on_marker(x, m)]
+    pg.screenshot(path=str(ARTIFACTS / f"classroom-phone-{depth}-deep-path.png"))
+    pg.close()
+
 
 # Gradio 6's layout rules for its page (held to 768 px wide from 768 to 1023 px, to 1024 px from there), a
 # Row and a Column (a row wraps, each child grows from zero width down to a floor; a Column writes its scale
