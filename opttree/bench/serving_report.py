@@ -26,7 +26,7 @@ from opttree.config import DecodeConfig
 from opttree.decoding.kv_cache import new_cache
 from opttree.decoding.prompts import encode_prompt
 from opttree.engine import batch_cost
-from opttree.engine.batch_verdict import where_it_pays
+from opttree.engine.batch_verdict import NEAR_EVEN, where_it_pays
 from opttree.engine.cost import sync
 from opttree.engine.speculative import run, run_acceptance
 from opttree.models.loading import last_logits_only
@@ -150,7 +150,7 @@ def serving_markdown(data: dict, command: str) -> str:
              "## Modelled speedup over AR at the same batch size, by Sequoia tree size n", "",
              "tokens/s = B·(E(n)+1) / (verify(B, n+1) + B·draft(n)); E(n) from the Sequoia DP, draft(n) per sequence "
              "from the draft's cost curve.", "", *_model_table(data), "",
-             where_it_pays(best) + " (A tree pays at B where its best n > 0 and is faster than AR.)"]
+             where_it_pays(best) + f" (A tree pays at B where its best n > 0 is more than ×{NEAR_EVEN:.2f} AR.)"]
     lines += ["", "## Checks against real runs", "",
               f"Batched AR, time per step ({len(data['check_prompts'])} held-out training prompts cut to one length, "
               "greedy; the model's surface has its own prefix length):", "",

@@ -187,6 +187,23 @@ def table_of(speedups: dict) -> list[dict]:
             for n, s in row.items()]
 
 
+def test_a_modelled_gain_inside_the_models_error_is_called_even_not_paying():
+    """The shipped page read "speculation pays up to B = 4" for a 1-node tree modelled at ×1.016 there, while its
+    own checks find the model's time per step 6-19 % optimistic (failed before). A gain up to NEAR_EVEN is named
+    with its size and called even; the batch sizes where a tree pays are those beyond it."""
+    from opttree.engine.batch_verdict import NEAR_EVEN
+
+    assert 1 < NEAR_EVEN < 1.1
+    best = {1: {"batch": 1, "nodes": 4, "speedup": 1.62}, 2: {"batch": 2, "nodes": 4, "speedup": 1.19},
+            4: {"batch": 4, "nodes": 1, "speedup": 1.016}, 8: {"batch": 8, "nodes": 0, "speedup": 1.0}}
+    text = serving.batch_summary(best)
+    assert "pays up to B = 2 and stops paying from B = 4" in text, text
+    assert "×1.02 at B = 4 (n = 1): within 5 % of AR" in text and "so even" in text
+    assert "so even" not in serving.batch_summary({**best, 4: {"batch": 4, "nodes": 1, "speedup": 1.07}})
+    nothing = serving.batch_summary({1: {"batch": 1, "nodes": 2, "speedup": 1.03}})
+    assert "no tree pays" in nothing and "×1.03 at B = 1 (n = 2)" in nothing
+
+
 def test_the_chart_stars_each_batch_sizes_best_and_the_sentence_says_where_it_stops_paying():
     table = table_of({1: {0: 1.0, 4: 1.6, 25: 1.9}, 4: {0: 1.0, 4: 1.2, 25: 0.9}, 16: {0: 1.0, 4: 0.8, 25: 0.5}})
     best = {1: table[2], 4: table[4], 16: table[6]}
@@ -198,7 +215,7 @@ def test_the_chart_stars_each_batch_sizes_best_and_the_sentence_says_where_it_st
     text = serving.batch_summary(best)
     assert "pays up to B = 4" in text and "from B = 16" in text and "B = 16: AR" in text
     # measured costs are noisy: a tree may pay again at a larger batch; the sentence names both sides
-    gap = {**best, 8: {"batch": 8, "nodes": 0, "speedup": 1.0}, 16: {"batch": 16, "nodes": 1, "speedup": 1.04}}
+    gap = {**best, 8: {"batch": 8, "nodes": 0, "speedup": 1.0}, 16: {"batch": 16, "nodes": 1, "speedup": 1.08}}
     text = serving.batch_summary(gap)
     assert "pays at B = 1, 4, 16 and not at B = 8" in text and "up to" not in text
     empty = serving.speedup_figure([], {})
