@@ -25,7 +25,7 @@ from opttree.engine import batch_cost
 from opttree.errors import BadInput, OneLineParser, guarded
 from opttree.models.bundled import engine_id, is_bundled
 from opttree.models.draft_assets import card_acceptance
-from opttree.models.loading import model_folder
+from opttree.models.loading import checked_model
 from opttree.paths import is_hub_id
 from opttree.trace import by_depth_text, percent
 from opttree.trace_file import dumps
@@ -101,7 +101,7 @@ def served_draft(models) -> str | None:
 def served_target(models) -> str | None:
     """Where a serving engine loads the target (`vllm serve`'s model, SGLang's --model-path): the bundled target's
     hub release (bundled.engine_id: the full-precision model the GGUF was quantised from), else as `_served`
-    says (a target model_folder refused never gets here)."""
+    says (a target checked_model refused never gets here)."""
     spec = str(models.target)
     return engine_id(spec) or _served(spec, is_hub_id(spec))
 
@@ -177,7 +177,7 @@ def cmd_export_tree(args) -> int:
     cfg = _export_config(args)
     models = models_from_args(args)
     _check_drafts(models)
-    model_folder(models.target)   # a target no engine loads (a file, a missing folder) is refused before any work
+    checked_model(models.target)   # a target no engine loads (a file, a missing folder) is refused before any work
     kind = models.kind()
     engine_export([(0,)], args.format, kind)   # a drafter the engine has no method for is refused before any work
     report: dict = {"method": args.method, "nodes": args.nodes, "drafter": kind, "format": args.format}

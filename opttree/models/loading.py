@@ -51,14 +51,22 @@ def resolve_dtype(dtype: str, device: torch.device, target: str | None = None) -
 
 
 def model_folder(spec: str) -> str:
-    """Map a model argument to what `from_pretrained` takes (the bundled id becomes its cache dir). A file
-    (a GGUF, a weights file) or a local path that is not there is refused here, with what to give instead:
-    transformers would call a file an invalid config JSON and a missing folder a malformed repo id."""
+    """Map a model argument to what `from_pretrained` takes (the bundled id becomes its cache dir, converted on
+    first use), once `checked_model` takes it."""
+    spec = checked_model(spec)
+    return bundled.source() if spec in bundled.BUNDLED_ALIASES else spec
+
+
+def checked_model(spec: str) -> str:
+    """A model argument as given (stripped), or refused with what to give instead: a file (a GGUF, a weights
+    file) or a local path that is not there (transformers would call a file an invalid config JSON and a missing
+    folder a malformed repo id). Reads no weights: the bundled ids pass as they are (their conversion waits for a
+    load), so a command that never loads the model checks it for nothing."""
     if not spec or not str(spec).strip():
         raise BadInput("a model id or path is required.")
     spec = str(spec).strip()
     if spec in bundled.BUNDLED_ALIASES:
-        return bundled.source()
+        return spec
     path = Path(spec)
     if path.is_file():
         gguf = (f"; a GGUF loads only as the bundled model's ({bundled.GGUF_NAME}): set OPTTREE_GGUF to it and "

@@ -312,3 +312,16 @@ def test_the_engine_lines_name_the_target_the_engines_load(capsys, tmp_path):
             argv = shlex.split(re.split(r"Pass (?:it|them) as:? ", said)[1].split(" <these flags>")[0])
             place = argv.index("serve") + 1 if fmt != "sglang" else argv.index("--model-path") + 1
             assert argv[place] == served, (fmt, said)
+
+
+def test_export_tree_checks_the_bundled_target_without_converting_it(capsys, monkeypatch):
+    """export-tree never loads the target for a static method, so checking it reads no weights: the bundled
+    target passes by its id (failed before: the check resolved it, which converts the GGUF on a fresh cache,
+    tens of seconds and half a gigabyte for a chain's config), and its line still names its hub release."""
+    def convert():
+        raise AssertionError("the bundled target was resolved (converted on a fresh cache) for an export")
+
+    monkeypatch.setattr("opttree.models.bundled.source", convert)
+    for target in ("smollm2-135m-instruct", "bundled", "smollm2"):
+        assert main([*EXPORT, "--method", "chain", "--nodes", "3", "--target", target]) == 0
+        assert "vllm serve HuggingFaceTB/SmolLM2-135M-Instruct " in capsys.readouterr().err
