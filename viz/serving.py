@@ -207,8 +207,8 @@ def cli_models(meta: dict, drafter: str) -> str:
     bundled draft) are not it: another target and its draft; an untrained head (`random`, which the head
     loaders take); a target drafting for itself (`self`: the target named as its own classic draft)."""
     target, draft = str(meta.get("target") or ""), str(meta.get("draft") or "")
-    own_target = bool(target) and not is_bundled(target)
-    line = f" --target {shlex.quote(target)}" if own_target else ""
+    line = cli_target(meta)
+    own_target = bool(line)
     if draft == SELF_DRAFT:
         return line + f" {DRAFT_FLAGS['classic']} {shlex.quote(target if own_target else BUNDLED_ID)}"
     if draft and drafter in DRAFT_FLAGS and (own_target or draft == RANDOM_HEAD):
@@ -216,11 +216,30 @@ def cli_models(meta: dict, drafter: str) -> str:
     return line
 
 
+def cli_target(meta: dict) -> str:
+    """The --target flag naming a run's target where it is not the CLI's default (the bundled target)."""
+    target = str(meta.get("target") or "")
+    return f" --target {shlex.quote(target)}" if target and not is_bundled(target) else ""
+
+
+def _unnamed_target(meta: dict) -> str:
+    """A sentence on the line's --target where the engine blocks keep `<target>` (`engine_target` names no
+    location): the line names the target as the run recorded it, which the command line reads as a folder of
+    this machine or a hub id."""
+    target = str(meta.get("target") or "")
+    if not cli_target(meta) or engine_target(meta)[0]:
+        return ""
+    return (f" The line's --target names the run's target as the run recorded it, {style.md_text(target)}: a "
+            "server's model by the name this page shows, a command-line run's as it was given; put the folder or hub "
+            "id you serve it from in its place.")
+
+
 def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -> list[str]:
     """The `opttree export-tree` line for the exported tree (`formats`: those that took it), or why there
     is none: "run" exports the run's own method (its max depth where it is not the CLI's default); "run" and
-    "sequoia" name the run's target and draft where they are not the CLI's defaults (`cli_models`); a method
-    or drafter the CLI refuses gets no line."""
+    "sequoia" name the run's target and draft where they are not the CLI's defaults (`cli_models`), the others
+    the target alone (`cli_target`: the engines' lines name it); a method or drafter the CLI refuses gets no
+    line."""
     meta = (trace or {}).get("meta") or {}
     method = str(meta.get("method") or "") if choice == "run" else choice
     if method not in EXPORT_METHODS:
@@ -235,6 +254,8 @@ def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -
         line += f" --max-depth {depth}"
     if choice in ("run", "sequoia"):   # the run's draft gives the shape (its card, or none, gives the vector)
         line += cli_models(meta, drafter)
+    else:   # the method alone gives the shape; the engines' lines still name the run's target
+        line += cli_target(meta)
     others = " or ".join(f for f in EXPORT_FORMATS if f != formats[0])
     head = "The same from the command line"
     # The command line reads the named draft's card: the target drafting for itself and an untrained head have
@@ -245,8 +266,8 @@ def cli_text(trace: dict | None, choice: str, paths: list, formats: list[str]) -
         head = ("From the command line, which reads the draft's card for Sequoia's vector where it has one (this "
                 "panel has no vector recorded by a run, so the command line's tree can differ)")
     return [f"{head} (for OPT-Tree it fits the shape over many prompts and measures what adaptivity is worth; "
-            f"--format {others} for the others); docs/serving.md says how to start each engine with it:", "",
-            _code(line, "bash")]
+            f"--format {others} for the others).{_unnamed_target(meta)} docs/serving.md says how to start each "
+            "engine with it:", "", _code(line, "bash")]
 
 
 def export_markdown(trace: dict | None, choice: str, nodes: int) -> str:

@@ -325,3 +325,23 @@ def test_export_tree_checks_the_bundled_target_without_converting_it(capsys, mon
     for target in ("smollm2-135m-instruct", "bundled", "smollm2"):
         assert main([*EXPORT, "--method", "chain", "--nodes", "3", "--target", target]) == 0
         assert "vllm serve HuggingFaceTB/SmolLM2-135M-Instruct " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("choice", ["chain", "binary", "eagle-static"])
+def test_the_serving_tabs_command_line_for_a_fixed_shape_names_the_target_its_engine_lines_name(capsys, choice):
+    """For a run on a hub model, the tab's engine lines serve that model; its command line for a shape the method
+    alone gives (no draft needed) named no target, so the CLI's lines served the bundled target's release (failed
+    before). The line names the run's target, and prints the tab's `vllm serve` line."""
+    import re  # the tab's and the CLI's serve lines, read the same way
+    import shlex  # the tab's line, split as the shell splits it
+
+    from viz import serving  # the app's view, which the other tests here do not need
+
+    trace = {"meta": {"method": "chain", "drafter": "lookup", "nodes": 4, "max_depth": 10,
+                      "target": "Qwen/Qwen2.5-0.5B-Instruct", "draft": ""}, "steps": []}
+    text = serving.export_markdown(trace, choice, 6)
+    line = next(x for x in text.splitlines() if x.startswith("opttree export-tree"))
+    assert main(shlex.split(line)[1:]) == 0
+    served = re.compile(r"vllm serve (\S+)")
+    cli = served.findall(capsys.readouterr().err)
+    assert cli and set(cli) == set(served.findall(text)) == {"Qwen/Qwen2.5-0.5B-Instruct"}, (line, cli)

@@ -298,3 +298,18 @@ def test_the_sequoia_line_says_the_command_lines_tree_can_differ_only_where_it_c
     trace = trace_of([], drafter=drafter, draft=draft, target="smollm2-135m-instruct", max_depth=10)
     text = " ".join(serving.cli_text(trace, "sequoia", static_paths("sequoia", 5, 10, DEFAULT_ACCEPTANCE), ["vllm"]))
     assert "opttree export-tree" in text and ("the command line's tree can differ" in text) == differs
+
+
+@pytest.mark.parametrize("target, said", [("Qwen 0.5B (local)", True), ("Qwen2.5-0.5B-Instruct", True),
+                                          ("/home/me/models/qwen", True), ("Qwen/Qwen2.5-0.5B-Instruct", False),
+                                          ("smollm2-135m-instruct", False)])
+def test_the_command_line_says_what_its_target_is_where_the_engine_blocks_keep_a_slot(target, said):
+    """A server's model is recorded by its public name (a folder's base name or its target_name), which the line's
+    --target repeats: export-tree reads it as a folder here or a hub id, so it refused a name such as "Qwen 0.5B
+    (local)" and served a base name as a hub id, with no word on the page (failed before). Where the engine blocks
+    keep `<target>`, the line says what its --target is and to put one's own folder or hub id there; a hub id and
+    the bundled target are named as they are, with no such sentence."""
+    text = " ".join(serving.cli_text(trace_of([], drafter="lookup", method="chain", target=target), "chain",
+                                     [(0,), (0, 0)], ["vllm"]))
+    assert ("put the folder or hub id you serve it from in its place" in text) == said, text
+    assert ("--target" in text) == (target != "smollm2-135m-instruct")
