@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from app_server import launched_app  # noqa: E402 (the tests' launcher, found through the path above)
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from opttree.bench.verdict import DISTURBED  # noqa: E402 (the checkout, on the path by make's PYTHONPATH=.)
+from opttree.bench.verdict import disturbed_warning  # noqa: E402 (the checkout, on the path by make's PYTHONPATH=.)
 
 OUT = ROOT / "docs" / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -101,19 +101,19 @@ def compare(browser, url: str, wanted=()) -> None:
     such runs compare.png is left as it was and the command fails, saying so."""
     pg = opened(browser, url)
     pg.get_by_role("tab", name="Compare").click()
-    for _ in range(COMPARE_TRIES):
+    for run in range(1, COMPARE_TRIES + 1):
         pg.click("#compare-run")
         wait_status(pg, "#compare-status", "Done")
         pg.wait_for_timeout(1500)
-        said = pg.evaluate(STATUS, "#compare-verdict")
-        if DISTURBED not in said:
+        warning = disturbed_warning(pg.evaluate(STATUS, "#compare-verdict"))
+        if not warning:
             pg.screenshot(path=str(OUT / "compare.png"), full_page=True)
             pg.close()
             return
-        print(f"compare: {said.split(DISTURBED, 1)[1].split('.')[0]}: run again", file=sys.stderr, flush=True)
+        print(f"compare, run {run} of {COMPARE_TRIES}: {warning}", file=sys.stderr, flush=True)
     pg.close()
-    raise SystemExit(f"compare.png not written: {DISTURBED.lower()} in {COMPARE_TRIES} runs (other work on the "
-                     "machine?); run `make screenshots` again on an idle machine.")
+    raise SystemExit(f"compare.png not written: the timing was disturbed in all {COMPARE_TRIES} runs (other work on "
+                     "the machine?); run `make screenshots` again on an idle machine.")
 
 
 def explore_dark(browser, url: str, wanted=()) -> None:

@@ -187,7 +187,13 @@ def verdict(result: dict) -> str:
 
 
 BEYOND_TAU = 1.1    # a speedup this far past its τ is timing noise (10 % leaves room for jitter)
-DISTURBED = "Timing was disturbed"    # how `disturbed`'s warning opens (tools/screenshots.py looks for it)
+DISTURBED = "Timing was disturbed"    # how `disturbed`'s warning opens (`disturbed_warning` looks for it)
+
+
+def disturbed_warning(said: str) -> str:
+    """The warning `disturbed` adds to a verdict, read back from the verdict's text (the Compare tab's, which
+    tools/screenshots.py reads): the last of its sentences, whole; '' where the timing was not disturbed."""
+    return said[said.index(DISTURBED):].strip() if DISTURBED in said else ""
 
 
 def disturbed(pp: dict[str, dict[str, dict]]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from opttree.bench.verdict import mean_se, spread, verdict
+from opttree.bench.verdict import disturbed, disturbed_warning, mean_se, per_prompt, spread, verdict
 
 
 def rows_for(taus: dict[str, list[float]], speeds: dict[str, list[float]]) -> list[dict]:
@@ -161,6 +161,18 @@ def test_a_speedup_beyond_tau_is_called_disturbed_timing():
     # BEYOND_TAU's 10 % for jitter: 1.05 × τ is still calm, 1.2 × τ is not
     assert "disturbed" not in verdict(result(taus, {**calm, "binary@10": [1.87, 1.5]}))
     assert "binary@10 ran 2.14× AR on a prompt at τ 1.78" in verdict(result(taus, {**calm, "binary@10": [2.14, 1.5]}))
+
+
+def test_the_disturbed_warning_reads_back_whole_from_a_verdicts_text():
+    """tools/screenshots.py prints the warning it finds in the Compare tab's verdict before running Compare again.
+    It cut the warning at its first full stop (failed before: ": binary@10 ran 5", the decimal point of 5.15×);
+    `disturbed_warning` gives the whole warning, and nothing for a calm verdict."""
+    taus = {"opt-tree@10": [2.0, 2.1], "binary@10": [1.78, 1.9]}
+    calm = {"opt-tree@10": [1.5, 1.6], "binary@10": [1.4, 1.5]}
+    said = verdict(result(taus, {**calm, "binary@10": [5.15, 1.5]}))
+    assert disturbed_warning(said) == disturbed(per_prompt(result(taus, {**calm, "binary@10": [5.15, 1.5]})["runs"]))
+    assert disturbed_warning(said).startswith("Timing was disturbed: binary@10 ran 5.15× AR on a prompt at τ 1.78")
+    assert disturbed_warning(said).endswith("run it again.") and disturbed_warning(verdict(result(taus, calm))) == ""
 
 
 def test_a_difference_is_called_only_beyond_two_standard_errors():
