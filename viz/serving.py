@@ -354,7 +354,7 @@ def speedup_figure(table: list[dict], best: dict, where: str = "") -> go.Figure:
 
 
 def batch_summary(best: dict) -> str:
-    """One sentence from the model: up to which batch size a tree pays (`batch_cost.where_it_pays`), and the
+    """One sentence from the model: up to which batch size a tree pays (`batch_verdict.where_it_pays`), and the
     best size at each B."""
     if not best:
         return ""
