@@ -180,14 +180,18 @@ def engine_draft(meta: dict | None, drafter: str) -> tuple[str | None, str]:
 
 
 def engine_target(meta: dict | None) -> tuple[str | None, str]:
-    """Where the engines load the run's target, as the engine lines show it, and a sentence where that is not the
-    name the run recorded: the bundled target's hub release (bundled.engine_id), or a recorded hub id as it is;
-    (None, "") for a server's model, whose path this page does not show (the lines keep `<target>`)."""
+    """Where the engines load the run's target, as the engine lines show it, and the sentence saying what that
+    is: the bundled target's hub release (bundled.engine_id), or a name written as a hub id as the run recorded
+    it (a command line's relative folder reads the same, as a draft's does in `engine_draft`); (None, "") for a
+    server's model, whose path this page does not show (the lines keep `<target>`)."""
     target = str((meta or {}).get("target") or "")
     if engine_id(target):
         return engine_id(target), (f"The engines serve {engine_id(target)}, the full-precision release on the "
                                    "hub that the bundled GGUF was quantised from.")
-    return (target, "") if _hub_id(target) else (None, "")
+    if _hub_id(target):
+        return target, (f"The engines serve the run's target, {target}, as its command named it: a hub id, or a "
+                        "folder of the machine that ran it.")
+    return None, ""
 
 
 def _hub_id(name: str) -> bool:

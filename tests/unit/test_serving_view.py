@@ -143,6 +143,8 @@ def test_the_engine_lines_name_the_target_where_the_trace_gives_one():
         shown = served or "&lt;target&gt;"       # the panel's notes are escaped markdown
         assert len(lines) == 3 and all(f" {shown} " in x for x in lines), lines
         assert ("The engines serve HuggingFaceTB/SmolLM2-135M-Instruct" in text) == (served == HUB_FALLBACK)
+        # a recorded org/name may be a hub id or a command line's relative folder: the sentence says both
+        assert ("a hub id, or a folder of the machine that ran it" in text) == (served == "org/model")
         saved = json.loads(serving.export_json(trace, "chain", 3))
         assert saved["target"] == served and f" {served or '<target>'} " in saved["vllm"]["notes"][-1]
 
