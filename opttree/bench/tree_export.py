@@ -74,6 +74,8 @@ def adaptivity_line(c: dict, nodes: int) -> str:
     """`compare`'s result in one line: τ of each with the gain signed as it is, and the speed ratio named as
     measured side by side in one interleaved run on this machine."""
     over = f" over {len(c['prompts'])} prompts" if c.get("prompts") else ""
+    ratio = c["speed_ratio_opt_tree_over_static"]
+    speed = (f"×{ratio} (one run on this machine, the two interleaved{over})" if ratio is not None else
+             "not timed (the static tree's runs took no measurable time)")
     return (f"OPT-Tree τ {c['tau_opt_tree']} vs its static stand-in τ {c['tau_static']} at n = {nodes} "
-            f"({c['tau_gain']:+}); OPT-Tree's speed / the static tree's: ×{c['speed_ratio_opt_tree_over_static']} "
-            f"(one run on this machine, the two interleaved{over})")
+            f"({c['tau_gain']:+}); OPT-Tree's speed / the static tree's: {speed}")

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from opttree.bench.tree_export import adaptivity_line
 from opttree.cli import main
 
 
@@ -187,7 +188,6 @@ def test_an_opt_tree_stand_in_vllm_cannot_draft_is_refused_with_its_report_writt
     assert "one child count per level" in saved["notes"][-1] and saved["adaptivity"]["compare"]["tau_gain"] == 0.2
 
 
-
 def test_the_opt_tree_line_signs_the_gain_and_names_the_basis_of_its_speed_ratio(capsys, monkeypatch):
     """export-tree --method opt-tree's line gives τ's gain with its own sign and says the speed ratio comes from
     one interleaved run on this machine. Failed before: the line wrote "(+{gain})", so a static stand-in that
@@ -199,6 +199,10 @@ def test_the_opt_tree_line_signs_the_gain_and_names_the_basis_of_its_speed_ratio
     err = capsys.readouterr().err
     assert "+-" not in err and "vs its static stand-in τ 3.02 at n = 2 (-0.12)" in err
     assert "×0.97 (one run on this machine, the two interleaved over 3 prompts)" in err
+    untimed = adaptivity_line({"tau_opt_tree": 1.0, "tau_static": 1.0, "tau_gain": 0.0,
+                               "speed_ratio_opt_tree_over_static": None}, 2)
+    assert "×None" not in untimed and "the static tree's: not timed" in untimed
+
 
 @pytest.mark.parametrize("choice", ["run", "sequoia"])
 def test_the_serving_tabs_command_line_for_a_run_on_ones_own_model_reproduces_its_export(capsys, no_model, tmp_path,
