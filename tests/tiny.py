@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from opttree.config import TRAINING_FREE
 from opttree.decoding.token_bytes import byte_decoder
@@ -78,6 +80,18 @@ def tiny_llama(seed: int = 0, vocab: int = 64, layers: int = 2, hidden: int = 32
     model.generation_config.eos_token_id = eos
     model.generation_config.pad_token_id = eos if eos is not None else 0
     return model.requires_grad_(False)
+
+
+VOCAB = 64
+
+
+def save_tiny_model(folder: Path, seed: int, layers: int) -> str:
+    """A random-weight Llama with a word-level tokenizer ("t0" .. "t63"), saved as a model folder."""
+    tiny_llama(seed, VOCAB, layers=layers, scale=4.0).save_pretrained(folder)
+    words = Tokenizer(models.WordLevel({f"t{i}": i for i in range(VOCAB)}, unk_token="t0"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=words, unk_token="t0").save_pretrained(folder)
+    return str(folder)
 
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

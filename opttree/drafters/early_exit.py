@@ -32,6 +32,7 @@ from opttree.drafters.feature_head import FeatureHeadDrafter
 from opttree.errors import BadInput
 from opttree.nets.attention_mask import causal_mask, for_layer, layer_kinds, local_spans
 from opttree.nets.exit_head import ExitHead, check_exit_layer
+from opttree.nets.placement import input_device
 from opttree.trace import BuildInfo
 from opttree.trees.draft_tree import DraftTree
 
@@ -68,7 +69,7 @@ def check_matches_target(model, exit_layer: int) -> None:
     layers (an architecture whose forward does more than embed -> layers, such as a scaled
     embedding, would give the exit head inputs it was never trained on)."""
     check_exit_layer(model.config, exit_layer)
-    device = model.get_input_embeddings().weight.device
+    device = input_device(model)
     ids = torch.arange(1, 6, device=device)[None] % model.config.vocab_size
     pos = torch.arange(ids.shape[1], device=device)[None]
     want = model(input_ids=ids, output_hidden_states=True).hidden_states[exit_layer]

@@ -14,6 +14,7 @@ from opttree.decoding.kv_cache import new_cache, truncate
 from opttree.drafters.base import odds
 from opttree.drafters.model_drafter import ModelDrafter
 from opttree.errors import BadInput
+from opttree.nets.placement import module_device
 from opttree.trees.draft_tree import ROOT, DraftTree
 
 
@@ -24,6 +25,7 @@ class FeatureHeadDrafter(ModelDrafter):
         self.feature_layers = head.feature_layers   # (-1,): the last hidden state, the LM head's input
         self.embed = target.get_input_embeddings()
         self.lm_head = target.get_output_embeddings()
+        self.lm_device = module_device(self.lm_head)   # under device_map: where the LM head computes
         self.cache = new_cache(head.decoder)
         self.n_pairs = 0  # pairs (tokens 1..n_pairs) in the cache, all with true target features
         self.root_feature = None
@@ -35,12 +37,12 @@ class FeatureHeadDrafter(ModelDrafter):
         self.outside = outside if ids.numel() and bool(outside.any()) else None
 
     def _logits(self, features: torch.Tensor) -> torch.Tensor:
-        return self.head.logits(features.to(self.lm_head.weight.device), self.lm_head)
+        return self.head.logits(features.to(self.lm_device), self.lm_head)
 
     def _draft_probs(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Probabilities over the draft vocabulary (tree temperature applied) and each column's token
         id (None: column = token id). Equal to `probs(_logits(...))` restricted to those columns."""
-        sub, ids = self.head.draft_logits(features.to(self.lm_head.weight.device), self.lm_head)
+        sub, ids = self.head.draft_logits(features.to(self.lm_device), self.lm_head)
         if ids is None:
             return self.probs(sub), None
         logits = sub.float() / self.temperature

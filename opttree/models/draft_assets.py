@@ -21,6 +21,7 @@ from opttree.nets.exit_head import ExitHead, exit_config
 from opttree.nets.feature_head import FeatureHead, head_config_from_target
 from opttree.nets.few_row_linear import apply_choice, choice_of, use_few_row_linear
 from opttree.nets.grouped_attention import use_grouped_attention
+from opttree.nets.placement import input_device
 
 TEMPERATURE_KEY = "tree_temperature"   # the card's fitted tree temperature (drafters/tree_temperature.py)
 ACCEPTANCE_KEY = "acceptance_by_rank"  # the card's measured acceptance by rank (trees/sequoia.py)
@@ -123,7 +124,7 @@ def load_feature_head(spec: str, target):
         head = FeatureHead(config)
         head.load_state_dict(tensors)
     emb = target.get_input_embeddings().weight
-    head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
+    head.to(device=input_device(target), dtype=emb.dtype).eval().requires_grad_(False)
     use_few_row_linear(head, draft=True)  # a tree layer drafts a few nodes at once (few_row_linear.py)
     apply_choice(head, choice_of(target) or {})   # the target's kernel choice, shape by shape
     use_grouped_attention(head)
@@ -150,7 +151,7 @@ def load_exit_head(spec: str, target, exit_layer: int | None = None):
         head = ExitHead(config)
         head.load_state_dict(tensors)
     emb = target.get_input_embeddings().weight
-    head.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
+    head.to(device=input_device(target), dtype=emb.dtype).eval().requires_grad_(False)
     use_few_row_linear(head, draft=True)
     apply_choice(head, choice_of(target) or {})
     use_grouped_attention(head)
@@ -185,7 +186,7 @@ def load_bundled_classic(spec: str, target):
         raise ModelLoadError(f"classic draft {spec}: missing {missing[:3]}, unexpected {unexpected[:3]}")
     model.tie_weights()
     emb = target.get_input_embeddings().weight
-    return model.to(device=emb.device, dtype=emb.dtype).eval().requires_grad_(False)
+    return model.to(device=input_device(target), dtype=emb.dtype).eval().requires_grad_(False)
 
 
 def length_predictor_for(pair) -> length_predictor.LengthPredictor:

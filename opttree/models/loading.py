@@ -21,6 +21,7 @@ from opttree.nets.attention_mask import tree_refusal
 from opttree.nets.few_row_linear import apply_choice, choice_of, mark_target, use_few_row_linear
 from opttree.nets.grouped_attention import use_grouped_attention
 from opttree.nets.kernel_choice import choose_kernels
+from opttree.nets.placement import input_device
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -166,11 +167,6 @@ def last_logits_only(model) -> dict:
 @functools.cache
 def _takes_logits_to_keep(cls) -> bool:
     return "logits_to_keep" in inspect.signature(cls.forward).parameters
-
-
-def input_device(model) -> torch.device:
-    """Where inputs go: the embedding's device (differs from model.device under device_map)."""
-    return model.get_input_embeddings().weight.device
 
 
 @dataclass

@@ -23,6 +23,7 @@ from torch import nn
 
 from opttree.nets.draft_decoder import decoder_forward
 from opttree.nets.few_row_linear import PackedWeight, bf16_rows, few_row_matmul, int8_weights, version_key
+from opttree.nets.placement import weights_at_hand
 
 LM_ROWS = "lm_head"   # what `int8_skip` names to keep the LM-head rows fp32 (they are not a submodule)
 
@@ -162,10 +163,11 @@ class FeatureHead(nn.Module):
         full = self.vocab_ids.numel() == 0
         if full and not self._rows_int8():
             return lm_head(features), None
-        rows, pack = self._draft_rows(lm_head.weight)
         flat = features.reshape(-1, features.shape[-1])
-        bias = getattr(lm_head, "bias", None) if full else None
-        sub = few_row_matmul(flat, rows, pack, bias).reshape(*features.shape[:-1], rows.shape[0])
+        with weights_at_hand(lm_head):   # an LM head that device_map offloaded holds its weight for its forward only
+            rows, pack = self._draft_rows(lm_head.weight)
+            bias = getattr(lm_head, "bias", None) if full else None
+            sub = few_row_matmul(flat, rows, pack, bias).reshape(*features.shape[:-1], rows.shape[0])
         return sub, None if full else self.vocab_ids
 
     def logits(self, features, lm_head: nn.Module):

@@ -10,9 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from tiny import tiny_llama
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
+from tiny import save_tiny_model
 
 from opttree.bench.compare import ONE
 from opttree.config import SETTING_NAMES, DecodeConfig
@@ -27,17 +25,7 @@ from ui import serving as serving_ui
 from ui.common import Page
 from ui.compare import compare_job, plan_for
 
-VOCAB = 64
 SETTINGS = dict(method="binary", nodes=6, max_depth=3, max_new_tokens=6)
-
-
-def save_tiny_model(folder: Path, seed: int, layers: int) -> str:
-    """A random-weight Llama with a word-level tokenizer ("t0" .. "t63"), saved as a model folder."""
-    tiny_llama(seed, VOCAB, layers=layers, scale=4.0).save_pretrained(folder)
-    words = Tokenizer(models.WordLevel({f"t{i}": i for i in range(VOCAB)}, unk_token="t0"))
-    words.pre_tokenizer = pre_tokenizers.Whitespace()
-    PreTrainedTokenizerFast(tokenizer_object=words, unk_token="t0").save_pretrained(folder)
-    return str(folder)
 
 
 @pytest.fixture(scope="module")
