@@ -89,9 +89,12 @@ def device_name(device) -> str:
 
 
 def sync(device) -> None:
-    """Wait for the device's queued work, so that a clock read after it times the work (CUDA runs ahead)."""
+    """Wait for the queued work, so that a clock read after it times the work (CUDA runs ahead): on every
+    visible GPU for a CUDA device, since under device_map a forward that starts on the inputs' GPU ends on
+    another (an idle GPU's wait costs microseconds)."""
     if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
+        for index in range(torch.cuda.device_count()):
+            torch.cuda.synchronize(index)
 
 
 def synthetic_tree(n: int, vocab: int, seed: int = 0) -> DraftTree:

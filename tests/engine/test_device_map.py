@@ -21,6 +21,7 @@ from transformers import AutoModelForCausalLM
 from opttree.cli import main
 from opttree.config import RANDOM_HEAD, DecodeConfig
 from opttree.drafters.registry import load_pair, with_drafter
+from opttree.engine import cost
 from opttree.engine.speculative import run
 from opttree.models.loading import ModelPair, input_device, load_tokenizer, prepare
 from opttree.nets.feature_head import FeatureHead, fused_layers, head_config_from_target
@@ -158,3 +159,17 @@ def counted(call, runs: dict, key):
         return call(*args, **kwargs)
 
     return wrapper
+
+
+def test_timing_waits_for_every_gpu_a_spread_forward_runs_on(monkeypatch):
+    """Under device_map a forward starts on the inputs' GPU and ends on another: the clock read after
+    `cost.sync` (the prefill's, the cost curve's) must wait for all of them. It waited for the inputs' GPU
+    alone (failed before: only cuda:0 synchronised of three). CPU runs wait for nothing."""
+    waited = []
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: waited.append(torch.device("cuda", device)))
+    cost.sync("cuda:0")
+    assert [d.index for d in waited] == [0, 1, 2]
+    waited.clear()
+    cost.sync("cpu")
+    assert waited == []
