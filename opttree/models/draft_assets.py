@@ -80,6 +80,10 @@ CLASSIC_FILE = ("a classic draft file (tensors model.layers.N.*, from python -m 
                 "Hugging Face model is given by its folder or hub id)")
 
 
+# A rotary embedding's buffers of frequencies (transformers' `*RotaryEmbedding`), fp32 in a model of any dtype.
+ROTARY_BUFFERS = ("inv_freq", "original_inv_freq")
+
+
 def _read(path: Path, what: str) -> tuple[dict, dict]:
     """The `config` a draft file from python -m opttree.train carries in its metadata, and its tensors; a
     file without one (a Hugging Face model's model.safetensors, say) is refused as not being `what`, before
@@ -123,8 +127,7 @@ def load_feature_head(spec: str, target):
                                  f"the target has {layers}.")
         head = FeatureHead(config)
         head.load_state_dict(tensors)
-    emb = target.get_input_embeddings().weight
-    head.to(device=input_device(target), dtype=emb.dtype).eval().requires_grad_(False)
+    beside_target(head, target).eval().requires_grad_(False)
     use_few_row_linear(head, draft=True)  # a tree layer drafts a few nodes at once (few_row_linear.py)
     apply_choice(head, choice_of(target) or {})   # the target's kernel choice, shape by shape
     use_grouped_attention(head)
@@ -150,8 +153,7 @@ def load_exit_head(spec: str, target, exit_layer: int | None = None):
                            f"early-exit --exit-layer {exit_layer} --out FILE) and pass it with --exit-head-path.")
         head = ExitHead(config)
         head.load_state_dict(tensors)
-    emb = target.get_input_embeddings().weight
-    head.to(device=input_device(target), dtype=emb.dtype).eval().requires_grad_(False)
+    beside_target(head, target).eval().requires_grad_(False)
     use_few_row_linear(head, draft=True)
     apply_choice(head, choice_of(target) or {})
     use_grouped_attention(head)
@@ -185,8 +187,22 @@ def load_bundled_classic(spec: str, target):
     if missing or unexpected:
         raise ModelLoadError(f"classic draft {spec}: missing {missing[:3]}, unexpected {unexpected[:3]}")
     model.tie_weights()
-    emb = target.get_input_embeddings().weight
-    return model.to(device=input_device(target), dtype=emb.dtype).eval().requires_grad_(False)
+    return beside_target(model, target).eval().requires_grad_(False)
+
+
+def beside_target(draft: torch.nn.Module, target) -> torch.nn.Module:
+    """`draft` (built in fp32) moved to where the target's embedding computes, in that embedding's dtype,
+    except its rotary inverse frequencies, which stay fp32 as transformers builds them in a model of any
+    dtype: the rotary embedding multiplies positions by them in fp32, and `Module.to(bf16)` would round them
+    to 8 bits, turning the angle at position 500 by up to 0.69 rad (1.4 at 1000) from the one the draft was
+    trained with."""
+    device, dtype = input_device(target), target.get_input_embeddings().weight.dtype
+    kept = {name: buf for name, buf in draft.named_buffers() if name.rsplit(".", 1)[-1] in ROTARY_BUFFERS}
+    draft.to(device=device, dtype=dtype)
+    for name, buf in kept.items():
+        owner, _, leaf = name.rpartition(".")
+        setattr(draft.get_submodule(owner), leaf, buf.to(device))
+    return draft
 
 
 def length_predictor_for(pair) -> length_predictor.LengthPredictor:
