@@ -6,8 +6,10 @@
    the same prompts, interleaved (the bench harness): τ, tokens/s, speedup over AR, the greedy
    exact-match rate, and where a step's time goes (draft, build, verify ms). In half precision the
    tree forward and the AR forward round differently, so a near-tie can flip a token: the rate is
-   measured, not assumed. fp32, the exactness reference, runs first, and each dtype has its own time
-   budget (`--minutes-per-dtype`), so a slow dtype cannot starve the others.
+   measured, not assumed, and each run that left AR's output is judged at its first divergence against
+   an fp32 copy of the target: a near-tie, or a clear margin that would be a bug (bench/divergence.py).
+   fp32, the exactness reference, runs first, and each dtype has its own time budget
+   (`--minutes-per-dtype`), so a slow dtype cannot starve the others.
 
 Writes `benchmarks/gpu/<date>-<device>.md` and `.json` (the device named in both). Nothing else in
 the project depends on it; on a machine without CUDA it says so and stops.
@@ -26,10 +28,11 @@ import sys
 from pathlib import Path
 
 from opttree import paths
+from opttree.bench.divergence import divergences, format_divergences
 from opttree.bench.harness import run_bench
 from opttree.bench.prompts import read_prompts
 from opttree.bench.report import fmt, pct
-from opttree.config import DecodeConfig
+from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.errors import BadInput, guarded
 
 DTYPES = ("fp32", "bf16", "fp16")
@@ -50,17 +53,22 @@ def run_tests() -> str:
     return (lines[-1] if lines else proc.stdout.strip().splitlines()[-1:] or ["no output"])[0].strip("= ")
 
 
-def check_dtype(pair, prompts, cfg: DecodeConfig, log=None, max_minutes: float | None = None) -> dict:
+def check_dtype(pair, prompts, cfg: DecodeConfig, log=None, max_minutes: float | None = None,
+                reference=None) -> dict:
     """One dtype's reading: {"methods": {method: KEPT fields}, "cost": compact cost curve}, for a pair
     loaded in that dtype; `max_minutes` caps the bench (every method still runs on each prompt it
-    reaches)."""
+    reaches). With `reference` (the target in fp32), also "divergences": each run's first departure
+    from AR's output with the target's logit gap there and whether it is a near-tie (bench/divergence.py)."""
     from opttree.engine import cost  # the engine loads only when a check runs (not for --help)
 
     curve = cost.load_or_measure(pair, refresh=True, log=log)
     result = run_bench(pair, prompts, list(METHODS), cfg, chat=True, log=log or (lambda m: None),
                        max_minutes=max_minutes)
-    return {"cost": cost.compact(curve),
-            "methods": {m: {k: a.get(k) for k in KEPT} for m, a in result["methods"].items()}}
+    out = {"cost": cost.compact(curve),
+           "methods": {m: {k: a.get(k) for k in KEPT} for m, a in result["methods"].items()}}
+    if reference is not None:
+        out["divergences"] = divergences(pair, reference, prompts, result)
+    return out
 
 
 def report(device: str, date: str, tests: str | None, results: dict, cfg: DecodeConfig, n_prompts: int) -> str:
@@ -87,7 +95,15 @@ def report(device: str, date: str, tests: str | None, results: dict, cfg: Decode
                                                                   for w, ms in zip(c["widths"], c["layer_ms"])))
     lines += ["", "In half precision the tree forward and the AR forward round differently, so a near-tie can "
               "flip a token: an exact-match rate below 100 % there is expected to come from such flips (fp32 is "
-              "the exactness reference; a shortfall in fp32 would be a bug)."]
+              "the exactness reference; a shortfall in fp32 would be a bug). Each run that left AR's output, "
+              "at its first divergence (opttree/bench/divergence.py: the fp32 target's logit gap between AR's "
+              "token and the run's, against what the dtype gets wrong there):"]
+    for dtype, r in results.items():
+        if "divergences" in r:
+            ties = sum(d["near_tie"] for d in r["divergences"])
+            lines += ["", f"{dtype}: {len(r['divergences'])} divergences, {ties} near-ties, "
+                      f"{len(r['divergences']) - ties} at a clear margin", "", "```",
+                      format_divergences(r["divergences"]), "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -114,7 +130,9 @@ def main(argv=None) -> int:
         print("gpu-check needs a CUDA device and none is visible here (torch.cuda.is_available() is False); "
               "nothing was run.", file=sys.stderr)
         return 2
-    from opttree.drafters.registry import load_pair  # with torch: only once there is a device to check
+    # with torch: only once there is a device to check
+    from opttree.drafters.registry import load_pair
+    from opttree.models.loading import load_causal_lm
 
     device = torch.cuda.get_device_name(0)
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
@@ -125,10 +143,14 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"{date}-{re.sub(r'[^A-Za-z0-9]+', '-', device).strip('-').lower()}"
     results: dict = {}
+    reference = None    # the fp32 target the half-precision divergences are judged by, loaded once
     for dtype in dtypes:  # the report is rewritten after each dtype: a run cut short keeps what it measured
+        if dtype != "fp32" and reference is None:
+            reference = load_causal_lm(BUNDLED_ID, torch.device("cuda"), torch.float32)
         results[dtype] = check_dtype(load_pair(device="cuda", dtype=dtype), prompts, cfg,
                                      log=lambda m: print(m, file=sys.stderr, flush=True),
-                                     max_minutes=args.minutes_per_dtype or None)
+                                     max_minutes=args.minutes_per_dtype or None,
+                                     reference=reference if dtype != "fp32" else None)
         text = report(device, date, tests, results, cfg, len(prompts))
         stem.with_suffix(".md").write_text(text, encoding="utf-8")
         stem.with_suffix(".json").write_text(json.dumps({"device": device, "date": date, "tests": tests,

@@ -1,15 +1,20 @@
-"""Reduced precision: drafts beside a bf16 target (their weights in its dtype, their rotary frequencies fp32)."""
+"""Reduced precision: drafts beside a bf16 target (their weights in its dtype, their rotary frequencies fp32),
+and how a bf16 run's departures from AR's greedy output are judged (opttree/bench/divergence.py)."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
 import torch
 from safetensors.torch import save_file
-from tiny import tiny_llama
+from tiny import tiny_llama, tiny_pair
 
-from opttree.config import RANDOM_HEAD
+from opttree.bench import gpu_check
+from opttree.bench.divergence import divergence_at, divergences, first_divergence
+from opttree.bench.prompts import parse_prompts
+from opttree.config import RANDOM_HEAD, DecodeConfig
 from opttree.models.draft_assets import load_bundled_classic, load_exit_head, load_feature_head
 
 
@@ -54,3 +59,65 @@ def test_a_draft_beside_a_bf16_target_keeps_its_rotary_frequencies_fp32(kind, tm
         assert buf.dtype == torch.float32, name
         assert torch.equal(buf, want), name
 
+
+# --- exactness in reduced precision: where a run leaves AR's output, and whether the target nearly tied there
+
+PROMPT = [3, 4, 5, 6]
+MT = '{"question_id": 1, "category": "math", "turns": ["t3 t4 t5 t6"]}\n'
+
+
+def tied(model, a: int, b: int):
+    """A copy of `model` whose LM head scores tokens a and b alike (their rows equal)."""
+    model = copy.deepcopy(model)
+    with torch.no_grad():
+        model.lm_head.weight[b] = model.lm_head.weight[a]
+    return model
+
+
+def test_first_divergence():
+    assert first_divergence([1, 2, 3], [1, 2, 3]) is None
+    assert first_divergence([1, 2, 3], [1, 5, 3]) == 1
+    assert first_divergence([1, 2], [1, 2, 3]) == 2        # one ends where the other goes on
+    assert first_divergence([], [4]) == 0
+
+
+def test_a_divergence_is_a_near_tie_only_within_what_the_dtype_gets_wrong():
+    """At a clear margin (AR's token the target's top, the other its last) the divergence is flagged as
+    not a near-tie, with the fp32 gap the logits give; two tokens the LM head scores alike are a near-tie,
+    in fp32 and beside a bf16 copy of the target, whose error there is part of the noise."""
+    target = tiny_llama(scale=4.0)
+    logits = target(input_ids=torch.tensor([PROMPT])).logits[0, -1]
+    a, b = int(logits.argmax()), int(logits.argmin())
+    clear = divergence_at(target, target, PROMPT, [a, 7], [b, 7])
+    assert clear["position"] == 0 and (clear["ar_token"], clear["other_token"]) == (a, b)
+    assert clear["gap_fp32"] == pytest.approx(float(logits[a] - logits[b])) and clear["gap_fp32"] > 1
+    assert clear["gap"] == clear["gap_fp32"] and clear["noise"] == clear["spacing"] < 1e-5   # fp32 against itself
+    assert not clear["near_tie"] and clear["fp32_rank_of_other"] == logits.numel() - 1
+    assert divergence_at(target, target, PROMPT, [a, 7], [a, 7]) is None
+    assert divergence_at(target, target, PROMPT, [a], [a, 7]) is None        # one ended: no token to compare
+    same = tied(target, a, b)
+    tie = divergence_at(same, same, PROMPT, [a], [b])
+    assert tie["gap_fp32"] == 0 and tie["near_tie"]
+    half = divergence_at(copy.deepcopy(same).to(torch.bfloat16), same, PROMPT, [a], [b])
+    assert half["gap_fp32"] == 0 and half["near_tie"] and half["noise"] >= half["spacing"] > 1e-3   # bf16's step
+
+
+def test_divergences_of_a_bench_result_and_the_gpu_reports_list_of_them():
+    """Each run of a bench result that left AR's output, judged at its first divergence (the prompt
+    encoded as the bench encodes it), and the GPU check's report of them."""
+    pair = tiny_pair("classic", draft_is_target=True)
+    logits = pair.target(input_ids=torch.tensor([PROMPT])).logits[0, -1]
+    a, b = int(logits.argmax()), int(logits.argmin())
+    runs = [{"prompt_id": "1", "method": "ar", "output_ids": [a, 9]},
+            {"prompt_id": "1", "method": "opt-tree@60", "output_ids": [a, 9]},
+            {"prompt_id": "1", "method": "chain", "output_ids": [b, 9]}]
+    prompts = parse_prompts(MT)
+    rows = divergences(pair, pair.target, prompts, {"runs": runs})
+    assert [(r["prompt_id"], r["method"], r["position"], r["near_tie"]) for r in rows] == [("1", "chain", 0, False)]
+    cfg = DecodeConfig(method="ar", nodes=0, max_new_tokens=4)
+    checked = gpu_check.check_dtype(pair, prompts, cfg, reference=pair.target)
+    assert checked["divergences"] == []                      # fp32 against itself: every run is AR's output
+    checked["divergences"] = rows
+    text = gpu_check.report("Tiny CPU", "2026-01-01", None, {"bf16": checked}, cfg, 1)
+    assert "bf16: 1 divergences, 0 near-ties, 1 at a clear margin" in text
+    assert f"1 | chain | 0 | {a} / {b} | +{rows[0]['gap_fp32']:.4f}" in text and "| NO" in text
