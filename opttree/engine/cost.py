@@ -89,12 +89,17 @@ def device_name(device) -> str:
 
 
 def sync(device) -> None:
-    """Wait for the queued work, so that a clock read after it times the work (CUDA runs ahead): on every
-    visible GPU for a CUDA device, since under device_map a forward that starts on the inputs' GPU ends on
-    another (an idle GPU's wait costs microseconds)."""
-    if torch.device(device).type == "cuda":
+    """Wait for the queued work, so that a clock read after it times the work (CUDA runs ahead): for a CUDA
+    device, on `device` and every other GPU this process holds memory on, since under device_map a forward
+    that starts on the inputs' GPU ends on another. A GPU it holds no memory on runs none of its work, and
+    waiting on one would create a CUDA context there (memory taken from whoever uses it, and the time to
+    make it inside the first timed forward)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        own = torch.cuda.current_device() if device.index is None else device.index
         for index in range(torch.cuda.device_count()):
-            torch.cuda.synchronize(index)
+            if index == own or torch.cuda.memory_reserved(index) > 0:
+                torch.cuda.synchronize(index)
 
 
 def synthetic_tree(n: int, vocab: int, seed: int = 0) -> DraftTree:

@@ -167,9 +167,23 @@ def test_timing_waits_for_every_gpu_a_spread_forward_runs_on(monkeypatch):
     alone (failed before: only cuda:0 synchronised of three). CPU runs wait for nothing."""
     waited = []
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 1 << 30)   # the target spread over all three
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: waited.append(torch.device("cuda", device)))
     cost.sync("cuda:0")
     assert [d.index for d in waited] == [0, 1, 2]
     waited.clear()
     cost.sync("cpu")
     assert waited == []
+
+
+def test_timing_leaves_alone_a_gpu_the_process_never_used(monkeypatch):
+    """Waiting on a GPU creates a CUDA context there (hundreds of MB of its memory, and the time to make it
+    inside the first timed forward): `cost.sync` waits on the GPUs this process holds memory on, the only
+    ones its forwards can run on (failed before: it waited on all three, cuda:1 included)."""
+    waited = []
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: {0: 1 << 20, 1: 0, 2: 1 << 30}[device])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: waited.append(device))
+    cost.sync("cuda:0")
+    assert waited == [0, 2]
+
