@@ -29,7 +29,9 @@ import torch
 from opttree import paths
 from opttree.bench.prompts import read_prompts
 from opttree.config import BUNDLED_ID, DecodeConfig
+from opttree.decoding.prompts import encode_prompt
 from opttree.errors import BadInput, guarded
+from opttree.nets.placement import input_device
 
 
 def first_divergence(a: list[int], b: list[int]) -> int | None:
@@ -42,8 +44,7 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
 @torch.inference_mode()
 def last_logits(model, ids: list[int]) -> torch.Tensor:
     """The model's next-token logits after `ids`, in fp32 (one forward, as the model computes them)."""
-    device = model.get_input_embeddings().weight.device
-    return model(input_ids=torch.tensor([ids], device=device)).logits[0, -1].float().cpu()
+    return model(input_ids=torch.tensor([ids], device=input_device(model))).logits[0, -1].float().cpu()
 
 
 def divergence_at(target, reference, prompt_ids: list[int], ar_ids: list[int], other_ids: list[int]) -> dict | None:
@@ -68,8 +69,6 @@ def divergence_at(target, reference, prompt_ids: list[int], ar_ids: list[int], o
 def divergences(pair, reference, prompts, result: dict, chat: bool = True) -> list[dict]:
     """`divergence_at` for every run of a bench `result` (opttree.bench.harness) whose output left AR's,
     with its prompt id and method; `reference`: the pair's target in fp32."""
-    from opttree.decoding.prompts import encode_prompt  # the bench's own encoding, as run_bench encoded them
-
     ids = {q.id: encode_prompt(pair.tokenizer, q.prompt, chat=chat) for q in prompts}
     ar = {r["prompt_id"]: r["output_ids"] for r in result["runs"] if r["method"] == "ar"}
     out = []

@@ -18,6 +18,7 @@ from reference import reference
 from tiny import save_tiny_model
 from transformers import AutoModelForCausalLM
 
+from opttree.bench.divergence import last_logits
 from opttree.cli import main
 from opttree.config import RANDOM_HEAD, DecodeConfig
 from opttree.drafters.registry import load_pair, with_drafter
@@ -187,3 +188,11 @@ def test_timing_leaves_alone_a_gpu_the_process_never_used(monkeypatch):
     cost.sync("cuda:0")
     assert waited == [0, 2]
 
+
+def test_divergence_logits_of_a_target_with_an_offloaded_embedding(bases, folders):
+    """The divergence tool's forward (opttree/bench/divergence.py) sends its ids where the embedding
+    computes, not to its weight's device (meta while offloaded; failed before: a meta tensor has no data)."""
+    whole = AutoModelForCausalLM.from_pretrained(folders["target"], dtype=torch.float32)
+    ids = PROMPT + folders["ref"][:3]
+    got = last_logits(bases["ends"].target, ids)
+    assert torch.allclose(got, last_logits(whole, ids), atol=1e-5)
