@@ -17,6 +17,7 @@ import sys
 import torch
 
 from opttree import paths
+from opttree.bench.divergence import first_divergence, last_logits
 from opttree.bench.prompts import read_prompts
 from opttree.config import DecodeConfig
 from opttree.drafters.registry import load_pair
@@ -54,11 +55,11 @@ for p in read_prompts(paths.EVAL_PROMPTS)[:N_PROMPTS]:
     ar, ar_rec = go("ar", p.prompt)
     ot, ot_rec = go("opt-tree", p.prompt)
     a, b, prompt_ids = ar["output_ids"], ot["output_ids"], ar["prompt_ids"]
-    d = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), None)
+    d = first_divergence(a, b)
     row = {"prompt": p.prompt[:40], "tau": ot["summary"].get("tau"), "same": a == b, "len": (len(a), len(b))}
     with torch.inference_mode():
-        if d is not None:
-            lg = ref(torch.tensor([prompt_ids + a[:d]])).logits[0, -1].float()
+        if d is not None and d < min(len(a), len(b)):   # a token of each to compare (not one run ending first)
+            lg = last_logits(ref, prompt_ids + a[:d])
             row.update(pos=d, ar_tok=a[d], tree_tok=b[d], ar=ar_rec[d], tree=ot_rec[d],
                        ar_margin=ar_rec[d][1] - ar_rec[d][3], tree_margin=ot_rec[d][1] - ot_rec[d][3],
                        fp32_ar_tok=float(lg[a[d]]), fp32_tree_tok=float(lg[b[d]]), fp32_top=int(lg.argmax()))
