@@ -129,16 +129,19 @@ def target_side(tree: DraftTree, logits: torch.Tensor, distribution, draft_rows:
         at = torch.tensor([where[p] for p in tree.parents], device=probs.device)
         tok = torch.tensor(tree.tokens, device=probs.device)
         p_target = probs[at, tok].tolist()
+    if not chosen:
+        return p_target, []
+    p_rows = probs.index_select(0, torch.tensor([where[node] for node in chosen], device=probs.device))
+    q_rows = torch.stack([draft_rows[node] for node in chosen]).to(probs.device, probs.dtype)
+    # Every row's top-k ids on both sides and both probabilities of each, read off the device at once.
+    ids = torch.cat([torch.topk(side, min(k, side.shape[-1]), dim=-1).indices for side in (p_rows, q_rows)], -1)
+    p_vals, q_vals, ids = p_rows.gather(1, ids).tolist(), q_rows.gather(1, ids).tolist(), ids.tolist()
     records = []
-    for node in chosen:
-        p_row = probs[where[node]]
-        q_row = draft_rows[node].to(p_row.device, p_row.dtype)
-        top_p = torch.topk(p_row, min(k, p_row.numel())).indices.tolist()
-        top_q = torch.topk(q_row, min(k, q_row.numel())).indices.tolist()
-        ids = list(dict.fromkeys(top_p + top_q))
-        index = torch.tensor(ids, device=p_row.device)
-        p_vals, q_vals = p_row[index].tolist(), q_row[index].tolist()
-        order = sorted(range(len(ids)), key=lambda j: (-p_vals[j], -q_vals[j]))
-        records.append({"node": node, "ids": [ids[j] for j in order], "p": [p_vals[j] for j in order],
-                        "q": [q_vals[j] for j in order]})
+    for node, row, p_row, q_row in zip(chosen, ids, p_vals, q_vals):
+        first: dict[int, int] = {}      # each id's first column: the target's top-k, then the draft's new ones
+        for j, tok in enumerate(row):
+            first.setdefault(tok, j)
+        order = sorted(first, key=lambda tok: (-p_row[first[tok]], -q_row[first[tok]]))
+        records.append({"node": node, "ids": order, "p": [p_row[first[t]] for t in order],
+                        "q": [q_row[first[t]] for t in order]})
     return p_target, records

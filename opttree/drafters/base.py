@@ -91,12 +91,15 @@ def odds(probs: torch.Tensor, asked: list[list[int]], column: dict[int, int] | N
     entries of the row are strictly larger. `column` maps a token to its column when the row holds a
     draft vocabulary's columns only (a token without one has q 0, as in the full row, where every
     other entry is 0 too); without it the column is the token id."""
+    wanted = [i for i, tokens in enumerate(asked) if tokens]
+    # The rows asked about, copied off the device together: one read however many nodes ask.
+    held = dict(zip(wanted, probs[wanted].float().cpu())) if wanted else {}
     out = []
     for i, tokens in enumerate(asked):
         if not tokens:
             out.append([])
             continue
-        row = probs[i].float().cpu()
+        row = held[i]
         found = []
         for tok in tokens:
             col = tok if column is None else column.get(tok, -1)
