@@ -44,3 +44,20 @@ def smollm():
     from opttree.drafters.registry import load_pair
 
     return load_pair(BUNDLED_ID, drafter="none", device="cpu")
+
+
+@pytest.fixture()
+def tiny_predictor(tmp_path, monkeypatch):
+    """A predictor for the tiny models' 32-wide states, installed where the loop looks for it."""
+    from opttree.nets import length_predictor as lp  # training code loads only where a test asks for a predictor
+    from opttree.train.length_predictor import fit, save
+
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(200, 32, generator=gen)
+    model = fit(x, (x[:, 0] * 2 + 2).clamp(0, 5), epochs=50)
+    path = tmp_path / "tiny-length.safetensors"
+    save(model, path, {"target": "tiny-target"})
+    monkeypatch.setattr(lp, "DEFAULT_PREDICTOR", path)
+    lp.load_length_predictor.cache_clear()
+    yield path
+    lp.load_length_predictor.cache_clear()

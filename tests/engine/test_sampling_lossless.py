@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from reference import commits_the_ar_runs_sample
 from scipy.stats import chisquare
 from tiny import tiny_pair
 
@@ -139,30 +140,12 @@ def test_same_seed_same_output_and_greedy_ignores_seed():
     assert greedy[0]["output_ids"] == ref
 
 
-SAMPLED = [dict(temperature=0.8), dict(temperature=1.3, top_k=5), dict(temperature=0.6, top_p=0.9)]
-
-
 @pytest.mark.parametrize("drafter", ["classic", "eagle", "fused", "early-exit"])
 @pytest.mark.parametrize("method", [m for m in METHODS if m != "ar"])
 def test_same_seed_gives_the_ar_runs_sample(method, drafter):
     """Each committed token costs exactly one draw from the run's generator, so with the same seed a
     sampled tree run commits the AR run's tokens, whatever the tree accepted at each step."""
     commits_the_ar_runs_sample(tiny_pair(drafter, vocab=32, scale=2.0, eos=7), method, PROMPT)
-
-
-def commits_the_ar_runs_sample(pair, method: str, prompt_ids, **settings) -> None:
-    """Under every SAMPLED setting and three seeds, `method` commits the AR run's tokens, and some step
-    accepted a draft token (else the check would not involve the tree)."""
-    accepted = 0
-    for sampling in SAMPLED:
-        for seed in range(3):
-            common = dict(max_new_tokens=24, seed=seed, **sampling)
-            ar = run(pair, "", DecodeConfig(method="ar", **common), prompt_ids=prompt_ids)
-            tree = run(pair, "", DecodeConfig(method=method, nodes=10, max_depth=4, threshold=0.0, **settings,
-                                              **common), prompt_ids=prompt_ids)
-            assert tree["output_ids"] == ar["output_ids"], (sampling, seed)
-            accepted += sum(s["accept_length"] for s in tree["steps"])
-    assert accepted > 0, "no draft token was ever accepted: the check would not involve the tree"
 
 
 @pytest.mark.parametrize("method", ["opt-tree", "eagle-static"])
