@@ -9,12 +9,18 @@ the first position d where a run's output leaves AR's (same dtype, same prompt):
 
 - over the tokens both share (the prompt and AR's first d tokens), one forward of the target in the run's
   dtype and one of an fp32 copy give each candidate's logit: AR's token and the other run's;
-- `gap_fp32` is AR's token's fp32 logit minus the other's; `noise` is what the run's dtype got wrong there
-  (the two logits' distances from fp32, added: a bound on its error in the gap) plus one step of the dtype's
-  spacing at that logit (`spacing`: every logit the runs compared was rounded to it);
-- the divergence is a **near-tie** when |gap_fp32| <= noise: the run's dtype cannot tell the two tokens
-  apart there, and which one a forward picks depends on its summation order. A divergence at a clear
-  margin (|gap_fp32| > noise) would be a bug (mask, positions, cache), as any divergence in fp32 is.
+- `gap_fp32` is AR's token's fp32 logit minus the other's, `gap` the same in the run's dtype; `spacing` is
+  one step of the dtype at that logit (every logit the runs compared was rounded to it);
+- `tie_margin` = |gap - gap_fp32| + spacing, what this forward got wrong in the gap itself; `noise` = the two
+  logits' distances from fp32, added, + spacing, a bound on the gap's error in any forward of this dtype
+  (an error the two logits share cancels in the gap, so `noise` is the looser of the two).
+
+`verdict`: a **near-tie** when |gap_fp32| <= tie_margin (the dtype cannot tell the two tokens apart there,
+and which one a forward picks depends on its summation order); **within rounding** when only `noise` covers
+it (the tree forward rounds differently from this one and may err by that much, but this forward got the gap
+right: confirm with the run's own rows, as benchmarks/bf16_cpu/margins.py reads them, before calling it
+either); a **clear margin** beyond `noise` would be a bug (mask, positions, cache), as any divergence in fp32
+is. `near_tie` is the first verdict.
 
     python -m opttree.bench.divergence [--dtype bf16] [--device cpu] [--limit 8] [--max-new-tokens 48]
         [--methods opt-tree@60] [--threads 1]
@@ -32,6 +38,11 @@ from opttree.config import BUNDLED_ID, DecodeConfig
 from opttree.decoding.prompts import encode_prompt
 from opttree.errors import BadInput, guarded
 from opttree.nets.placement import input_device
+
+# Each verdict with the bound |gap_fp32| must not pass, given (tie_margin, noise); the first that holds is it.
+VERDICTS = (("near-tie", lambda tie_margin, noise: tie_margin),
+            ("within rounding", lambda tie_margin, noise: noise),
+            ("clear margin", lambda tie_margin, noise: float("inf")))
 
 
 def first_divergence(a: list[int], b: list[int]) -> int | None:
@@ -60,10 +71,12 @@ def divergence_at(target, reference, prompt_ids: list[int], ar_ids: list[int], o
     size = torch.tensor(float(max(abs(run[a]), abs(run[b]))), dtype=dtype)
     spacing = float(torch.nextafter(size, torch.tensor(float("inf"), dtype=dtype)).float() - size.float())
     noise = float(abs(run[a] - ref[a]) + abs(run[b] - ref[b])) + spacing
-    gap_fp32 = float(ref[a] - ref[b])
-    return {"position": d, "ar_token": a, "other_token": b, "gap": float(run[a] - run[b]), "gap_fp32": gap_fp32,
-            "spacing": spacing, "noise": noise, "fp32_rank_of_other": int((ref > ref[b]).sum()),
-            "near_tie": abs(gap_fp32) <= noise}
+    gap, gap_fp32 = float(run[a] - run[b]), float(ref[a] - ref[b])
+    tie_margin = abs(gap - gap_fp32) + spacing
+    verdict = next(v for v, bound in VERDICTS if abs(gap_fp32) <= bound(tie_margin, noise))
+    return {"position": d, "ar_token": a, "other_token": b, "gap": gap, "gap_fp32": gap_fp32, "spacing": spacing,
+            "tie_margin": tie_margin, "noise": noise, "fp32_rank_of_other": int((ref > ref[b]).sum()),
+            "verdict": verdict, "near_tie": verdict == VERDICTS[0][0]}
 
 
 def divergences(pair, reference, prompts, result: dict, chat: bool = True) -> list[dict]:
@@ -84,10 +97,11 @@ def divergences(pair, reference, prompts, result: dict, chat: bool = True) -> li
 def format_divergences(rows: list[dict]) -> str:
     if not rows:
         return "no divergence from AR's output"
-    lines = ["prompt | method | position | AR / other token | gap fp32 | gap run dtype | noise | near-tie"]
+    lines = ["prompt | method | position | AR / other token | gap fp32 | gap run dtype | tie margin | noise | verdict"]
     for r in rows:
         lines.append(f"{r['prompt_id']} | {r['method']} | {r['position']} | {r['ar_token']} / {r['other_token']} | "
-                     f"{r['gap_fp32']:+.4f} | {r['gap']:+.4f} | {r['noise']:.4f} | {'yes' if r['near_tie'] else 'NO'}")
+                     f"{r['gap_fp32']:+.4f} | {r['gap']:+.4f} | {r['tie_margin']:.4f} | {r['noise']:.4f} | "
+                     f"{r['verdict'] if r['near_tie'] else r['verdict'].upper()}")
     return "\n".join(lines)
 
 

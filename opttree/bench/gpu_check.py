@@ -7,7 +7,8 @@
    exact-match rate, and where a step's time goes (draft, build, verify ms). In half precision the
    tree forward and the AR forward round differently, so a near-tie can flip a token: the rate is
    measured, not assumed, and each run that left AR's output is judged at its first divergence against
-   an fp32 copy of the target: a near-tie, or a clear margin that would be a bug (bench/divergence.py).
+   an fp32 copy of the target: a near-tie, within rounding (to confirm from the run's own rows), or a clear
+   margin that would be a bug (bench/divergence.py).
    fp32, the exactness reference, runs first, and each dtype has its own time budget
    (`--minutes-per-dtype`), so a slow dtype cannot starve the others.
 
@@ -28,7 +29,7 @@ import sys
 from pathlib import Path
 
 from opttree import paths
-from opttree.bench.divergence import divergences, format_divergences
+from opttree.bench.divergence import VERDICTS, divergences, format_divergences
 from opttree.bench.harness import run_bench
 from opttree.bench.prompts import read_prompts
 from opttree.bench.report import fmt, pct
@@ -100,9 +101,8 @@ def report(device: str, date: str, tests: str | None, results: dict, cfg: Decode
               "token and the run's, against what the dtype gets wrong there):"]
     for dtype, r in results.items():
         if "divergences" in r:
-            ties = sum(d["near_tie"] for d in r["divergences"])
-            lines += ["", f"{dtype}: {len(r['divergences'])} divergences, {ties} near-ties, "
-                      f"{len(r['divergences']) - ties} at a clear margin", "", "```",
+            counts = ", ".join(f"{sum(d['verdict'] == v for d in r['divergences'])} {v}" for v, _ in VERDICTS)
+            lines += ["", f"{dtype}: {len(r['divergences'])} divergences: {counts}", "", "```",
                       format_divergences(r["divergences"]), "```"]
     return "\n".join(lines) + "\n"
 

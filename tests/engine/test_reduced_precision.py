@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import save_file
 from tiny import tiny_llama, tiny_pair
 
-from opttree.bench import gpu_check
+from opttree.bench import divergence, gpu_check
 from opttree.bench.divergence import divergence_at, divergences, first_divergence
 from opttree.bench.prompts import parse_prompts
 from opttree.config import RANDOM_HEAD, DecodeConfig
@@ -119,5 +119,22 @@ def test_divergences_of_a_bench_result_and_the_gpu_reports_list_of_them():
     assert checked["divergences"] == []                      # fp32 against itself: every run is AR's output
     checked["divergences"] = rows
     text = gpu_check.report("Tiny CPU", "2026-01-01", None, {"bf16": checked}, cfg, 1)
-    assert "bf16: 1 divergences, 0 near-ties, 1 at a clear margin" in text
-    assert f"1 | chain | 0 | {a} / {b} | +{rows[0]['gap_fp32']:.4f}" in text and "| NO" in text
+    assert "bf16: 1 divergences: 0 near-tie, 0 within rounding, 1 clear margin" in text
+    assert f"1 | chain | 0 | {a} / {b} | +{rows[0]['gap_fp32']:.4f}" in text and "| CLEAR MARGIN" in text
+
+
+@pytest.mark.parametrize("ref_a, ref_b, verdict", [(10.30, 10.25, "near-tie"), (10.55, 10.30, "within rounding"),
+                                                   (12.0, 10.0, "clear margin")])
+def test_an_error_both_logits_share_does_not_make_a_near_tie(monkeypatch, ref_a, ref_b, verdict):
+    """The run's dtype put AR's token 0.25 above the other (10.25 and 10.0, bf16's step there 0.0625). Where
+    fp32 has them 0.05 apart, this forward erred by 0.2 in the gap: a near-tie. Where fp32 shifts both by 0.3
+    (gap 0.25 in both), the forward got the gap right, and only the logits' summed errors (0.66) cover it:
+    within rounding, to confirm from the run's own rows, not a near-tie (failed before: called one, as the
+    summed errors were the only bound). Beyond even that bound, a clear margin."""
+    run_model, ref_model = torch.nn.Linear(1, 1).to(torch.bfloat16), torch.nn.Linear(1, 1)
+    logits = {id(run_model): (10.25, 10.0), id(ref_model): (ref_a, ref_b)}
+    monkeypatch.setattr(divergence, "last_logits",
+                        lambda model, ids: torch.tensor([*logits[id(model)], -5.0]))   # tokens 0, 1 and 2
+    found = divergence.divergence_at(run_model, ref_model, [5], [0], [1])
+    assert found["verdict"] == verdict and found["near_tie"] == (verdict == "near-tie")
+    assert found["spacing"] == 0.0625 and found["tie_margin"] == pytest.approx(abs(0.25 - (ref_a - ref_b)) + 0.0625)
