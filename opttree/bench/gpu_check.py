@@ -8,7 +8,8 @@
    tree forward and the AR forward round differently, so a near-tie can flip a token: the rate is
    measured, not assumed, and each run that left AR's output is judged at its first divergence against
    an fp32 copy of the target: a near-tie, within rounding (to confirm from the run's own rows), or a clear
-   margin that would be a bug (bench/divergence.py).
+   margin that would be a bug (bench/divergence.py); an fp32 run's divergences are listed too, judged
+   against the fp32 target itself (each one is beyond fp32's own spacing: a bug).
    fp32, the exactness reference, runs first, and each dtype has its own time budget
    (`--minutes-per-dtype`), so a slow dtype cannot starve the others.
 
@@ -28,13 +29,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 from opttree import paths
 from opttree.bench.divergence import VERDICTS, divergences, format_divergences
 from opttree.bench.harness import run_bench
 from opttree.bench.prompts import read_prompts
 from opttree.bench.report import fmt, pct
 from opttree.config import BUNDLED_ID, DecodeConfig
+from opttree.drafters.registry import load_pair
+from opttree.engine import cost
 from opttree.errors import BadInput, guarded
+from opttree.models.loading import load_causal_lm
 
 DTYPES = ("fp32", "bf16", "fp16")
 METHODS = ("ar", "opt-tree@60", "opt-tree@auto")
@@ -60,8 +66,6 @@ def check_dtype(pair, prompts, cfg: DecodeConfig, log=None, max_minutes: float |
     loaded in that dtype; `max_minutes` caps the bench (every method still runs on each prompt it
     reaches). With `reference` (the target in fp32), also "divergences": each run's first departure
     from AR's output with the target's logit gap there and whether it is a near-tie (bench/divergence.py)."""
-    from opttree.engine import cost  # the engine loads only when a check runs (not for --help)
-
     curve = cost.load_or_measure(pair, refresh=True, log=log)
     result = run_bench(pair, prompts, list(METHODS), cfg, chat=True, log=log or (lambda m: None),
                        max_minutes=max_minutes)
@@ -124,16 +128,10 @@ def main(argv=None) -> int:
                        f"choose from {', '.join(DTYPES)}.")
     if args.minutes_per_dtype < 0 or args.limit < 1 or args.max_new_tokens < 1:
         raise BadInput("--minutes-per-dtype must be 0 (no limit) or more; --limit and --max-new-tokens at least 1.")
-    import torch  # torch stays out of `--help`
-
     if not torch.cuda.is_available():
         print("gpu-check needs a CUDA device and none is visible here (torch.cuda.is_available() is False); "
               "nothing was run.", file=sys.stderr)
         return 2
-    # with torch: only once there is a device to check
-    from opttree.drafters.registry import load_pair
-    from opttree.models.loading import load_causal_lm
-
     device = torch.cuda.get_device_name(0)
     date = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     tests = None if args.no_tests else run_tests()
@@ -147,10 +145,11 @@ def main(argv=None) -> int:
     for dtype in dtypes:  # the report is rewritten after each dtype: a run cut short keeps what it measured
         if dtype != "fp32" and reference is None:
             reference = load_causal_lm(BUNDLED_ID, torch.device("cuda"), torch.float32)
-        results[dtype] = check_dtype(load_pair(device="cuda", dtype=dtype), prompts, cfg,
-                                     log=lambda m: print(m, file=sys.stderr, flush=True),
+        pair = load_pair(device="cuda", dtype=dtype)
+        # fp32 is judged against itself: every divergence there is beyond its own spacing, a clear margin
+        results[dtype] = check_dtype(pair, prompts, cfg, log=lambda m: print(m, file=sys.stderr, flush=True),
                                      max_minutes=args.minutes_per_dtype or None,
-                                     reference=reference if dtype != "fp32" else None)
+                                     reference=reference if dtype != "fp32" else pair.target)
         text = report(device, date, tests, results, cfg, len(prompts))
         stem.with_suffix(".md").write_text(text, encoding="utf-8")
         stem.with_suffix(".json").write_text(json.dumps({"device": device, "date": date, "tests": tests,

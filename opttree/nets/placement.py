@@ -15,13 +15,15 @@ import torch
 
 def module_device(module: torch.nn.Module) -> torch.device:
     """Where `module` computes: its accelerate hook's execution device where a device map placed it, else its
-    first weight's device."""
+    first weight's (or buffer's) device; the CPU for a module that holds neither."""
     hook = getattr(module, "_hf_hook", None)
     for one in getattr(hook, "hooks", (hook,)):     # a SequentialHook holds several
         device = getattr(one, "execution_device", None)
         if device is not None:
             return torch.device(device)             # accelerate names a GPU by its index
-    return next(module.parameters()).device
+    held = next(module.parameters(), None)
+    held = held if held is not None else next(module.buffers(), None)
+    return held.device if held is not None else torch.device("cpu")
 
 
 def input_device(model: torch.nn.Module) -> torch.device:

@@ -26,6 +26,7 @@ from opttree.engine import cost
 from opttree.engine.speculative import run
 from opttree.models.loading import ModelPair, input_device, load_tokenizer, prepare
 from opttree.nets.feature_head import FeatureHead, fused_layers, head_config_from_target
+from opttree.nets.placement import module_device
 from opttree.trace_file import loads
 from opttree.train.common import export_fp16
 
@@ -196,3 +197,12 @@ def test_divergence_logits_of_a_target_with_an_offloaded_embedding(bases, folder
     ids = PROMPT + folders["ref"][:3]
     got = last_logits(bases["ends"].target, ids)
     assert torch.allclose(got, last_logits(whole, ids), atol=1e-5)
+
+
+def test_where_a_module_without_weights_computes():
+    """A module with no weight (an activation) computes on the CPU, one with only buffers where they are
+    (failed before: StopIteration leaked out of module_device)."""
+    assert module_device(torch.nn.ReLU()) == torch.device("cpu")
+    holder = torch.nn.Module()
+    holder.register_buffer("steps", torch.zeros(1, device="meta"))
+    assert module_device(holder) == torch.device("meta")

@@ -138,3 +138,23 @@ def test_an_error_both_logits_share_does_not_make_a_near_tie(monkeypatch, ref_a,
     found = divergence.divergence_at(run_model, ref_model, [5], [0], [1])
     assert found["verdict"] == verdict and found["near_tie"] == (verdict == "near-tie")
     assert found["spacing"] == 0.0625 and found["tie_margin"] == pytest.approx(abs(0.25 - (ref_a - ref_b)) + 0.0625)
+
+
+def test_the_gpu_check_judges_fp32_divergences_against_the_fp32_target(monkeypatch, tmp_path):
+    """In fp32 every divergence from AR's output is a bug, so the GPU check lists them too, judged against the
+    fp32 target itself; half precisions against an fp32 copy loaded once (failed before: fp32 was judged
+    against nothing, its divergences unlisted)."""
+    class Pair:
+        def __init__(self, dtype):
+            self.dtype, self.target = dtype, f"{dtype} target"
+
+    asked = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "Test GPU")
+    monkeypatch.setattr(gpu_check, "load_pair", lambda device, dtype: Pair(dtype))
+    monkeypatch.setattr(gpu_check, "load_causal_lm", lambda *a: "fp32 copy")
+    monkeypatch.setattr(gpu_check, "check_dtype", lambda pair, *a, reference=None, **k: asked.append(
+        (pair.dtype, reference)) or {"methods": {}, "cost": None, "divergences": []})
+    monkeypatch.setattr(gpu_check, "report", lambda *a: "report")
+    assert gpu_check.main(["--no-tests", "--dtypes", "fp32,bf16,fp16", "--out-dir", str(tmp_path)]) == 0
+    assert asked == [("fp32", "fp32 target"), ("bf16", "fp32 copy"), ("fp16", "fp32 copy")]
