@@ -96,8 +96,8 @@ def sync(device) -> None:
     make it inside the first timed forward)."""
     device = torch.device(device)
     if device.type == "cuda":
-        own = torch.cuda.current_device() if device.index is None else device.index
-        for index in range(torch.cuda.device_count()):
+        for index in range(torch.cuda.device_count()):   # none visible (a CUDA-less build): nothing to wait on
+            own = torch.cuda.current_device() if device.index is None else device.index
             if index == own or torch.cuda.memory_reserved(index) > 0:
                 torch.cuda.synchronize(index)
 
