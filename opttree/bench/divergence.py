@@ -39,10 +39,8 @@ from opttree.decoding.prompts import encode_prompt
 from opttree.errors import BadInput, guarded
 from opttree.nets.placement import input_device
 
-# Each verdict with the bound |gap_fp32| must not pass, given (tie_margin, noise); the first that holds is it.
-VERDICTS = (("near-tie", lambda tie_margin, noise: tie_margin),
-            ("within rounding", lambda tie_margin, noise: noise),
-            ("clear margin", lambda tie_margin, noise: float("inf")))
+# The verdicts on a divergence, from the closest to a tie (module docstring).
+VERDICTS = ("near-tie", "within rounding", "clear margin")
 
 
 def first_divergence(a: list[int], b: list[int]) -> int | None:
@@ -73,10 +71,10 @@ def divergence_at(target, reference, prompt_ids: list[int], ar_ids: list[int], o
     noise = float(abs(run[a] - ref[a]) + abs(run[b] - ref[b])) + spacing
     gap, gap_fp32 = float(run[a] - run[b]), float(ref[a] - ref[b])
     tie_margin = abs(gap - gap_fp32) + spacing
-    verdict = next(v for v, bound in VERDICTS if abs(gap_fp32) <= bound(tie_margin, noise))
+    verdict = VERDICTS[0] if abs(gap_fp32) <= tie_margin else VERDICTS[1] if abs(gap_fp32) <= noise else VERDICTS[2]
     return {"position": d, "ar_token": a, "other_token": b, "gap": gap, "gap_fp32": gap_fp32, "spacing": spacing,
             "tie_margin": tie_margin, "noise": noise, "fp32_rank_of_other": int((ref > ref[b]).sum()),
-            "verdict": verdict, "near_tie": verdict == VERDICTS[0][0]}
+            "verdict": verdict, "near_tie": verdict == VERDICTS[0]}
 
 
 def divergences(pair, reference, prompts, result: dict, chat: bool = True) -> list[dict]:

@@ -105,7 +105,7 @@ def report(device: str, date: str, tests: str | None, results: dict, cfg: Decode
               "token and the run's, against what the dtype gets wrong there):"]
     for dtype, r in results.items():
         if "divergences" in r:
-            counts = ", ".join(f"{sum(d['verdict'] == v for d in r['divergences'])} {v}" for v, _ in VERDICTS)
+            counts = ", ".join(f"{sum(d['verdict'] == v for d in r['divergences'])} {v}" for v in VERDICTS)
             lines += ["", f"{dtype}: {len(r['divergences'])} divergences: {counts}", "", "```",
                       format_divergences(r["divergences"]), "```"]
     return "\n".join(lines) + "\n"
