@@ -185,9 +185,10 @@ def engine_target(meta: dict | None) -> tuple[str | None, str]:
     it (a command line's relative folder reads the same, as a draft's does in `engine_draft`); (None, "") for a
     server's model, whose path this page does not show (the lines keep `<target>`)."""
     target = str((meta or {}).get("target") or "")
-    if engine_id(target):
-        return engine_id(target), (f"The engines serve {engine_id(target)}, the full-precision release on the "
-                                   "hub that the bundled GGUF was quantised from.")
+    release = engine_id(target)
+    if release:
+        return release, (f"The engines serve {release}, the full-precision release on the hub that the bundled "
+                         "GGUF was quantised from.")
     if _hub_id(target):
         return target, (f"The engines serve the run's target, {target}, as its command named it: a hub id, or a "
                         "folder of the machine that ran it.")

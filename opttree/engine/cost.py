@@ -95,11 +95,12 @@ def sync(device) -> None:
     waiting on one would create a CUDA context there (memory taken from whoever uses it, and the time to
     make it inside the first timed forward)."""
     device = torch.device(device)
-    if device.type == "cuda":
-        for index in range(torch.cuda.device_count()):   # none visible (a CUDA-less build): nothing to wait on
-            own = torch.cuda.current_device() if device.index is None else device.index
-            if index == own or torch.cuda.memory_reserved(index) > 0:
-                torch.cuda.synchronize(index)
+    if device.type != "cuda" or not torch.cuda.device_count():   # a CUDA-less build has nothing to wait on
+        return
+    own = torch.cuda.current_device() if device.index is None else device.index
+    for index in range(torch.cuda.device_count()):
+        if index == own or torch.cuda.memory_reserved(index) > 0:
+            torch.cuda.synchronize(index)
 
 
 def synthetic_tree(n: int, vocab: int, seed: int = 0) -> DraftTree:
