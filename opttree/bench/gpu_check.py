@@ -141,15 +141,17 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"{date}-{re.sub(r'[^A-Za-z0-9]+', '-', device).strip('-').lower()}"
     results: dict = {}
-    reference = None    # the fp32 target the half-precision divergences are judged by, loaded once
+    # The fp32 target every dtype's divergences are judged by: the fp32 pair's own (fp32 is judged against itself:
+    # each divergence there is beyond its own spacing, a clear margin), else a copy loaded once.
+    reference = None
     for dtype in dtypes:  # the report is rewritten after each dtype: a run cut short keeps what it measured
-        if dtype != "fp32" and reference is None:
-            reference = load_causal_lm(BUNDLED_ID, torch.device("cuda"), torch.float32)
         pair = load_pair(device="cuda", dtype=dtype)
-        # fp32 is judged against itself: every divergence there is beyond its own spacing, a clear margin
+        if dtype == "fp32":
+            reference = pair.target
+        elif reference is None:
+            reference = load_causal_lm(BUNDLED_ID, torch.device("cuda"), torch.float32)
         results[dtype] = check_dtype(pair, prompts, cfg, log=lambda m: print(m, file=sys.stderr, flush=True),
-                                     max_minutes=args.minutes_per_dtype or None,
-                                     reference=reference if dtype != "fp32" else pair.target)
+                                     max_minutes=args.minutes_per_dtype or None, reference=reference)
         text = report(device, date, tests, results, cfg, len(prompts))
         stem.with_suffix(".md").write_text(text, encoding="utf-8")
         stem.with_suffix(".json").write_text(json.dumps({"device": device, "date": date, "tests": tests,

@@ -142,8 +142,8 @@ def test_an_error_both_logits_share_does_not_make_a_near_tie(monkeypatch, ref_a,
 
 def test_the_gpu_check_judges_fp32_divergences_against_the_fp32_target(monkeypatch, tmp_path):
     """In fp32 every divergence from AR's output is a bug, so the GPU check lists them too, judged against the
-    fp32 target itself; half precisions against an fp32 copy loaded once (failed before: fp32 was judged
-    against nothing, its divergences unlisted)."""
+    fp32 target itself; half precisions against that same fp32 target, or without an fp32 run against an fp32
+    copy loaded once (failed before: fp32 was judged against nothing, its divergences unlisted)."""
     class Pair:
         def __init__(self, dtype):
             self.dtype, self.target = dtype, f"{dtype} target"
@@ -152,9 +152,13 @@ def test_the_gpu_check_judges_fp32_divergences_against_the_fp32_target(monkeypat
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "Test GPU")
     monkeypatch.setattr(gpu_check, "load_pair", lambda device, dtype: Pair(dtype))
-    monkeypatch.setattr(gpu_check, "load_causal_lm", lambda *a: "fp32 copy")
+    copies = []
+    monkeypatch.setattr(gpu_check, "load_causal_lm", lambda *a: copies.append(a) or "fp32 copy")
     monkeypatch.setattr(gpu_check, "check_dtype", lambda pair, *a, reference=None, **k: asked.append(
         (pair.dtype, reference)) or {"methods": {}, "cost": None, "divergences": []})
     monkeypatch.setattr(gpu_check, "report", lambda *a: "report")
     assert gpu_check.main(["--no-tests", "--dtypes", "fp32,bf16,fp16", "--out-dir", str(tmp_path)]) == 0
-    assert asked == [("fp32", "fp32 target"), ("bf16", "fp32 copy"), ("fp16", "fp32 copy")]
+    assert asked == [("fp32", "fp32 target"), ("bf16", "fp32 target"), ("fp16", "fp32 target")] and not copies
+    asked.clear()
+    assert gpu_check.main(["--no-tests", "--dtypes", "bf16,fp16", "--out-dir", str(tmp_path)]) == 0
+    assert asked == [("bf16", "fp32 copy"), ("fp16", "fp32 copy")] and len(copies) == 1
